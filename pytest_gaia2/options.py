@@ -1,0 +1,305 @@
+"""Every ``--gaia2-*`` option, its ``gaia2_*`` ini key and how its value is parsed.
+
+One table keeps the command line, the ini file, the upstream TOML mapping and the
+README in step: an option exists exactly once, here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import pytest
+
+GROUP = "gaia2"
+
+
+class OptionError(pytest.UsageError):
+    """A ``--gaia2-*`` value that can never work; raised at start-up, naming the option."""
+
+
+def _non_negative_float(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise OptionError(f"--gaia2-{name}: expected a number of seconds, got {raw!r}") from None
+    if value < 0:
+        raise OptionError(f"--gaia2-{name}: must not be negative, got {raw!r}")
+    return value
+
+
+def _positive_float(name: str, raw: str) -> float:
+    value = _non_negative_float(name, raw)
+    if value == 0:
+        raise OptionError(f"--gaia2-{name}: must be greater than 0, got {raw!r}")
+    return value
+
+
+def _non_negative_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f"--gaia2-{name}: expected a whole number, got {raw!r}") from None
+    if value < 0:
+        raise OptionError(f"--gaia2-{name}: must not be negative, got {raw!r}")
+    return value
+
+
+def _positive_int(name: str, raw: str) -> int:
+    value = _non_negative_int(name, raw)
+    if value == 0:
+        raise OptionError(f"--gaia2-{name}: must be at least 1, got {raw!r}")
+    return value
+
+
+def _fraction(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise OptionError(f"--gaia2-{name}: expected a fraction from 0 to 1 (e.g. 0.8), got {raw!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise OptionError(
+            f"--gaia2-{name}: expected a fraction from 0 to 1 (e.g. 0.8 for 80%), got {raw!r}"
+        )
+    return value
+
+
+def _text(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _flag(name: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise OptionError(f"--gaia2-{name}: expected true or false, got {raw!r}")
+
+
+_IMAGE_REF = re.compile(
+    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?"  # optional registry host[:port]/
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"  # first path component
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"  # more path components
+    r"(?::[\w][\w.-]{0,127})?"  # optional tag
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"  # optional digest
+)
+
+
+def _image(name: str, raw: str) -> str:
+    ref = raw.strip()
+    if not _IMAGE_REF.match(ref):
+        raise OptionError(
+            f"--gaia2-{name}: {raw!r} is not a valid image reference "
+            "(expected [registry/]name[:tag][@digest], lower-case name)"
+        )
+    return ref
+
+
+def _port_range(name: str, raw: str) -> tuple[int, int]:
+    match = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", raw)
+    if not match:
+        raise OptionError(f"--gaia2-{name}: expected LOW-HIGH (e.g. 20000-29999), got {raw!r}")
+    low, high = int(match.group(1)), int(match.group(2))
+    if not 1024 <= low < high <= 65535:
+        raise OptionError(f"--gaia2-{name}: expected 1024 <= LOW < HIGH <= 65535, got {raw!r}")
+    return low, high
+
+
+def _env_pair(name: str, raw: str) -> tuple[str, str]:
+    key, sep, value = raw.partition("=")
+    key = key.strip()
+    if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        raise OptionError(f"--gaia2-{name}: expected KEY=VALUE with a valid variable name, got {key or raw!r}")
+    return key, value
+
+
+def _copy_pair(name: str, raw: str) -> tuple[str, str]:
+    src, sep, dest = raw.rpartition(":")
+    if not sep or not src or not dest.startswith("/"):
+        raise OptionError(f"--gaia2-{name}: expected HOST_PATH:/container/path, got {raw!r}")
+    return src, dest
+
+
+def _env_name(name: str, raw: str) -> str:
+    value = raw.strip()
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise OptionError(
+            f"--gaia2-{name}: expected the NAME of an environment variable that holds the key "
+            "(never the key itself)"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    """One plugin option: ``--gaia2-<name>`` on the command line, ``gaia2_<key>`` in the ini file."""
+
+    name: str
+    help: str
+    default: Any = None
+    parse: Callable[[str, Any], Any] = _text
+    choices: Sequence[str] | None = None
+    flag: bool = False
+    multiple: bool = False
+
+    @property
+    def key(self) -> str:
+        """The attribute and ini key suffix: ``judge-model`` becomes ``judge_model``."""
+        return self.name.replace("-", "_")
+
+    @property
+    def cli(self) -> str:
+        return f"--gaia2-{self.name}"
+
+    @property
+    def ini(self) -> str:
+        return f"gaia2_{self.key}"
+
+
+OPTIONS: tuple[Option, ...] = (
+    # Where scenarios come from and which run.
+    Option("scenarios", "Scenario directories or files (<root>/<split>/<scenario_id>.json). "
+           "Default: scenarios/ at the rootdir.", multiple=True),
+    Option("dataset", "Hugging Face dataset ORG/NAME to materialise and run "
+           "(e.g. meta-agents-research-environments/gaia2-cli)."),
+    Option("splits", "Comma-separated split names, or 'all'."),
+    Option("subset", "Subset manifest in upstream's format: {\"splits\": {name: [scenario ids]}}."),
+    Option("ids-file", "Plain text file of scenario ids to run, one per line."),
+    Option("sample", "Run a seeded sample of N scenarios, stratified by split and universe.",
+           parse=_positive_int),
+    Option("seed", "Seed for --gaia2-sample (default 0).", default=0, parse=_non_negative_int),
+    Option("first-n", "Run the first N scenarios in file order (biased towards few universes).",
+           parse=_positive_int),
+    Option("repeat", "Run each scenario K times (pass@k), as run_1..run_K.", default=1,
+           parse=_positive_int),
+    Option("resume", "Reuse stored pass/fail verdicts in the output folder; run only what is "
+           "missing or errored.", default=False, flag=True, parse=_flag),
+    Option("retries", "Re-run a scenario whose outcome is an infrastructure error up to N times "
+           "(judge failures are never retried).", default=0, parse=_non_negative_int),
+    Option("config", "gaia2-runner TOML config ([target], [agent], [judge], [run]); "
+           "command-line options win."),
+    # The container.
+    Option("image", "Runtime image (default: the reference oracle image, built on first use).",
+           parse=_image),
+    Option("network", "Network mode: bridge (engine-assigned 127.0.0.1 port) or host.",
+           default="bridge", choices=("bridge", "host")),
+    Option("port-range", "Host-network mode: ports to hand out, partitioned per xdist worker.",
+           default="20000-29999", parse=_port_range),
+    Option("env", "Extra KEY=VALUE passed into every container (repeatable).", multiple=True,
+           parse=_env_pair),
+    Option("env-file", "dotenv file with API keys (default: .env at the rootdir when present)."),
+    Option("copy-in", "Copy HOST_PATH into every container at /container/path before it "
+           "starts (repeatable).", multiple=True, parse=_copy_pair),
+    Option("time-speed", "GAIA2_TIME_SPEED for the in-container daemon (> 0).",
+           parse=_positive_float),
+    Option("notification-mode", "Notification mode passed to the daemon.", default="message",
+           choices=("message", "native")),
+    # Agent and judge.
+    Option("provider", "Agent LLM provider (anthropic, openai, google, openrouter, "
+           "openai-compat, ...)."),
+    Option("model", "Agent model name."),
+    Option("base-url", "Agent model base URL (host services: http://host.docker.internal:PORT)."),
+    Option("api-key-env", "NAME of the environment variable holding the agent API key.",
+           parse=_env_name),
+    Option("thinking", "Agent thinking level.", default="low",
+           choices=("off", "low", "medium", "high")),
+    Option("judge-provider", "In-container judge provider."),
+    Option("judge-model", "In-container judge model."),
+    Option("judge-base-url", "In-container judge base URL."),
+    Option("judge-api-key-env", "NAME of the environment variable holding the judge API key.",
+           parse=_env_name),
+    # Time limits.
+    Option("timeout", "Per-scenario timeout in seconds; the effective timeout is the larger of "
+           "this and the scenario duration + 60.", default=600.0, parse=_positive_float),
+    Option("health-timeout", "Seconds to wait for the adapter's /health.", default=120.0,
+           parse=_positive_float),
+    Option("judge-grace", "Seconds to wait for a judgment after a terminal status without one.",
+           default=15.0, parse=_non_negative_float),
+    Option("stop-timeout", "Seconds docker stop waits before SIGKILL.", default=5.0,
+           parse=_non_negative_float),
+    Option("reap-grace", "Age in seconds before another run's orphaned containers are reaped.",
+           default=120.0, parse=_non_negative_float),
+    # Output and the gate.
+    Option("output", "Output folder for results.", default="gaia2-results"),
+    Option("min-pass-rate", "Gate: the run passes when the chosen rate reaches R (0..1).",
+           parse=_fraction),
+    Option("rate", "Gate: which rate to compare.", default="strict", choices=("strict", "judged")),
+    Option("gate-on", "Gate: compare the rate itself or the lower end of its 95% interval.",
+           default="point", choices=("point", "lower-bound")),
+    Option("max-error-rate", "Gate: the run fails when infrastructure errors exceed E (0..1).",
+           parse=_fraction),
+    Option("preflight-only", "Run the pre-flight checks, print the report and stop.",
+           default=False, flag=True, parse=_flag),
+)
+
+BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register every option in the ``gaia2`` group and its matching ini key."""
+    group = parser.getgroup(GROUP, "Gaia2 benchmark scenarios")
+    for option in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": f"gaia2_{option.key}", "help": option.help}
+        if option.flag:
+            kwargs.update(action="store_const", const=True, default=None)
+        elif option.multiple:
+            kwargs.update(action="append", default=None)
+        else:
+            kwargs.update(default=None)
+            if option.choices:
+                kwargs["choices"] = list(option.choices)
+        group.addoption(option.cli, **kwargs)
+        ini_type = "linelist" if option.multiple else ("bool" if option.flag else "string")
+        parser.addini(option.ini, option.help, type=ini_type, default=[] if option.multiple else None)
+
+
+def _convert(option: Option, raw: Any) -> Any:
+    if option.multiple:
+        items = raw if isinstance(raw, (list, tuple)) else [raw]
+        return tuple(option.parse(option.name, str(item)) for item in items)
+    if option.flag:
+        return _flag(option.name, raw)
+    if option.choices is not None:
+        value = str(raw).strip()
+        if value not in option.choices:
+            raise OptionError(f"{option.cli}: expected one of {', '.join(option.choices)}, got {raw!r}")
+        return value
+    return option.parse(option.name, raw if isinstance(raw, str) else str(raw))
+
+
+def resolve(
+    cli: Mapping[str, Any], toml: Mapping[str, Any], ini: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Merge the sources (command line > TOML config > ini > default) and parse every value.
+
+    Each mapping is keyed by ``Option.key``; missing or ``None``/empty values fall through.
+    """
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw: Any = None
+        for source in (cli, toml, ini):
+            candidate = source.get(option.key)
+            if candidate is not None and candidate != [] and candidate != ():
+                raw = candidate
+                break
+        if raw is None:
+            values[option.key] = () if option.multiple else option.default
+            continue
+        values[option.key] = _convert(option, raw)
+    return values
+
+
+def read(config: pytest.Config, toml: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """All option values for this run, parsed, from a pytest config (and an optional TOML mapping)."""
+    cli = {option.key: config.getoption(f"gaia2_{option.key}") for option in OPTIONS}
+    ini: dict[str, Any] = {}
+    for option in OPTIONS:
+        value = config.getini(option.ini)
+        if option.flag and value is False:
+            value = None  # an unset bool ini reads as False; let the default speak
+        ini[option.key] = value if value not in ("", None) else None
+    return resolve(cli, toml or {}, ini)

@@ -1,0 +1,100 @@
+"""Host-network mode: distinct adapter and gateway ports for every container, across processes.
+
+With ``--network=host`` the container binds the port itself, so the engine cannot pick
+one. Each xdist worker takes ports from its own slice of the range, a file lock guards
+the lease file shared by every process on the host, and a port that is already bound by
+anything else is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from filelock import FileLock
+
+from .engine import pid_alive
+
+
+class PortsExhausted(Exception):
+    """No free port left in this worker's slice of the range."""
+
+
+def worker_slice(low: int, high: int, worker_index: int, workers: int) -> range:
+    """This worker's share of ``[low, high]``: workers never hand out the same port."""
+    size = (high - low + 1) // max(1, workers)
+    if size < 2:
+        raise PortsExhausted(f"port range {low}-{high} is too small for {workers} workers")
+    start = low + worker_index * size
+    return range(start, start + size)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class PortLeases:
+    """Leases recorded in one JSON file (port -> owner pid) under a file lock."""
+
+    def __init__(self, folder: Path, ports: range) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / "host-ports.json"
+        self.lock = FileLock(str(folder / "host-ports.lock"))
+        self.ports = ports
+
+    def _load(self) -> dict[str, int]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {port: pid for port, pid in data.items() if pid_alive(int(pid))}
+
+    def _store(self, leases: dict[str, int]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(leases), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def acquire(self, count: int) -> list[int]:
+        """``count`` distinct ports nobody holds and nothing is bound to."""
+        with self.lock:
+            leases = self._load()
+            chosen: list[int] = []
+            for port in self.ports:
+                if str(port) in leases or not _bindable(port):
+                    continue
+                chosen.append(port)
+                if len(chosen) == count:
+                    break
+            if len(chosen) < count:
+                raise PortsExhausted(
+                    f"no {count} free ports left in {self.ports.start}-{self.ports.stop - 1}; "
+                    "widen --gaia2-port-range"
+                )
+            for port in chosen:
+                leases[str(port)] = os.getpid()
+            self._store(leases)
+            return chosen
+
+    def release(self, ports: list[int]) -> None:
+        with self.lock:
+            leases = self._load()
+            for port in ports:
+                leases.pop(str(port), None)
+            self._store(leases)
+
+    @contextmanager
+    def lease(self, count: int) -> Iterator[list[int]]:
+        ports = self.acquire(count)
+        try:
+            yield ports
+        finally:
+            self.release(ports)

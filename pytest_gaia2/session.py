@@ -1,0 +1,456 @@
+"""One pytest-gaia2 run: its settings, its scenarios, its engine, its output folder.
+
+The plugin's hooks delegate here. The controller (or the only process) owns the run's
+files and the once-per-run work; xdist workers get the run id through ``workerinput``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import socket
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from filelock import FileLock
+
+from . import __version__, artifacts, options, report, settings as settings_mod, stats
+from .engine import Engine, EngineError, connect, pid_alive
+from .ports import PortLeases, worker_slice
+from .redact import Redactor
+from .run import Gaia2InfraError, Launch, Limits, RunResult, ScenarioRun
+from .scenarios import SPLITS, Scenario, ScenarioError, discover
+from .verdict import Verdict
+
+log = logging.getLogger("pytest_gaia2")
+
+EXIT_SETUP_FAILED = 3
+INTERNAL = ".gaia2"
+
+
+@dataclass(frozen=True)
+class ItemPlan:
+    """One test item: a scenario (or a file that could not be read) and its repeat index."""
+
+    split: str
+    name: str
+    run: int
+    repeat: int
+    scenario: Scenario | None = None
+    error: ScenarioError | None = None
+
+    @property
+    def test_id(self) -> str:
+        base = f"{self.split}/{self.name}"
+        return f"{base}/run_{self.run}" if self.repeat > 1 else base
+
+    @property
+    def marker(self) -> str:
+        return Scenario(self.name, self.split, Path(".")).marker
+
+    def marks(self) -> list[Any]:
+        """Split marker, ``gaia2``, and Allure labels (parent suite, suite, sub-suite, title)."""
+        marks: list[Any] = [pytest.mark.gaia2, getattr(pytest.mark, self.marker)]
+        universe = self.scenario.universe if self.scenario else None
+        marks += [
+            pytest.mark.allure_label("Gaia2", label_type="parentSuite"),
+            pytest.mark.allure_label(self.split, label_type="suite"),
+            pytest.mark.allure_label(universe or "no universe", label_type="subSuite"),
+            pytest.mark.allure_display_name(self.test_id),
+        ]
+        if self.scenario:
+            marks += [pytest.mark.allure_label(tag, label_type="tag") for tag in self.scenario.tags]
+        return marks
+
+    def error_record(self) -> dict[str, Any]:
+        """result.json content for a scenario file that could not be run at all."""
+        return {
+            "scenario_id": self.name, "split": self.split, "universe": None, "run": self.run,
+            "attempt": 1, "success": None, "outcome": "error", "reused": False,
+            "error": str(self.error), "error_category": "invalid_scenario", "failure_reasons": [],
+            "reward": None, "num_agent_events": 0, "judged_in_container": False, "timed_out": False,
+            "timeout_seconds": 0.0, "daemon_status": None, "agent_response": "",
+            "scenario_file": str(self.error.path if self.error else ""), "wall_time_s": 0.0,
+            "image": None, "image_id": None,
+        }
+
+
+class Gaia2Session:
+    """Run-wide state, created in ``pytest_configure`` and registered as a plugin."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.rootdir = Path(config.rootpath)
+        worker_input = getattr(config, "workerinput", None)
+        self.is_worker = worker_input is not None
+        self.worker = worker_input["workerid"] if worker_input else "main"
+        self.run_id: str = (worker_input or {}).get("gaia2_run_id") or uuid.uuid4().hex
+        self.owner_pid: int = int((worker_input or {}).get("gaia2_owner_pid") or os.getpid())
+        self.started_at: str = (worker_input or {}).get("gaia2_started_at") or (
+            _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        )
+        self.workers = int((worker_input or {}).get("workercount") or os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+        self.notes: list[str] = []
+        self.values = self._read_values()
+        self.output = self._path(self.values["output"])
+        self.active = self._is_active()
+        self.collects_scenarios = self.active
+        self.retries: int = self.values["retries"]
+        self.repeat: int = self.values["repeat"]
+        self.records: list[dict[str, Any]] = []
+        self._plans: list[ItemPlan] | None = None
+        self._engine: Engine | None = None
+        self._leases: PortLeases | None = None
+        self._image_id: str | None = None
+        self.prepared = False
+        self.settings = settings_mod.RunSettings.from_options(
+            self.values, rootdir=self.rootdir, environ=os.environ,
+            reference_image=_reference_image_name(),
+        )
+        self.redactor = Redactor(self.settings.secret_values())
+        self.notes.extend(self.settings.warnings)
+        self.gate = stats.Gate(
+            min_pass_rate=self.values["min_pass_rate"], rate=self.values["rate"],
+            gate_on=self.values["gate_on"], max_error_rate=self.values["max_error_rate"],
+        )
+        if self.active and not self.values["preflight_only"]:
+            settings_mod.validate(self.settings)
+            self.plans()  # discovery errors and selection problems surface at start-up
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Gaia2Session:
+        session = cls(config)
+        config.pluginmanager.register(session, "gaia2-session")
+        return session
+
+    # -- configuration ---------------------------------------------------------------------
+
+    def _path(self, raw: str | Path) -> Path:
+        path = Path(os.path.expanduser(str(raw)))
+        return path if path.is_absolute() else (self.rootdir / path)
+
+    def _read_values(self) -> dict[str, Any]:
+        config_file = self.config.getoption("gaia2_config") or self.config.getini("gaia2_config")
+        toml: dict[str, Any] = {}
+        if config_file:
+            from . import upstream_config
+
+            loaded = upstream_config.load(self._path(config_file), os.environ)
+            toml = dict(loaded.options)
+            self.notes.extend(loaded.notes)
+        return options.read(self.config, toml)
+
+    def _is_active(self) -> bool:
+        """Scenarios are collected when asked for, or by default when no test paths were given."""
+        if self.values["scenarios"] or self.values["dataset"]:
+            return True
+        explicit_paths = self.config.args_source == pytest.Config.ArgsSource.ARGS
+        return not explicit_paths and (self.rootdir / "scenarios").is_dir()
+
+    def _roots(self) -> list[Path]:
+        if self.values["dataset"]:
+            from . import dataset
+
+            return dataset.materialise(self.values["dataset"], dataset.split_names(self.values["splits"]))
+        return [self._path(raw) for raw in self.values["scenarios"]] or [self.rootdir / "scenarios"]
+
+    def plans(self) -> list[ItemPlan]:
+        """Every item to collect, identical on every worker: the same files, order and sample."""
+        if self._plans is not None:
+            return self._plans
+        if not self.active:
+            self._plans = []
+            return self._plans
+        from . import selection
+
+        scenarios, errors = discover(self._roots())
+        chosen = selection.select(
+            scenarios,
+            splits=self.values["splits"] if not self.values["dataset"] else None,
+            subset=self._path(self.values["subset"]) if self.values["subset"] else None,
+            ids_file=self._path(self.values["ids_file"]) if self.values["ids_file"] else None,
+            sample=self.values["sample"], seed=self.values["seed"], first_n=self.values["first_n"],
+        )
+        self.notes.extend(chosen.notes)
+        self.selection = chosen
+        plans = [
+            ItemPlan(s.split, s.scenario_id, run, self.repeat, scenario=s)
+            for s in chosen.scenarios for run in range(1, self.repeat + 1)
+        ]
+        plans += [ItemPlan(_error_split(e), e.path.stem, 1, 1, error=e) for e in errors]
+        self._plans = plans
+        return plans
+
+    def extra_markers(self) -> list[str]:
+        known = {f"{split}_split" for split in SPLITS}
+        return sorted({plan.marker for plan in self.plans()} - known)
+
+    def header_lines(self) -> list[str]:
+        if not self.active:
+            return []
+        scenarios = sum(1 for plan in self.plans() if plan.scenario and plan.run == 1)
+        lines = [
+            f"gaia2: run {self.run_id[:12]}, image {self.settings.image}, {scenarios} scenarios"
+            f"{f' x {self.repeat} runs' if self.repeat > 1 else ''}, network {self.settings.network}, "
+            f"output {self.output}"
+        ]
+        lines += [f"gaia2: {note}" for note in self.notes]
+        return [self.redactor.redact(line) for line in lines]
+
+    def worker_input(self) -> dict[str, Any]:
+        return {
+            "gaia2_run_id": self.run_id,
+            "gaia2_owner_pid": self.owner_pid,
+            "gaia2_started_at": self.started_at,
+        }
+
+    # -- once per run ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.active and not self.is_worker:
+            self.output.mkdir(parents=True, exist_ok=True)
+            if self.values["sample"] or self.values["first_n"]:
+                from . import selection
+
+                selection.write_manifest(self.output / "manifest.json", self.selection.scenarios)
+
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = Engine(connect(), run_id=self.run_id, worker=self.worker, owner_pid=self.owner_pid)
+        return self._engine
+
+    def prepare_if_needed(self, has_items: bool, collect_only: bool = False) -> None:
+        """Engine, orphans, image and pre-flight: once, on the controller, before any container.
+
+        A failure ends the run with one message instead of one error per test.
+        """
+        if self.prepared or self.is_worker or collect_only or not (has_items or self.values["preflight_only"]):
+            return
+        self.prepared = True
+        from . import preflight
+
+        try:
+            outcome = preflight.run(self)
+        except (EngineError, preflight.PreflightError) as exc:
+            pytest.exit(self.redactor.redact(f"pytest-gaia2: {exc}"), returncode=EXIT_SETUP_FAILED)
+        self._image_id = outcome.image_id
+        self.write_run_config(outcome.facts)
+        if self.values["preflight_only"]:
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            for line in outcome.lines:
+                (reporter.write_line if reporter else print)(self.redactor.redact(line))
+            pytest.exit("pytest-gaia2: pre-flight only", returncode=0 if outcome.ok else 1)
+
+    def write_run_config(self, facts: dict[str, Any]) -> None:
+        data = {
+            "plugin_version": __version__,
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "workers": self.workers,
+            "settings": settings_mod.public_dict(self.settings),
+            "selection": {
+                key: self.values[key]
+                for key in ("scenarios", "dataset", "splits", "subset", "ids_file", "sample", "seed",
+                            "first_n", "repeat", "resume", "retries")
+            },
+            "scenario_ids": sorted({p.name for p in self.plans() if p.scenario}),
+            "markexpr": self.config.option.markexpr or None,
+            "keyword": self.config.option.keyword or None,
+            **facts,
+        }
+        artifacts.write_json(self.output / "run_config.json", self.redactor.redact_obj(data))
+
+    # -- one item ----------------------------------------------------------------------------
+
+    def image_id(self) -> str | None:
+        if self._image_id is None:
+            try:
+                self._image_id = str(self.engine().client.images.get(self.settings.image).id)
+            except Exception:  # noqa: BLE001 - the id is a nice-to-have in the record
+                self._image_id = None
+        return self._image_id
+
+    def folder(self, plan: ItemPlan) -> Path:
+        return artifacts.scenario_dir(self.output, plan.split, plan.name, plan.run, plan.repeat)
+
+    def new_run(self, plan: ItemPlan, attempt: int) -> LiveRun:
+        assert plan.scenario is not None
+        folder = self.folder(plan)
+        if attempt > 1:
+            artifacts.set_aside_previous_attempt(folder, attempt - 1)
+        elif folder.exists():
+            artifacts.set_aside_previous_attempt(folder, 0)  # an earlier run's files; keep them
+        return LiveRun(self, plan, folder, attempt)
+
+    def host_ports(self) -> PortLeases:
+        if self._leases is None:
+            low, high = self.settings.port_range
+            index = int(self.worker[2:]) if self.worker.startswith("gw") else 0
+            self._leases = PortLeases(Path(tempfile.gettempdir()) / "pytest-gaia2",
+                                      worker_slice(low, high, index, self.workers))
+        return self._leases
+
+    def reused_result(self, plan: ItemPlan) -> RunResult | None:
+        """With --gaia2-resume, a stored pass or fail is reported again without a container."""
+        if not self.values["resume"] or plan.scenario is None:
+            return None
+        folder = self.folder(plan)
+        record = artifacts.read_json(folder / artifacts.RESULT_FILE)
+        if not isinstance(record, dict) or record.get("success") not in (True, False):
+            return None
+        record = {**record, "reused": True}
+        outcome = "passed" if record["success"] else "failed"
+        reason = "; ".join(record.get("failure_reasons") or []) or "judge: success"
+        verdict = Verdict(outcome, reason, failure_reason=reason if outcome == "failed" else None)
+        return RunResult(plan.scenario, verdict, record, folder)
+
+    def annotate(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
+        """Ship the record to the controller with the report; a few fields become JUnit properties."""
+        record = self.redactor.redact_obj(record)
+        report.gaia2_result = record  # type: ignore[attr-defined]
+        report._gaia2_sent = True  # type: ignore[attr-defined]
+        report.user_properties.extend([
+            ("gaia2_scenario_id", record.get("scenario_id")),
+            ("gaia2_verdict", record.get("outcome")),
+            ("gaia2_error_category", record.get("error_category") or ""),
+            ("gaia2_reused", str(bool(record.get("reused"))).lower()),
+        ])
+
+    # -- hooks on the controller ---------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "gaia2_result", None)
+        if record is None or report.outcome == "rerun" or self.is_worker:
+            return
+        self.records.append(record)
+        artifacts.append_jsonl(self.output / artifacts.RESULTS_FILE, record)
+
+    def summary(self) -> stats.Summary:
+        return stats.summarise(self.records)
+
+    def summary_lines(self) -> list[str]:
+        if self.is_worker or not self.records:
+            if self.active and not self.is_worker and not self.records:
+                return ["gaia2: no scenario ran"]
+            return []
+        summary = self.summary()
+        decision = self.gate.decide(summary) if self.gate.active else None
+        lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
+        lines += report.summary_lines(summary, decision)
+        lines.append(f"gaia2: results in {self.output}")
+        return lines
+
+    def finish(self, exitstatus: int) -> int | None:
+        """Remove what is left of the run, write summary.json, and let the gate decide the exit status."""
+        if self.is_worker or not self.active:
+            self._remove_leftovers()
+            return None
+        self._remove_leftovers()
+        if not self.records:
+            return None
+        summary = self.summary()
+        decision = self.gate.decide(summary) if self.gate.active else None
+        report.write_summary_json(self.output / "summary.json", summary, decision,
+                                  extra={"run_id": self.run_id, "plugin_version": __version__})
+        if decision is None or exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
+                                              pytest.ExitCode.USAGE_ERROR):
+            return None
+        return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
+
+    def _remove_leftovers(self) -> None:
+        if self._engine is None and (self.is_worker or not self.prepared):
+            return
+        try:
+            engine = self.engine()
+            if self.is_worker:
+                engine.remove_run(worker=self.worker)
+            else:
+                engine.remove_run()
+        except EngineError:
+            pass
+
+    def remove_worker_containers(self, worker: str) -> None:
+        try:
+            self.engine().remove_run(worker=worker)
+        except EngineError:
+            pass
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.client.close()
+
+
+def _error_split(error: ScenarioError) -> str:
+    parent = error.path.parent.name if error.path.suffix else error.path.name
+    return parent if parent in SPLITS else (parent or "scenarios")
+
+
+def _reference_image_name() -> str:
+    from .reference import build
+
+    return build.image_name()
+
+
+class LiveRun:
+    """The container fixture's object: the attempt's ScenarioRun plus its port lease."""
+
+    def __init__(self, session: Gaia2Session, plan: ItemPlan, folder: Path, attempt: int) -> None:
+        self.session = session
+        self.plan = plan
+        self.ports: list[int] = []
+        settings = session.settings
+        if settings.network == "host":
+            self.ports = session.host_ports().acquire(2)
+            adapter_port, gateway_port = self.ports
+        else:
+            adapter_port, gateway_port = 8090, None
+        scenario = plan.scenario
+        assert scenario is not None
+        env = settings_mod.container_env(settings, adapter_port=adapter_port, gateway_port=gateway_port,
+                                         start_time=scenario.start_time)
+        files = tuple((dest, Path(src).read_bytes(), 0o644) for src, dest in settings.files_to_copy())
+        launch = Launch(
+            image=settings.image, env=env, network=settings.network, adapter_port=adapter_port,
+            files=files, extra_hosts=settings_mod.extra_hosts() if settings.network != "host" else {},
+            image_id=session.image_id(),
+        )
+        limits = Limits(timeout=settings.timeout, health_timeout=settings.health_timeout,
+                        judge_grace=settings.judge_grace, stop_timeout=settings.stop_timeout)
+        self.run = ScenarioRun(scenario, session.engine(), launch, limits, folder, run=plan.run,
+                               attempt=attempt, redact=session.redactor.redact)
+        self.last_result: RunResult | None = None
+
+    @property
+    def container(self) -> Any:
+        """The engine container (``exec``, ``read_file``, ``logs``), alive until teardown."""
+        return self.run.container
+
+    @property
+    def adapter_url(self) -> str:
+        assert self.run.container is not None
+        return self.run.container.adapter_url
+
+    def start(self) -> Any:
+        try:
+            return self.run.start()
+        except Gaia2InfraError:
+            self.last_result = self.run.last_result
+            raise
+
+    def drive(self) -> RunResult:
+        self.last_result = self.run.drive()
+        return self.last_result
+
+    def close(self) -> None:
+        try:
+            self.run.remove()
+        finally:
+            if self.ports:
+                self.session.host_ports().release(self.ports)
+                self.ports = []

@@ -62,7 +62,6 @@ class ItemPlan:
             pytest.mark.allure_label("Gaia2", label_type="parentSuite"),
             pytest.mark.allure_label(self.split, label_type="suite"),
             pytest.mark.allure_label(universe or "no universe", label_type="subSuite"),
-            pytest.mark.allure_display_name(self.test_id),
         ]
         if self.scenario:
             marks += [pytest.mark.allure_label(tag, label_type="tag") for tag in self.scenario.tags]
@@ -97,6 +96,7 @@ class Gaia2Session:
         )
         self.workers = int((worker_input or {}).get("workercount") or os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
         self.notes: list[str] = []
+        self.config_secrets: dict[str, str] = {}
         self.values = self._read_values()
         self.output = self._path(self.values["output"])
         self.active = self._is_active()
@@ -110,7 +110,7 @@ class Gaia2Session:
         self._image_id: str | None = None
         self.prepared = False
         self.settings = settings_mod.RunSettings.from_options(
-            self.values, rootdir=self.rootdir, environ=os.environ,
+            self.values, rootdir=self.rootdir, environ={**os.environ, **self.config_secrets},
             reference_image=_reference_image_name(),
         )
         self.redactor = Redactor(self.settings.secret_values())
@@ -144,6 +144,7 @@ class Gaia2Session:
             loaded = upstream_config.load(self._path(config_file), os.environ)
             toml = dict(loaded.options)
             self.notes.extend(loaded.notes)
+            self.config_secrets = loaded.secret_environ()
         return options.read(self.config, toml)
 
     def _is_active(self) -> bool:
@@ -336,7 +337,7 @@ class Gaia2Session:
 
     def summary_lines(self) -> list[str]:
         if self.is_worker or not self.records:
-            if self.active and not self.is_worker and not self.records:
+            if self.active and not self.is_worker and not self.config.option.collectonly:
                 return ["gaia2: no scenario ran"]
             return []
         summary = self.summary()

@@ -1,0 +1,305 @@
+"""Rates, Wilson intervals, pass@k and the gate, checked against hand-computed figures."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_gaia2.stats import Gate, Rate, Summary, percent, summarise, wilson
+
+from gaia2_records import headline_records, pass_at_k_records, record
+
+
+def pct(value: float) -> float:
+    return round(value * 100, 1)
+
+
+# --- Wilson -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("successes", "n", "low", "high"), [
+    (103, 157, 57.9, 72.6),
+    (33, 37, 75.3, 95.7),
+    (134, 160, 77.3, 88.7),
+    (134, 155, 80.2, 91.0),
+])
+def test_wilson_matches_published_intervals(successes: int, n: int, low: float, high: float) -> None:
+    lo, hi = wilson(successes, n)
+    assert (pct(lo), pct(hi)) == (low, high)
+
+
+def test_wilson_edges_stay_inside_zero_and_one() -> None:
+    assert wilson(0, 10)[0] == 0.0
+    assert wilson(10, 10)[1] == 1.0
+    assert pct(wilson(0, 10)[1]) == 27.8
+    assert pct(wilson(10, 10)[0]) == 72.2
+
+
+def test_wilson_with_no_trials_knows_nothing() -> None:
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize(("successes", "n"), [(-1, 5), (6, 5), (0, -1)])
+def test_wilson_rejects_impossible_counts(successes: int, n: int) -> None:
+    with pytest.raises(ValueError):
+        wilson(successes, n)
+
+
+def test_wilson_narrows_as_n_grows() -> None:
+    small, large = wilson(8, 10), wilson(80, 100)
+    assert small[0] < large[0] < 0.8 < large[1] < small[1]
+
+
+def test_rate_of_zero_has_no_value() -> None:
+    assert Rate.of(0, 0) == Rate(0, 0, None, 0.0, 1.0)
+    assert Rate.of(1, 4).value == 0.25
+
+
+@pytest.mark.parametrize(("fraction", "text"), [
+    (0.8375, "83.8%"), (3 / 80, "3.8%"), (1 / 16, "6.3%"), (2 / 3, "66.7%"), (0.0, "0.0%"), (1.0, "100.0%"),
+])
+def test_percent_rounds_halves_up(fraction: float, text: str) -> None:
+    assert percent(fraction) == text
+
+
+# --- headline, splits, universes, errors ------------------------------------------------
+
+def test_headline_strict_and_judged_only() -> None:
+    summary = summarise(headline_records())
+    overall = summary.overall
+    assert (overall.total, overall.passed, overall.failed, overall.errors) == (160, 134, 21, 5)
+    assert (overall.strict.successes, overall.strict.n) == (134, 160)
+    assert (overall.judged.successes, overall.judged.n) == (134, 155)
+    assert pct(overall.strict.value) == 83.8
+    assert pct(overall.judged.value) == 86.5
+    assert summary.error_rate == 5 / 160
+    assert summary.error_ids == ("s155", "s156", "s157", "s158", "s159")
+    assert summary.repeats is None
+
+
+def test_outcome_falls_back_to_upstream_success() -> None:
+    records = [{"scenario_id": "a", "success": True}, {"scenario_id": "b", "success": False},
+               {"scenario_id": "c", "success": None}]
+    overall = summarise(records).overall
+    assert (overall.passed, overall.failed, overall.errors) == (1, 1, 1)
+
+
+def test_unknown_outcome_is_refused_with_the_scenario_named() -> None:
+    with pytest.raises(ValueError, match="'a'.*'skipped'"):
+        summarise([record("a", "skipped")])
+
+
+def test_counts_per_split_and_universe() -> None:
+    records = [
+        record("u21_a", "passed", split="search", universe="universe_21"),
+        record("u21_b", "failed", split="search", universe="universe_21"),
+        record("u3_a", "error", split="search", universe="universe_3"),
+        record("u3_b", "passed", split="execution", universe="universe_3"),
+        record("u3_c", "passed", split="mine", universe="universe_3"),
+        record("x", "failed", split="execution"),
+    ]
+    summary = summarise(records)
+    splits = {group.name: (group.total, group.passed, group.failed, group.errors) for group in summary.splits}
+    assert splits == {"execution": (2, 1, 1, 0), "search": (3, 1, 1, 1), "mine": (1, 1, 0, 0)}
+    assert [group.name for group in summary.splits] == ["execution", "search", "mine"]
+    assert [group.name for group in summary.universes] == ["universe_3", "universe_21", "unknown"]
+    universe_3 = summary.universes[0]
+    assert (universe_3.total, universe_3.passed, universe_3.errors) == (3, 2, 1)
+    assert (universe_3.strict.successes, universe_3.strict.n) == (2, 3)
+    assert (universe_3.judged.successes, universe_3.judged.n) == (2, 2)
+
+
+def test_single_universe_is_not_broken_down() -> None:
+    records = [record("a", "passed", universe="universe_21"), record("b", "failed", universe="universe_21")]
+    assert summarise(records).universes == ()
+
+
+def test_errors_grouped_by_category_with_ids() -> None:
+    records = [
+        record("s10", "error", error_category="health_timeout"),
+        record("s9", "error", error_category="no_judgment"),
+        record("s2", "error", error_category="no_judgment"),
+        record("s3", "error"),
+        record("s4", "failed", error_category="timeout"),  # a failure is not an error
+    ]
+    groups = [(group.category, group.count, group.ids) for group in summarise(records).error_groups]
+    assert groups == [("no_judgment", 2, ("s2", "s9")), ("health_timeout", 1, ("s10",)),
+                      ("uncategorised", 1, ("s3",))]
+
+
+def test_timing_median_slowest_and_events() -> None:
+    records = [
+        record("a", "passed", wall_time_s=10.0, num_agent_events=20),
+        record("b", "failed", wall_time_s=30.0, num_agent_events=2),
+        record("c", "passed", wall_time_s=20.0, num_agent_events=41),
+        record("d", "error"),  # nothing recorded: left out, not counted as zero
+    ]
+    timing = summarise(records).timing
+    assert timing.wall_median_s == 20.0
+    assert (timing.slowest_id, timing.slowest_s) == ("b", 30.0)
+    assert timing.events_mean == pytest.approx(21.0)
+    assert timing.events_median == 20.0
+
+
+def test_timing_without_figures_is_empty() -> None:
+    timing = summarise([record("a", "passed")]).timing
+    assert (timing.wall_median_s, timing.slowest_id, timing.events_mean) == (None, None, None)
+
+
+def test_only_the_last_attempt_counts() -> None:
+    records = [
+        record("a", "error", attempt=1, error_category="health_timeout"),
+        record("b", "passed"),
+        record("a", "error", attempt=2, error_category="health_timeout"),
+        record("a", "passed", attempt=3),
+    ]
+    summary = summarise(records)
+    assert (summary.overall.total, summary.overall.passed, summary.overall.errors) == (2, 2, 0)
+    assert summary.error_groups == ()
+
+
+def test_resumed_session_restarting_attempts_still_wins() -> None:
+    records = [record("a", "error", attempt=2), record("a", "failed", attempt=1, reused=False)]
+    overall = summarise(records).overall
+    assert (overall.total, overall.failed, overall.errors) == (1, 1, 0)
+
+
+def test_reused_verdicts_are_counted() -> None:
+    records = [record("a", "passed", reused=True), record("b", "passed")]
+    assert summarise(records).overall.reused == 1
+
+
+# --- pass@k -----------------------------------------------------------------------------
+
+def test_pass_at_k_headline_is_over_all_pairs() -> None:
+    overall = summarise(pass_at_k_records()).overall
+    assert (overall.total, overall.passed, overall.failed, overall.errors) == (12, 7, 4, 1)
+    assert (overall.judged.successes, overall.judged.n) == (7, 11)
+
+
+def test_pass_at_k_table() -> None:
+    repeats = summarise(pass_at_k_records()).repeats
+    assert repeats is not None
+    assert (repeats.k, repeats.scenarios) == (3, 4)
+    assert [rate.value for rate in repeats.per_run] == [0.75, 0.25, 0.75]
+    assert repeats.avg_at_k.value == pytest.approx(7 / 12)
+    assert (repeats.avg_at_k.successes, repeats.avg_at_k.n) == (7, 12)
+    assert (repeats.avg_at_k.low, repeats.avg_at_k.high) == wilson(7, 12)
+    assert (repeats.pass_at_k.successes, repeats.pass_at_k.n) == (3, 4)
+    assert (repeats.pass_hat_k.successes, repeats.pass_hat_k.n) == (1, 4)
+    assert (repeats.pass_hat_k.low, repeats.pass_hat_k.high) == wilson(1, 4)
+    assert repeats.flipped == ("b",)
+    assert repeats.errored_runs == (("d", 2),)
+    assert dict(repeats.patterns) == {"a": "PPP", "b": "PFP", "c": "FFF", "d": "PEP"}
+
+
+def test_avg_at_k_is_the_mean_of_run_rates_when_a_run_is_incomplete() -> None:
+    records = [record("a", "passed", run=1), record("b", "failed", run=1), record("a", "passed", run=2)]
+    repeats = summarise(records).repeats
+    assert repeats is not None
+    assert repeats.avg_at_k.value == pytest.approx((0.5 + 1.0) / 2)
+    assert (repeats.avg_at_k.successes, repeats.avg_at_k.n) == (2, 3)
+    assert (repeats.pass_hat_k.successes, repeats.pass_hat_k.n) == (1, 2)  # b's missing run is no pass
+    assert repeats.patterns["b"] == "F."
+    assert repeats.flipped == ()
+
+
+# --- summary.json content ---------------------------------------------------------------
+
+def test_to_dict_is_json_with_fractions_counts_and_ids() -> None:
+    summary = summarise(headline_records() + [record("s000", "passed", run=2)])
+    data = json.loads(json.dumps(summary.to_dict()))
+    assert (data["total"], data["passed"], data["failed"], data["errors"]) == (161, 135, 21, 5)
+    assert data["strict"]["value"] == pytest.approx(135 / 161)
+    assert 0 < data["strict"]["low"] < data["strict"]["value"] < data["strict"]["high"] < 1
+    assert data["error_ids"] == ["s155", "s156", "s157", "s158", "s159"]
+    assert data["errors_by_category"] == {"no_turn_boundary": {"count": 5, "ids": data["error_ids"]}}
+    assert data["splits"]["search"]["judged"]["n"] == 156
+    assert data["universes"] == {}
+    assert data["repeats"]["k"] == 2
+    assert data["repeats"]["errored_runs"] == [{"scenario_id": sid, "run": 1} for sid in data["error_ids"]]
+
+
+# --- the gate ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def headline() -> Summary:
+    return summarise(headline_records())
+
+
+def test_gate_met_on_the_point_estimate(headline: Summary) -> None:
+    decision = Gate(min_pass_rate=0.8).decide(headline)
+    assert decision.met
+    assert decision.lines == ["gate: strict pass rate 83.8% (95% CI lower bound 77.3%) >= 80.0% "
+                              "required: met by 3.8 points"]
+
+
+def test_gate_missed_on_the_lower_bound(headline: Summary) -> None:
+    decision = Gate(min_pass_rate=0.8, gate_on="lower-bound").decide(headline)
+    assert not decision.met
+    assert decision.lines == ["gate: strict pass rate 83.8%, 95% CI lower bound 77.3% >= 80.0% "
+                              "required: missed by 2.7 points"]
+
+
+def test_gate_on_judged_only_rate(headline: Summary) -> None:
+    decision = Gate(min_pass_rate=0.9, rate="judged").decide(headline)
+    assert not decision.met
+    assert decision.lines == ["gate: judged-only pass rate 86.5% (95% CI lower bound 80.2%) >= 90.0% "
+                              "required: missed by 3.5 points"]
+
+
+def test_gate_reached_exactly_is_met() -> None:
+    summary = summarise([record(str(i), "passed" if i < 4 else "failed") for i in range(5)])
+    decision = Gate(min_pass_rate=0.8).decide(summary)
+    assert decision.met
+    assert decision.lines[0].endswith("met by 0.0 points")
+
+
+@pytest.mark.parametrize(("allowed", "met", "tail"), [
+    (0.1, True, "<= 10.0% allowed: met by 6.9 points"),
+    (0.02, False, "<= 2.0% allowed: missed by 1.1 points"),
+])
+def test_gate_on_error_rate(headline: Summary, allowed: float, met: bool, tail: str) -> None:
+    decision = Gate(max_error_rate=allowed).decide(headline)
+    assert decision.met is met
+    assert decision.lines == [f"gate: error rate 3.1% (5/160) {tail}"]
+
+
+def test_every_bar_must_be_met_and_each_gets_a_line(headline: Summary) -> None:
+    decision = Gate(min_pass_rate=0.8, max_error_rate=0.02).decide(headline)
+    assert not decision.met
+    assert [line.rsplit(":", 1)[1].split()[0] for line in decision.lines] == ["met", "missed"]
+
+
+def test_zero_scenarios_never_meets_the_gate() -> None:
+    decision = Gate(max_error_rate=0.1).decide(summarise([]))
+    assert not decision.met
+    assert decision.lines == ["gate: not met: no scenario results to measure (0 scenarios ran)"]
+
+
+def test_judged_rate_with_only_errors_is_missed() -> None:
+    decision = Gate(min_pass_rate=0.5, rate="judged").decide(summarise([record("a", "error")]))
+    assert not decision.met
+    assert "n/a (no judged scenarios)" in decision.lines[0]
+
+
+def test_inactive_gate_is_met_silently(headline: Summary) -> None:
+    gate = Gate()
+    assert not gate.active
+    assert gate.decide(headline).met
+    assert gate.decide(summarise([])).lines == []
+
+
+@pytest.mark.parametrize("kwargs", [{"min_pass_rate": 80.0}, {"max_error_rate": -0.1},
+                                    {"rate": "loose"}, {"gate_on": "upper-bound"}])
+def test_gate_rejects_impossible_settings(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        Gate(**kwargs)
+
+
+def test_gate_from_resolved_options() -> None:
+    values = {"min_pass_rate": 0.8, "rate": "judged", "gate_on": "lower-bound", "max_error_rate": None}
+    gate = Gate.from_options(values)
+    assert gate == Gate(min_pass_rate=0.8, rate="judged", gate_on="lower-bound")
+    assert gate.active

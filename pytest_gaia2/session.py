@@ -31,6 +31,7 @@ from .verdict import Verdict
 log = logging.getLogger("pytest_gaia2")
 
 EXIT_SETUP_FAILED = 3
+HARD_TIMEOUT_SLACK = 60.0  # collecting files, copying out, and engine latency
 INTERNAL = ".gaia2"
 
 
@@ -44,6 +45,7 @@ class ItemPlan:
     repeat: int
     scenario: Scenario | None = None
     error: ScenarioError | None = None
+    hard_timeout: float | None = None  # pytest-timeout's bound: run timeout plus set-up allowances
 
     @property
     def test_id(self) -> str:
@@ -57,6 +59,8 @@ class ItemPlan:
     def marks(self) -> list[Any]:
         """Split marker, ``gaia2``, and Allure labels (parent suite, suite, sub-suite, title)."""
         marks: list[Any] = [pytest.mark.gaia2, getattr(pytest.mark, self.marker)]
+        if self.hard_timeout:
+            marks.append(pytest.mark.timeout(self.hard_timeout))
         universe = self.scenario.universe if self.scenario else None
         marks += [
             pytest.mark.allure_label("Gaia2", label_type="parentSuite"),
@@ -181,12 +185,23 @@ class Gaia2Session:
         self.notes.extend(chosen.notes)
         self.selection = chosen
         plans = [
-            ItemPlan(s.split, s.scenario_id, run, self.repeat, scenario=s)
+            ItemPlan(s.split, s.scenario_id, run, self.repeat, scenario=s, hard_timeout=self.hard_timeout(s))
             for s in chosen.scenarios for run in range(1, self.repeat + 1)
         ]
         plans += [ItemPlan(_error_split(e), e.path.stem, 1, 1, error=e) for e in errors]
         self._plans = plans
         return plans
+
+    def hard_timeout(self, scenario: Scenario) -> float:
+        """A bound pytest-timeout enforces even if the run itself hangs: every phase's limit, plus slack."""
+        limits = self.limits()
+        return round(limits.effective_timeout(scenario.duration) + limits.health_timeout
+                     + limits.judge_grace + limits.stop_timeout + HARD_TIMEOUT_SLACK, 1)
+
+    def limits(self) -> Limits:
+        settings = self.settings
+        return Limits(timeout=settings.timeout, health_timeout=settings.health_timeout,
+                      judge_grace=settings.judge_grace, stop_timeout=settings.stop_timeout)
 
     def extra_markers(self) -> list[str]:
         known = {f"{split}_split" for split in SPLITS}
@@ -421,9 +436,7 @@ class LiveRun:
             files=files, extra_hosts=settings_mod.extra_hosts() if settings.network != "host" else {},
             image_id=session.image_id(),
         )
-        limits = Limits(timeout=settings.timeout, health_timeout=settings.health_timeout,
-                        judge_grace=settings.judge_grace, stop_timeout=settings.stop_timeout)
-        self.run = ScenarioRun(scenario, session.engine(), launch, limits, folder, run=plan.run,
+        self.run = ScenarioRun(scenario, session.engine(), launch, session.limits(), folder, run=plan.run,
                                attempt=attempt, redact=session.redactor.redact)
         self.last_result: RunResult | None = None
 

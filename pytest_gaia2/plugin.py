@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 from _pytest.runner import runtestprotocol
 
-from . import options, scenario_test
+from . import options, scenario_item
 from .run import Gaia2InfraError, RunResult
 from .scenarios import SPLITS, ScenarioError
 from .session import Gaia2Session, ItemPlan
@@ -70,7 +70,7 @@ class ScenarioModule(pytest.Module):
     """The plugin's own test module, collected under the short node id ``gaia2``."""
 
     def _getobj(self) -> Any:
-        return scenario_test
+        return scenario_item
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -79,7 +79,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if not _session(config).collects_scenarios:
         return
     module = ScenarioModule.from_parent(
-        session, path=Path(scenario_test.__file__), nodeid=NODE_PREFIX, name=NODE_PREFIX
+        session, path=Path(scenario_item.__file__), nodeid=NODE_PREFIX, name=NODE_PREFIX
     )
     items.extend(item for item in session.genitems(module) if isinstance(item, pytest.Item))
 

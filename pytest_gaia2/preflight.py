@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from .session import Gaia2Session
 
 ENDPOINT_CHECK_SECONDS = 5
+IMAGE_BUILD_LOCK = Path(tempfile.gettempdir()) / "pytest-gaia2-image-build.lock"
+"""Serialises builds of the reference image (and images derived from it) on this machine."""
 
 
 class PreflightError(Exception):
@@ -49,8 +51,7 @@ def _image(session: Gaia2Session, outcome: Outcome) -> str:
     client = session.engine().client
     settings = session.settings
     if settings.is_reference:
-        lock = FileLock(str(Path(tempfile.gettempdir()) / "pytest-gaia2-image-build.lock"))
-        with lock:
+        with FileLock(str(IMAGE_BUILD_LOCK)):
             try:
                 return build.ensure_image(client, settings.image, log=lambda line: None)
             except build.ImageBuildError as exc:

@@ -1,0 +1,59 @@
+#!/usr/bin/bash
+# Reference-image init, run as root by `bash /opt/gaia2-init-entrypoint.sh`.
+#
+# Same sequence as Gaia2's oracle image: reset and initialise the state dir
+# from the scenario, derive FAKETIME, seed /tmp/faketime.rc, start the event
+# daemon as gaia2 in the background (log /tmp/gaia2-eventd.log), then exec the
+# adapter+agent as gaia2. setpriv (not su) is used for that exec so the Python
+# process becomes PID 1 and handles SIGTERM itself.
+
+set -uo pipefail
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+SCENARIO="${GAIA2_SCENARIO:-/var/gaia2/custom_scenario.json}"
+STATE="${GAIA2_STATE_DIR:-/var/gaia2/state}"
+PORT="${GAIA2_ADAPTER_PORT:-8090}"
+LOG=/tmp/entrypoint.log
+
+touch "$LOG" && chown gaia2:gaia2 "$LOG"
+log() { echo "[$(date +%H:%M:%S)] [gaia2-init] $*" | tee -a "$LOG" >&2; }
+as_gaia2() { setpriv --reuid=gaia2 --regid=gaia2 --init-groups env HOME=/var/gaia2 GAIA2_STATE_DIR="$STATE" "$@"; }
+
+if [ -f "$SCENARIO" ]; then
+    log "Initializing state for $SCENARIO ..."
+    mkdir -p "$STATE"
+    rm -rf "${STATE:?}"/*
+    chown gaia2:gaia2 /var/gaia2
+    chown -R gaia2:gaia2 "$STATE"
+    chmod 711 /var/gaia2 "$STATE"
+    as_gaia2 python3 /opt/gaia2_ref_init.py state "$SCENARIO" "$STATE" || log "ERROR: state initialisation failed"
+
+    if [ -z "${FAKETIME:-}" ]; then
+        FAKETIME="$(python3 /opt/gaia2_ref_init.py faketime "$SCENARIO" 2>/dev/null || true)"
+        if [ -n "$FAKETIME" ]; then
+            export FAKETIME
+            log "Auto-detected FAKETIME from scenario: $FAKETIME"
+        fi
+    fi
+    if [ -n "${FAKETIME:-}" ]; then
+        printf '%s\n' "$FAKETIME" > /tmp/faketime.rc
+    else
+        : > /tmp/faketime.rc
+    fi
+    chown gaia2:gaia2 /tmp/faketime.rc
+    chmod 644 /tmp/faketime.rc
+
+    daemon_args=(--scenario "$SCENARIO" --state-dir "$STATE" --poll-interval 0.5)
+    [ -n "${FAKETIME:-}" ] && daemon_args+=(--faketime-path /tmp/faketime.rc)
+    [ -n "${GAIA2_TIME_SPEED:-}" ] && daemon_args+=(--time-speed "$GAIA2_TIME_SPEED")
+    touch /tmp/gaia2-eventd.log && chown gaia2:gaia2 /tmp/gaia2-eventd.log
+    as_gaia2 python3 -u /opt/gaia2_ref_daemon.py "${daemon_args[@]}" >> /tmp/gaia2-eventd.log 2>&1 &
+    log "Event daemon started as gaia2 (pid $!, log /tmp/gaia2-eventd.log)"
+else
+    log "No scenario found at $SCENARIO"
+fi
+
+log "Starting adapter + agent as gaia2 on port $PORT"
+exec setpriv --reuid=gaia2 --regid=gaia2 --init-groups env HOME=/var/gaia2 \
+    GAIA2_STATE_DIR="$STATE" GAIA2_SCENARIO="$SCENARIO" GAIA2_ADAPTER_PORT="$PORT" PYTHONUNBUFFERED=1 \
+    python3 /opt/gaia2_ref_adapter.py

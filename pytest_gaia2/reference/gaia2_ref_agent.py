@@ -1,0 +1,242 @@
+"""The reference image's stand-in agent: oracle replay, or a scripted replay.
+
+Runs as a thread of the adapter process. Like Gaia2's oracle replay it starts
+once the daemon reports ``running`` and writes its actions straight into
+events.jsonl. By default it replays the scenario's oracle (so the run passes);
+with ``GAIA2_AGENT_SCRIPT`` it replays a JSONL script instead (so a test can
+make the run fail, or misbehave, on purpose).
+
+Script lines (JSONL):
+  {"app": A, "fn": F, "args": {...}, "w": bool, "ret": value}   an action
+  {"app": "AgentUserInterface", "fn": "send_message_to_user",
+   "args": {"content": "..."}, "w": true}                        a turn boundary
+  {"wait_for_user_message": true}      wait for the next turn's user message
+  {"sleep": seconds}                   pause (wall-clock seconds)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gaia2_ref_runtime import (
+    TERMINAL_STATUSES,
+    JsonlTail,
+    append_event,
+    env_float,
+    fake_ret,
+    make_line,
+    read_sim_text,
+    read_sim_time,
+    read_status,
+    write_atomic,
+)
+from gaia2_ref_scenario import AUI, SMU, Scenario, ScenarioEvent, line_time, resolve_placeholders
+
+SYNTHETIC_BOUNDARY = "[oracle replay complete]"
+
+
+class Agent:
+    """Replays oracle or scripted actions into events.jsonl, turn by turn."""
+
+    def __init__(
+        self, scenario_file: Path, state: Path, faketime: Path, log: logging.Logger, stop: threading.Event
+    ) -> None:
+        self.scenario_file = scenario_file
+        self.state = state
+        self.faketime = faketime
+        self.log = log
+        self.stop = stop
+        self.notified = threading.Event()
+        self.events_tail = JsonlTail(state / "events.jsonl")
+        self.notes_tail = JsonlTail(state / "notifications.jsonl")
+        self.seen: dict[str, dict[str, Any]] = {}
+        self.user_turns: set[int] = set()
+
+    def notify(self, message: str) -> None:
+        """A task arrived over /notify; it starts the agent for scenarios without events."""
+        self.log.info("Received /notify message (%d chars)", len(message))
+        self.notified.set()
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except Exception:  # a crashed agent must not take the adapter down with it
+            self.log.exception("Agent crashed")
+
+    def _run(self) -> None:
+        if not self.scenario_file.exists():
+            self.log.info("No scenario at %s; agent idle", self.scenario_file)
+            return
+        scenario = Scenario.load(str(self.scenario_file))
+        if not self._wait(lambda: read_status(self.state).get("status") != "waiting", 30.0, stop_on_terminal=False):
+            self.log.error("Daemon did not report running within 30s; writing status error")
+            write_atomic(self.state / "daemon_status.json", json.dumps({"status": "error"}) + "\n")
+            return
+        if not scenario.events:
+            self.log.info("Scenario has no events; waiting for a task on /notify")
+            if not self._wait(self.notified.is_set, None):
+                return
+        script = os.environ.get("GAIA2_AGENT_SCRIPT", "").strip()
+        if script:
+            self.run_script(Path(script))
+        else:
+            self.run_oracle(scenario)
+
+    # -- waiting -------------------------------------------------------------
+
+    def _wait(self, predicate: Callable[[], bool], timeout: float | None, stop_on_terminal: bool = True) -> bool:
+        """Poll ``predicate``; False on timeout, shutdown or (optionally) a terminal daemon."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.stop.is_set():
+            self._refresh()
+            if predicate():
+                return True
+            if stop_on_terminal and read_status(self.state).get("status") in TERMINAL_STATUSES:
+                self.log.info("Daemon reached a terminal status; agent stops")
+                return False
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            self.stop.wait(0.2)
+        return False
+
+    def _refresh(self) -> None:
+        for record in self.events_tail.read_new():
+            event_id = record.get("event_id")
+            if event_id:
+                self.seen.setdefault(str(event_id), record)
+        for note in self.notes_tail.read_new():
+            if note.get("type") == "user_message":
+                self.user_turns.add(int(note.get("turn") or 0))
+
+    def _wait_user_message(self, turn: int) -> bool:
+        self.log.info("Waiting for the user message of turn %d", turn)
+        return self._wait(lambda: max(self.user_turns, default=-1) >= turn, None)
+
+    def _write(self, app: str, fn: str, args: dict[str, Any], write: bool, ret: Any) -> dict[str, Any]:
+        line = make_line(app, fn, args, write, ret, read_sim_text(self.faketime))
+        append_event(self.state, line)
+        self.log.info("  %s.%s(%s) w=%s", app, fn, ", ".join(args), write)
+        return line
+
+    # -- scripted agent --------------------------------------------------------
+
+    def run_script(self, path: Path) -> None:
+        self.log.info("Scripted agent: replaying %s", path)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            self.log.error("Cannot read GAIA2_AGENT_SCRIPT %s: %s", path, exc)
+            return
+        turn = 0
+        for number, raw in enumerate(lines, 1):
+            if self.stop.is_set():
+                return
+            if not raw.strip():
+                continue
+            try:
+                item = json.loads(raw)
+            except ValueError:
+                self.log.error("Script line %d is not JSON; skipped", number)
+                continue
+            if item.get("wait_for_user_message"):
+                turn += 1
+                if not self._wait_user_message(turn):
+                    return
+            elif "sleep" in item:
+                self.stop.wait(float(item["sleep"]))
+            elif item.get("app") and item.get("fn"):
+                app, fn = str(item["app"]), str(item["fn"])
+                args = item.get("args") if isinstance(item.get("args"), dict) else {}
+                self._write(app, fn, args, bool(item.get("w", app == AUI and fn == SMU)), item.get("ret"))
+            else:
+                self.log.error("Script line %d is not an action, wait or sleep; skipped", number)
+        self.log.info("Scripted agent finished")
+
+    # -- oracle replay -----------------------------------------------------------
+
+    def run_oracle(self, scenario: Scenario) -> None:
+        self.log.info("Oracle replay: %d turn(s)", scenario.nb_turns)
+        origin = scenario.start_time or read_sim_time(self.faketime) or 0.0
+        offsets = self._offsets(scenario)
+        done: dict[str, float] = {}
+        returns: dict[str, Any] = {}
+        for turn in range(scenario.nb_turns):
+            if turn > 0 and not self._open_turn(scenario, turn):
+                return
+            events = scenario.oracle_turn(turn)
+            actions = sorted((e for e in events if not e.is_oracle_smu), key=lambda e: offsets[e.event_id])
+            ends = [e for e in events if e.is_oracle_smu]
+            self.log.info("--- Turn %d (%d actions) ---", turn, len(actions))
+            for event in actions + ends:
+                if not self._perform(scenario, event, origin, done, returns):
+                    return
+            if not ends and turn == scenario.nb_turns - 1:
+                self._write(AUI, SMU, {"content": SYNTHETIC_BOUNDARY}, True, None)
+        self.log.info("Oracle replay finished")
+
+    @staticmethod
+    def _offsets(scenario: Scenario) -> dict[str, float]:
+        """Nominal offset of each event from the start (sum of relative times on its longest chain)."""
+        memo: dict[str, float] = {}
+
+        def offset(event_id: str) -> float:
+            if event_id not in memo:
+                memo[event_id] = 0.0
+                event = scenario.by_id[event_id]
+                parents = [offset(d) for d in event.dependencies if d in scenario.by_id]
+                memo[event_id] = max(parents, default=0.0) + event.relative_time
+            return memo[event_id]
+
+        return {e.event_id: offset(e.event_id) for e in scenario.events}
+
+    def _open_turn(self, scenario: Scenario, turn: int) -> bool:
+        """Wait until ``turn`` may start: its user message arrived (or a fixed delay)."""
+        if any(e.is_user_message for e in scenario.follow_ups(turn)):
+            return self._wait_user_message(turn)
+        delay = env_float("GAIA2_ORACLE_TURN_DELAY", 2.0)
+        self.log.info("Turn %d has no user message; waiting %.1fs", turn, delay)
+        return not self.stop.wait(delay)
+
+    def _perform(
+        self, scenario: Scenario, event: ScenarioEvent, origin: float, done: dict[str, float], returns: dict[str, Any]
+    ) -> bool:
+        """Perform one oracle event once its ENV/USER parents fired and its time came."""
+        task_id = scenario.task_event.event_id if scenario.task_event else None
+        outside = [
+            d
+            for d in event.dependencies
+            if d in scenario.by_id and scenario.by_id[d].event_type != "AGENT" and d != task_id
+        ]
+        if outside and not self._wait(lambda: all(d in self.seen for d in outside), None):
+            return False
+        for event_id, record in self.seen.items():
+            returns.setdefault(event_id, record.get("ret"))
+        args, missing = resolve_placeholders(event.args, returns)
+        if missing:
+            self.log.warning("  unresolved placeholders %s in %s", missing, event.event_id)
+        if event.relative_time > 1.0 and event.dependencies and read_sim_time(self.faketime) is not None:
+            parents = [origin]
+            for dep in event.dependencies:
+                if dep in done:
+                    parents.append(done[dep])
+                elif dep in self.seen:
+                    parents.append(line_time(self.seen[dep]))
+            target = max(parents) + event.relative_time
+            self.log.info("  %s waits for sim time +%.0fs", event.event_id, target - origin)
+            if not self._wait(lambda: (read_sim_time(self.faketime) or 0.0) >= target, None):
+                return False
+        if event.is_oracle_smu:
+            line = self._write(AUI, SMU, {"content": str(args.get("content") or "")}, True, None)
+        else:
+            ret = fake_ret(event.event_id) if event.write else None
+            line = self._write(scenario.app_classes.get(event.app, event.app), event.fn, args, event.write, ret)
+        done[event.event_id] = line_time(line)
+        returns[event.event_id] = line.get("ret")
+        return True

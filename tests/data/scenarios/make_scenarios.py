@@ -538,7 +538,7 @@ def time_delayed_chat() -> ScenarioBuilder:
 
 
 def time_followup_reminder() -> ScenarioBuilder:
-    """Time: an email now, then a Messages reminder 6 s after the email (timed AGENT->AGENT dependency)."""
+    """Time: an email now, then a Messages reminder 4 s after the email (timed AGENT->AGENT dependency)."""
     b = ScenarioBuilder(
         "scenario_universe_26_quwx1e", start_time="2025-01-21 15:00:00", duration=120,
         tags=["time", "email", "messages"], seed=2601,
@@ -570,7 +570,7 @@ def time_followup_reminder() -> ScenarioBuilder:
     u = b.user(
         "Email Dana Whitfield the draft agenda for Thursday's offsite now: subject 'Offsite agenda draft', body "
         "'Hi Dana, draft agenda: 9:30 welcome, 10:00 roadmap, 12:30 lunch, 14:00 team workshop.'. "
-        "Then, 6 seconds after the email, send her this on Messages: 'Just emailed you the offsite agenda draft.'"
+        "Then, 4 seconds after the email, send her this on Messages: 'Just emailed you the offsite agenda draft.'"
     )
     w1 = b.oracle(
         "EmailClientV2", "send_email",
@@ -587,9 +587,9 @@ def time_followup_reminder() -> ScenarioBuilder:
         "Messages", "send_message",
         {"user_id": dana, "content": "Just emailed you the offsite agenda draft.", "attachment_path": None},
         [w1],
-        rel=6.0,
+        rel=4.0,
     )
-    b.answer("I emailed Dana the agenda draft and, 6 seconds later, sent her the reminder on Messages.", [w2])
+    b.answer("I emailed Dana the agenda draft and, 4 seconds later, sent her the reminder on Messages.", [w2])
     return b
 
 

@@ -27,6 +27,7 @@ CREATED_LABEL = f"{LABEL}.created"
 PID_LABEL = f"{LABEL}.pid"
 HOST_LABEL = f"{LABEL}.host"
 
+REMOVE_PASSES = 3
 ENTRYPOINT = ["bash"]
 COMMAND = ["/opt/gaia2-init-entrypoint.sh"]
 
@@ -256,26 +257,34 @@ class Engine:
 
     def containers(self, **label_filters: str) -> list[docker.models.containers.Container]:
         filters = [f"{LABEL}.{key}={value}" for key, value in label_filters.items()] or [RUN_LABEL]
-        return self.client.containers.list(all=True, filters={"label": filters})
+        # ignore_removed: another run may remove a listed container before it is inspected.
+        return self.client.containers.list(all=True, filters={"label": filters}, ignore_removed=True)
 
     def remove_run(self, run_id: str | None = None, worker: str | None = None) -> int:
-        """Remove every container of a run (optionally of one worker); how many were removed."""
+        """Remove every container of a run (optionally of one worker); how many were removed.
+
+        Listed again until none is left: a killed worker's last create request may land late.
+        """
         wanted = {"run": run_id or self.run_id}
         if worker is not None:
             wanted["worker"] = worker
         removed = 0
-        for handle in self.containers(**wanted):
-            self.remove_id(handle.id, stop_timeout=0)
-            removed += 1
+        for _ in range(REMOVE_PASSES):
+            handles = self.containers(**wanted)
+            if not handles:
+                break
+            for handle in handles:
+                self.remove_id(handle.id, stop_timeout=0)
+            removed += len(handles)
         return removed
 
-    def reap_orphans(self, grace_seconds: float, is_alive: Callable[[int], bool]) -> int:
-        """Remove containers of *earlier* runs on this host whose owning process is gone.
+    def reap_orphans(self, grace_seconds: float, is_alive: Callable[[int], bool]) -> list[str]:
+        """Remove containers of *earlier* runs on this host whose owning process is gone; their names.
 
         Containers of a live process (another run in progress) are never touched, nor
         those younger than the grace age, nor those owned on another host.
         """
-        removed = 0
+        removed: list[str] = []
         now = time.time()
         host = socket.gethostname()
         for handle in self.containers():
@@ -290,7 +299,7 @@ class Engine:
             if age < grace_seconds or (pid and is_alive(pid)):
                 continue
             self.remove_id(handle.id, stop_timeout=0)
-            removed += 1
+            removed.append(str(handle.name))
         return removed
 
 

@@ -188,7 +188,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("network", "Network mode: bridge (engine-assigned 127.0.0.1 port) or host.",
            default="bridge", choices=("bridge", "host")),
     Option("port-range", "Host-network mode: ports to hand out, partitioned per xdist worker.",
-           default="20000-29999", parse=_port_range),
+           default=(20000, 29999), parse=_port_range),
     Option("env", "Extra KEY=VALUE passed into every container (repeatable).", multiple=True,
            parse=_env_pair),
     Option("env-file", "dotenv file with API keys (default: .env at the rootdir when present)."),

@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from filelock import FileLock
 
@@ -25,18 +23,24 @@ class PortsExhausted(Exception):
 
 
 def worker_slice(low: int, high: int, worker_index: int, workers: int) -> range:
-    """This worker's share of ``[low, high]``: workers never hand out the same port."""
-    size = (high - low + 1) // max(1, workers)
+    """This worker's share of ``[low, high]``, so workers rarely contend for the lease file's ports.
+
+    A worker xdist starts to replace a crashed one (``gw2`` of two) wraps around onto a
+    running worker's slice; the leases still keep every port distinct.
+    """
+    workers = max(1, workers)
+    size = (high - low + 1) // workers
     if size < 2:
         raise PortsExhausted(f"port range {low}-{high} is too small for {workers} workers")
-    start = low + worker_index * size
+    start = low + (worker_index % workers) * size
     return range(start, start + size)
 
 
 def _bindable(port: int) -> bool:
+    """Whether a server could listen on all interfaces at ``port``, as the container's adapter does."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
-            probe.bind(("127.0.0.1", port))
+            probe.bind(("0.0.0.0", port))
         except OSError:
             return False
     return True
@@ -90,11 +94,3 @@ class PortLeases:
             for port in ports:
                 leases.pop(str(port), None)
             self._store(leases)
-
-    @contextmanager
-    def lease(self, count: int) -> Iterator[list[int]]:
-        ports = self.acquire(count)
-        try:
-            yield ports
-        finally:
-            self.release(ports)

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import pytest
 
@@ -23,7 +32,7 @@ def gaia2_containers(run_id: str | None = None) -> list[Any]:
     client = docker.from_env()
     label = f"org.pytest-gaia2.run={run_id}" if run_id else "org.pytest-gaia2.run"
     try:
-        return client.containers.list(all=True, filters={"label": label})
+        return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
     finally:
         client.close()
 
@@ -45,6 +54,17 @@ def run_gaia2(pytester: pytest.Pytester):
         return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--gaia2-output={output}", *args)
 
     return run
+
+
+def run_pytest(path: Path, *args: str, output: str = "out", timeout: float = 600.0) -> pytest.RunResult:
+    """``run_gaia2`` in a folder of one's own, for a module-scoped run that several tests read."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--gaia2-output={output}", *args],
+        cwd=path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout,
+    )
+    return pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(),
+                            time.monotonic() - started)
 
 
 KEY_VARIABLES = (
@@ -93,3 +113,156 @@ def derived_image(tag: str, *lines: str, files: Mapping[str, bytes] | None = Non
         return str(image.id)
     finally:
         client.close()
+
+
+def engine_events(since: float, **filters: str) -> list[dict[str, Any]]:
+    """The engine's container events from ``since`` until now matching ``filters`` (``label=``,
+    ``image=``): each names its container and carries every label, even after removal."""
+    import docker
+
+    client = docker.from_env()
+    try:
+        return list(client.events(since=int(since), until=int(time.time()) + 1, decode=True,
+                                  filters={"type": "container", **filters}))
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def host_server() -> Iterator[tuple[int, str]]:
+    """An HTTP server on every host interface, as a local model proxy would be: (port, the
+    token every GET answers), so a container can prove it reached this very server."""
+    token = uuid.uuid4().hex
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            body = token.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output clean
+            pass
+
+    server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], token
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+REAPING_LOCK = Path(tempfile.gettempdir()) / "pytest-gaia2-tests-reaping.lock"
+"""Held by tests whose runs reap with a short grace age and by the test that plants orphans,
+so one never reaps the other's planted containers."""
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of a process (xdist workers of a controller), from /proc."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text(encoding="utf-8", errors="replace").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return sorted(children)
+
+
+class BackgroundRun:
+    """A pytest-gaia2 run in its own process group, so a test can signal it as a terminal would."""
+
+    def __init__(self, process: subprocess.Popen[bytes], output: Path, log: Path) -> None:
+        self.process = process
+        self.output = output
+        self.log = log
+
+    def text(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def _until(self, what: str, timeout: float, check: Callable[[], Any]) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = check()
+            if value:
+                return value
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.3)
+        raise AssertionError(f"gave up waiting for {what} (exit code {self.process.poll()}):\n{self.text()}")
+
+    def run_id(self, timeout: float = 120.0) -> str:
+        """The run id, once pre-flight has written run_config.json."""
+        config = self.output / "run_config.json"
+        return self._until("run_config.json", timeout, lambda: config.is_file() and run_id_of(self.output))
+
+    def wait_for_containers(self, count: int, timeout: float = 120.0) -> list[Any]:
+        """The run's containers once at least ``count`` exist."""
+        run_id = self.run_id(timeout)
+
+        def enough() -> list[Any] | None:
+            found = gaia2_containers(run_id)
+            return found if len(found) >= count else None
+
+        return self._until(f"{count} container(s)", timeout, enough)
+
+    def wait(self, timeout: float = 180.0) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the run did not end within {timeout:g} s:\n{self.text()}") from None
+
+
+@pytest.fixture
+def start_gaia2(pytester: pytest.Pytester) -> Iterator[Callable[..., BackgroundRun]]:
+    """Start pytest with the plugin in the background; whatever a failed test leaves running
+    is killed at teardown and its containers removed, so no test leaks into the next."""
+    runs: list[BackgroundRun] = []
+
+    def start(*args: str, output: str = "out") -> BackgroundRun:
+        log = pytester.path / f"{output}.log"
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--gaia2-output={output}", *args],
+                cwd=pytester.path, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        runs.append(BackgroundRun(process, pytester.path / output, log))
+        return runs[-1]
+
+    yield start
+    for run in runs:
+        if run.process.poll() is None:
+            os.killpg(run.process.pid, signal.SIGKILL)
+            run.process.wait()
+        if (run.output / "run_config.json").is_file():
+            for container in gaia2_containers(run_id_of(run.output)):
+                container.remove(force=True)
+
+
+
+def make_dataset_repo(root: Path, configs: Mapping[str, list[tuple[object, object]]],
+                      columns: tuple[str, str] = ("scenario_id", "scenario")) -> Path:
+    """A Hugging Face dataset repository folder as the hub stores one (``<config>/test-*.parquet``
+    and a README whose front matter declares the configs), for ``datasets.load_dataset(<folder>)``:
+    these machines cannot reach the hub."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    front_matter = ["---", "configs:"]
+    for config, rows in configs.items():
+        (root / config).mkdir(parents=True)
+        table = pa.table({columns[0]: [r[0] for r in rows], columns[1]: [r[1] for r in rows]})
+        pq.write_table(table, root / config / "test-00000-of-00001.parquet")
+        front_matter += [
+            f"- config_name: {config}",
+            "  data_files:",
+            "  - split: test",
+            f"    path: {config}/test-*.parquet",
+        ]
+    (root / "README.md").write_text("\n".join(front_matter + ["---", "# tiny gaia2", ""]), encoding="utf-8")
+    return root

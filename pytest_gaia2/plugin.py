@@ -13,10 +13,10 @@ from typing import Any, Iterator
 import pytest
 from _pytest.runner import runtestprotocol
 
-from . import options, scenario_item
+from . import allure_report, options, scenario_item
 from .run import Gaia2InfraError, RunResult
-from .scenarios import SPLITS, ScenarioError
-from .session import Gaia2Session, ItemPlan
+from .scenarios import SPLITS
+from .session import Gaia2Session, ItemPlan, LiveRun
 
 SESSION_KEY = pytest.StashKey[Gaia2Session]()
 PLAN_KEY = pytest.StashKey[ItemPlan]()
@@ -49,6 +49,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios from a folder of that name")
     if session.active and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    if session.active and allure_report.enabled(config):
+        config.pluginmanager.register(allure_report.AllureGaia2(session), "gaia2-allure")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -107,7 +109,7 @@ def gaia2_scenario(request: pytest.FixtureRequest, gaia2_plan: ItemPlan) -> Any:
     request.node.stash[PLAN_KEY] = gaia2_plan
     if gaia2_plan.error is not None:
         request.node.stash[INFRA_KEY] = True
-        raise gaia2_plan.error
+        raise Gaia2InfraError("invalid_scenario", str(gaia2_plan.error)) from None
     return gaia2_plan.scenario
 
 
@@ -120,14 +122,19 @@ def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Iter
     try:
         try:
             live.start()
-        except Gaia2InfraError:
-            if live.last_result is not None:
-                request.node.stash[RESULT_KEY] = live.last_result
+        except BaseException:
+            _keep_result(request, live)
             raise
         request.node.stash[INFRA_KEY] = False
         yield live
     finally:
         live.close()
+
+
+def _keep_result(request: pytest.FixtureRequest, live: LiveRun) -> None:
+    """The record of a run that ended by an exception (infra error, Ctrl-C, pytest-timeout) is reported too."""
+    if live.last_result is not None:
+        request.node.stash[RESULT_KEY] = live.last_result
 
 
 @pytest.fixture
@@ -138,7 +145,11 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Any) -> RunResu
     result = session.reused_result(plan)
     if result is None:
         scenario_run = request.getfixturevalue("gaia2_container")
-        result = scenario_run.drive()
+        try:
+            result = scenario_run.drive()
+        except BaseException:
+            _keep_result(request, scenario_run)
+            raise
     request.node.stash[RESULT_KEY] = result
     request.node.stash[INFRA_KEY] = result.errored
     if result.errored:
@@ -174,14 +185,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     result = item.stash.get(RESULT_KEY, None)
     plan = item.stash.get(PLAN_KEY, None)
-    if call.excinfo is not None and isinstance(call.excinfo.value, (Gaia2InfraError, ScenarioError)):
+    if call.excinfo is not None and isinstance(call.excinfo.value, Gaia2InfraError):
         report.longrepr = str(call.excinfo.value)
+    elif call.excinfo is not None and result is not None and result.verdict.category == "interrupted":
+        report.longrepr = f"[interrupted] {result.verdict.message}"  # e.g. pytest-timeout's bound
     elif call.when == "call" and call.excinfo is not None and result is not None and result.failed:
         report.longrepr = f"AssertionError: {result.verdict.message}\n(files: {result.folder})"
     final = (report.when == "call") or (report.when == "setup" and report.failed)
-    if final and plan is not None and not getattr(report, "_gaia2_sent", False):
+    # A user test that only reads gaia2_scenario ran no scenario: it has no record to report.
+    if final and plan is not None and (result is not None or plan.error is not None) \
+            and not getattr(report, "_gaia2_sent", False):
         record = result.record if result is not None else plan.error_record()
-        _session(item.config).annotate(report, record)
+        _session(item.config).annotate(item, report, record)
     return report
 
 
@@ -191,15 +206,27 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
+def _runs_scenarios(gaia2: Gaia2Session, node_ids: list[str]) -> bool:
+    """Whether a collected test needs the engine and image: the plugin's items, or a user test
+    parametrized with a scenario (``test_x[<split>/<id>]``), such as one using ``gaia2_container``."""
+    if any(node_id.startswith(f"{NODE_PREFIX}::") for node_id in node_ids):
+        return True
+    plan_ids = [plan.test_id for plan in gaia2.plans()]
+    return any(test_id in node_id.partition("[")[2]
+               for node_id in node_ids if "[" in node_id for test_id in plan_ids)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    gaia2_items = [item for item in session.items if item.nodeid.startswith(f"{NODE_PREFIX}::")]
-    _session(session.config).prepare_if_needed(bool(gaia2_items), collect_only=session.config.option.collectonly)
+    gaia2 = _session(session.config)
+    gaia2.prepare_if_needed(_runs_scenarios(gaia2, [item.nodeid for item in session.items]),
+                            collect_only=session.config.option.collectonly)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
-    _session(node.config).prepare_if_needed(any(i.startswith(f"{NODE_PREFIX}::") for i in ids))
+    gaia2 = _session(node.config)
+    gaia2.prepare_if_needed(_runs_scenarios(gaia2, ids))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .session import Gaia2Session
 
 ENDPOINT_CHECK_SECONDS = 5
+REAPED_SHOWN = 5  # container names in the one-line reaping report
 IMAGE_BUILD_LOCK = Path(tempfile.gettempdir()) / "pytest-gaia2-image-build.lock"
 """Serialises builds of the reference image (and images derived from it) on this machine."""
 
@@ -37,12 +38,23 @@ class Outcome:
     image_id: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
-    def check(self, ok: bool, what: str, fix: str = "") -> None:
+    def check(self, ok: bool, what: str, *fixes: str) -> None:
+        """One report line; a failed check gets one ``fix:`` line per thing to fix."""
         self.ok &= ok
-        self.lines.append(f"  [{'ok' if ok else 'FAIL'}] {what}" + (f"\n         fix: {fix}" if fix and not ok else ""))
+        self.lines.append(f"  [{'ok' if ok else 'FAIL'}] {what}")
+        if not ok:
+            self.lines.extend(f"         fix: {fix}" for fix in fixes)
+
+    def note(self, what: str) -> None:
+        """Something the run did that the user should hear about in every run, not only pre-flight."""
+        self.notes.append(what)
+        self.lines.append(f"  [ok] {what}")
 
     def warn(self, what: str) -> None:
+        self.warnings.append(what)
         self.lines.append(f"  [warn] {what}")
 
 
@@ -83,7 +95,8 @@ def _crlf_scripts(session: Gaia2Session) -> list[str]:
 
 
 def _endpoint_reachable(session: Gaia2Session, url: str) -> tuple[bool, str]:
-    """Whether a container reaches the model endpoint by TCP (bash's /dev/tcp; no tools needed)."""
+    """Whether a container on the run's network reaches the model endpoint by TCP (bash's
+    /dev/tcp; no tools needed)."""
     parsed = urlparse(url)
     if not parsed.hostname:
         return False, f"{url!r} has no host"
@@ -94,6 +107,7 @@ def _endpoint_reachable(session: Gaia2Session, url: str) -> tuple[bool, str]:
         client.containers.run(
             session.settings.image, entrypoint=ENTRYPOINT, command=["-c", script], remove=True,
             extra_hosts=settings_mod.extra_hosts(), labels=session.engine().labels("preflight"),
+            network_mode="host" if session.settings.network == "host" else None,
         )
     except docker.errors.ContainerError:
         return False, f"{parsed.hostname}:{port}"
@@ -101,7 +115,8 @@ def _endpoint_reachable(session: Gaia2Session, url: str) -> tuple[bool, str]:
 
 
 def run(session: Gaia2Session) -> Outcome:
-    """Every check, in the order a user would fix them; raises on the first fatal one."""
+    """Every check, in the order a user would fix them; raises on the first fatal one, except
+    with ``--gaia2-preflight-only``, which reports a missing image like any failed check."""
     outcome = Outcome()
     outcome.lines.append("gaia2 pre-flight:")
     engine = session.engine()  # raises EngineError with the fix
@@ -111,11 +126,18 @@ def run(session: Gaia2Session) -> Outcome:
     outcome.check(True, f"engine answers: {engine_address()} (version {version.get('Version')})")
     reaped = engine.reap_orphans(session.settings.reap_grace, pid_alive)
     if reaped:
-        outcome.lines.append(f"  [ok] removed {reaped} container(s) left by earlier runs whose process is gone")
+        shown = ", ".join(reaped[:REAPED_SHOWN]) + (", ..." if len(reaped) > REAPED_SHOWN else "")
+        outcome.note(f"removed {len(reaped)} container(s) left by earlier runs whose process is gone: {shown}")
     problems = settings_mod.problems(session.settings)
     outcome.check(not problems, "settings complete for the image's profile "
-                  f"({session.settings.profile.name})", "; ".join(problems))
-    outcome.image_id = _image(session, outcome)
+                  f"({session.settings.profile.name})", *problems)
+    try:
+        outcome.image_id = _image(session, outcome)
+    except PreflightError as exc:
+        if not session.values["preflight_only"]:
+            raise
+        outcome.check(False, f"image {session.settings.image} present", str(exc))
+        return outcome  # the remaining checks need the image
     outcome.facts["image"] = {"name": session.settings.image, "id": outcome.image_id}
     outcome.check(True, f"image {session.settings.image} present ({outcome.image_id[:19]})")
     crlf = _crlf_scripts(session)

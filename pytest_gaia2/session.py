@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
+import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -24,7 +26,7 @@ from . import __version__, artifacts, options, report, settings as settings_mod,
 from .engine import Engine, EngineError, connect, pid_alive
 from .ports import PortLeases, worker_slice
 from .redact import Redactor
-from .run import Gaia2InfraError, Launch, Limits, RunResult, ScenarioRun
+from .run import ADAPTER_PORT, Gaia2InfraError, Launch, Limits, RunResult, ScenarioRun
 from .scenarios import SPLITS, Scenario, ScenarioError, discover
 from .verdict import Verdict
 
@@ -32,7 +34,13 @@ log = logging.getLogger("pytest_gaia2")
 
 EXIT_SETUP_FAILED = 3
 HARD_TIMEOUT_SLACK = 60.0  # collecting files, copying out, and engine latency
+# pytest-timeout's signal method raises in the test, so teardown removes the container; its thread
+# method (a user's timeout_method ini) would end the process at once and leave it running.
+HARD_TIMEOUT_METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
 INTERNAL = ".gaia2"
+REUSED_LISTED = 10  # reused verdicts named in the summary; the rest are counted
+HOST_PORT_TRIES = 3  # host-network mode: a leased port another program grabbed first is replaced
+PORT_TAKEN_SIGNS = ("address already in use", "eaddrinuse")
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,10 @@ class ItemPlan:
         base = f"{self.split}/{self.name}"
         return f"{base}/run_{self.run}" if self.repeat > 1 else base
 
+    def __repr__(self) -> str:
+        """Short and stable across runs: Allure hashes the parameter's repr into its history id."""
+        return f"ItemPlan({self.test_id!r})"
+
     @property
     def marker(self) -> str:
         return Scenario(self.name, self.split, Path(".")).marker
@@ -60,7 +72,7 @@ class ItemPlan:
         """Split marker, ``gaia2``, and Allure labels (parent suite, suite, sub-suite, title)."""
         marks: list[Any] = [pytest.mark.gaia2, getattr(pytest.mark, self.marker)]
         if self.hard_timeout:
-            marks.append(pytest.mark.timeout(self.hard_timeout))
+            marks.append(pytest.mark.timeout(self.hard_timeout, method=HARD_TIMEOUT_METHOD))
         universe = self.scenario.universe if self.scenario else None
         marks += [
             pytest.mark.allure_label("Gaia2", label_type="parentSuite"),
@@ -79,7 +91,8 @@ class ItemPlan:
             "error": str(self.error), "error_category": "invalid_scenario", "failure_reasons": [],
             "reward": None, "num_agent_events": 0, "judged_in_container": False, "timed_out": False,
             "timeout_seconds": 0.0, "daemon_status": None, "agent_response": "",
-            "scenario_file": str(self.error.path if self.error else ""), "wall_time_s": 0.0,
+            "scenario_file": str(self.error.path if self.error else ""),
+            "wall_time_s": None,  # it never ran: no time for the wall-time median
             "image": None, "image_id": None,
         }
 
@@ -98,7 +111,9 @@ class Gaia2Session:
         self.started_at: str = (worker_input or {}).get("gaia2_started_at") or (
             _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         )
-        self.workers = int((worker_input or {}).get("workercount") or os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+        # Not PYTEST_XDIST_WORKER_COUNT: a run started from inside an xdist worker inherits the outer count.
+        self.workers = int((worker_input or {}).get("workercount")
+                           or getattr(config.option, "numprocesses", None) or 1)  # xdist's -n, resolved
         self.notes: list[str] = []
         self.config_secrets: dict[str, str] = {}
         self.values = self._read_values()
@@ -257,11 +272,16 @@ class Gaia2Session:
             pytest.exit(self.redactor.redact(f"pytest-gaia2: {exc}"), returncode=EXIT_SETUP_FAILED)
         self._image_id = outcome.image_id
         self.write_run_config(outcome.facts)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        write = reporter.write_line if reporter else print
         if self.values["preflight_only"]:
-            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             for line in outcome.lines:
-                (reporter.write_line if reporter else print)(self.redactor.redact(line))
+                write(self.redactor.redact(line))
             pytest.exit("pytest-gaia2: pre-flight only", returncode=0 if outcome.ok else 1)
+        for warning in outcome.warnings:  # e.g. an unreachable model endpoint: worth a look, not a stop
+            write(self.redactor.redact(f"gaia2: warning: {warning}"))
+        for note in outcome.notes:  # e.g. orphans of earlier runs removed
+            write(self.redactor.redact(f"gaia2: {note}"))
 
     def write_run_config(self, facts: dict[str, Any]) -> None:
         data = {
@@ -300,6 +320,10 @@ class Gaia2Session:
         folder = self.folder(plan)
         if attempt > 1:
             artifacts.set_aside_previous_attempt(folder, attempt - 1)
+        elif folder.exists() and self.values["resume"]:
+            # What an errored or interrupted earlier session left is replaced: resuming promises
+            # a folder shaped like that of one uninterrupted run.
+            shutil.rmtree(folder)
         elif folder.exists():
             artifacts.set_aside_previous_attempt(folder, 0)  # an earlier run's files; keep them
         return LiveRun(self, plan, folder, attempt)
@@ -326,17 +350,24 @@ class Gaia2Session:
         verdict = Verdict(outcome, reason, failure_reason=reason if outcome == "failed" else None)
         return RunResult(plan.scenario, verdict, record, folder)
 
-    def annotate(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
-        """Ship the record to the controller with the report; a few fields become JUnit properties."""
+    def annotate(self, item: pytest.Item, report: pytest.TestReport, record: dict[str, Any]) -> None:
+        """Ship the record to the controller with the report; a few fields become JUnit properties.
+
+        On the item too: JUnit reads the properties from the teardown report, which copies the
+        item's list (a retried attempt's properties are replaced, not repeated).
+        """
         record = self.redactor.redact_obj(record)
         report.gaia2_result = record  # type: ignore[attr-defined]
         report._gaia2_sent = True  # type: ignore[attr-defined]
-        report.user_properties.extend([
+        properties = [
             ("gaia2_scenario_id", record.get("scenario_id")),
             ("gaia2_verdict", record.get("outcome")),
             ("gaia2_error_category", record.get("error_category") or ""),
             ("gaia2_reused", str(bool(record.get("reused"))).lower()),
-        ])
+        ]
+        report.user_properties.extend(properties)
+        names = {name for name, _ in properties}
+        item.user_properties[:] = [prop for prop in item.user_properties if prop[0] not in names] + properties
 
     # -- hooks on the controller ---------------------------------------------------------------
 
@@ -359,6 +390,12 @@ class Gaia2Session:
         decision = self.gate.decide(summary) if self.gate.active else None
         lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
         lines += report.summary_lines(summary, decision)
+        reused = [f"{r['split']}/{r['scenario_id']}" + (f"/run_{r['run']}" if self.repeat > 1 else "")
+                  for r in self.records if r.get("reused")]
+        if reused:
+            shown = ", ".join(sorted(reused)[:REUSED_LISTED]) + (
+                f", ... ({len(reused) - REUSED_LISTED} more)" if len(reused) > REUSED_LISTED else "")
+            lines.append(f"gaia2: {len(reused)} verdicts reused from {self.output} (no container): {shown}")
         lines.append(f"gaia2: results in {self.output}")
         return lines
 
@@ -370,6 +407,7 @@ class Gaia2Session:
         self._remove_leftovers()
         if not self.records:
             return None
+        artifacts.rewrite_results(self.output / artifacts.RESULTS_FILE)
         summary = self.summary()
         decision = self.gate.decide(summary) if self.gate.active else None
         report.write_summary_json(self.output / "summary.json", summary, decision,
@@ -419,26 +457,30 @@ class LiveRun:
     def __init__(self, session: Gaia2Session, plan: ItemPlan, folder: Path, attempt: int) -> None:
         self.session = session
         self.plan = plan
+        self.folder = folder
+        self.attempt = attempt
         self.ports: list[int] = []
-        settings = session.settings
+        self.run = self._new_run()
+
+    def _new_run(self) -> ScenarioRun:
+        """A ScenarioRun; in host-network mode with two freshly leased ports (adapter, gateway)."""
+        session, settings, scenario = self.session, self.session.settings, self.plan.scenario
+        assert scenario is not None
         if settings.network == "host":
             self.ports = session.host_ports().acquire(2)
             adapter_port, gateway_port = self.ports
         else:
-            adapter_port, gateway_port = 8090, None
-        scenario = plan.scenario
-        assert scenario is not None
+            adapter_port, gateway_port = ADAPTER_PORT, None
         env = settings_mod.container_env(settings, adapter_port=adapter_port, gateway_port=gateway_port,
                                          start_time=scenario.start_time)
         files = tuple((dest, Path(src).read_bytes(), 0o644) for src, dest in settings.files_to_copy())
         launch = Launch(
             image=settings.image, env=env, network=settings.network, adapter_port=adapter_port,
-            files=files, extra_hosts=settings_mod.extra_hosts() if settings.network != "host" else {},
+            files=files, extra_hosts=settings_mod.extra_hosts(),  # host network too: same base URL everywhere
             image_id=session.image_id(),
         )
-        self.run = ScenarioRun(scenario, session.engine(), launch, session.limits(), folder, run=plan.run,
-                               attempt=attempt, redact=session.redactor.redact)
-        self.last_result: RunResult | None = None
+        return ScenarioRun(scenario, session.engine(), launch, session.limits(), self.folder, run=self.plan.run,
+                           attempt=self.attempt, redact=session.redactor.redact)
 
     @property
     def container(self) -> Any:
@@ -450,16 +492,34 @@ class LiveRun:
         assert self.run.container is not None
         return self.run.container.adapter_url
 
+    @property
+    def last_result(self) -> RunResult | None:
+        """The attempt's result once written, however it ended (error, Ctrl-C, pytest-timeout)."""
+        return self.run.last_result
+
     def start(self) -> Any:
-        try:
-            return self.run.start()
-        except Gaia2InfraError:
-            self.last_result = self.run.last_result
-            raise
+        """Start the container; in host-network mode, again on new ports if a leased one was taken
+        by another program between the lease's check and the container binding it."""
+        tries = HOST_PORT_TRIES
+        while True:
+            try:
+                return self.run.start()
+            except Gaia2InfraError as exc:
+                tries -= 1
+                if not (tries and self.ports and self._port_taken(exc)):
+                    raise
+            log.warning("gaia2: host port %s was taken; starting %s again on new ports",
+                        self.ports, self.plan.test_id)
+            self.close()
+            self.run = self._new_run()
+
+    def _port_taken(self, exc: Gaia2InfraError) -> bool:
+        log_file = self.folder / "container.log"
+        text = str(exc) + (log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else "")
+        return any(sign in text.lower() for sign in PORT_TAKEN_SIGNS)
 
     def drive(self) -> RunResult:
-        self.last_result = self.run.drive()
-        return self.last_result
+        return self.run.drive()
 
     def close(self) -> None:
         try:

@@ -94,8 +94,8 @@ def profile_for(image: str) -> Profile:
 
 
 def extra_hosts() -> dict[str, str]:
-    """Host mapping for every container, so ``host.docker.internal`` reaches host services on
-    Linux engines too (Docker Desktop has it built in)."""
+    """Host mapping for every container (bridge or host network), so ``host.docker.internal``
+    reaches host services on Linux engines too (Docker Desktop has it built in)."""
     return {"host.docker.internal": "host-gateway"}
 
 

@@ -1,0 +1,115 @@
+"""The gate decides a run's exit status: met, missed, lower bound, judged rate, error rate;
+without gate options pytest's usual status; with nothing selected pytest's "no tests" code.
+
+Verdicts are set by hand as stored result.json files that ``--gaia2-resume`` reports again,
+so no scenario container starts. Errors come from unreadable scenario files, which never
+reach a container (a stored error would be re-run instead).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from typing import Callable
+
+import pytest
+
+from conftest import DATA, gaia2_containers, run_id_of
+
+MANY = DATA / "scenarios" / "many" / "search"
+MALFORMED = DATA / "scenarios" / "malformed"
+UNREADABLE = ("not_json.json", "not_object.json", "missing_id.json", "events_not_list.json")
+
+
+@pytest.fixture
+def stored_run(pytester: pytest.Pytester, run_gaia2) -> Callable[..., pytest.RunResult]:
+    """Scenario files plus stored verdicts (``passed`` then ``failed``) and ``errors`` unreadable
+    files; returns a runner that resumes them with extra options and checks no container is left."""
+
+    def prepare(passed: int, failed: int, errors: int = 0) -> Callable[..., pytest.RunResult]:
+        split = pytester.path / "scenarios" / "search"
+        split.mkdir(parents=True)
+        for index, source in enumerate(sorted(MANY.glob("*.json"))[:passed + failed]):
+            shutil.copy(source, split)
+            success = index < passed
+            record = {
+                "scenario_id": source.stem, "split": "search", "run": 1, "attempt": 1,
+                "universe": re.search(r"universe_\d+", source.stem).group(0),  # type: ignore[union-attr]
+                "success": success, "outcome": "passed" if success else "failed", "reused": False,
+                "error": None, "error_category": None,
+                "failure_reasons": [] if success else ["stored failure"], "wall_time_s": 3.0, "num_agent_events": 2,
+            }
+            folder = pytester.path / "out" / "search" / source.stem
+            folder.mkdir(parents=True)
+            (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+        broken = pytester.path / "scenarios" / "broken"
+        broken.mkdir()
+        for name in UNREADABLE[:errors]:
+            shutil.copy(MALFORMED / name, broken)
+
+        def run(*args: str) -> pytest.RunResult:
+            result = run_gaia2("--gaia2-scenarios=scenarios", "--gaia2-resume", *args)
+            if (pytester.path / "out" / "run_config.json").is_file():
+                assert gaia2_containers(run_id_of(pytester.path / "out")) == []
+            return result
+
+        return run
+
+    return prepare
+
+
+@pytest.mark.parametrize(("options", "status", "line"), [
+    ((), 1, None),
+    (("--gaia2-min-pass-rate=0.6",), 0,
+     "gate: strict pass rate 75.0% (95% CI lower bound 53.1%) >= 60.0% required: met by 15.0 points"),
+    (("--gaia2-min-pass-rate=0.8",), 1,
+     "gate: strict pass rate 75.0% (95% CI lower bound 53.1%) >= 80.0% required: missed by 5.0 points"),
+    (("--gaia2-min-pass-rate=0.6", "--gaia2-gate-on=lower-bound"), 1,
+     "gate: strict pass rate 75.0%, 95% CI lower bound 53.1% >= 60.0% required: missed by 6.9 points"),
+], ids=["no-gate", "met", "missed", "lower-bound"])
+def test_pass_rate_gate(pytester: pytest.Pytester, stored_run, options: tuple[str, ...], status: int,
+                        line: str | None) -> None:
+    """15 of 20 passed: the gate alone decides, whatever the individual failures."""
+    result = stored_run(passed=15, failed=5)(*options)
+    result.assert_outcomes(passed=15, failed=5)
+    result.stdout.fnmatch_lines(["20 scenarios: 15 passed, 5 failed, 0 errors, 20 reused",
+                                 "strict      15/20 = 75.0% [[]53.1–88.8[]]"])
+    assert result.ret == status
+    if line is None:
+        assert "gate:" not in result.stdout.str()
+    else:
+        result.stdout.fnmatch_lines([line, "gaia2: results in *"])
+        summary = json.loads((pytester.path / "out" / "summary.json").read_text(encoding="utf-8"))
+        assert summary["gate"] == {"met": status == 0, "lines": [line]}
+
+
+@pytest.mark.parametrize(("options", "status", "lines"), [
+    (("--gaia2-min-pass-rate=0.7", "--gaia2-rate=judged", "--gaia2-max-error-rate=0.1"), 0, [
+        "gate: judged-only pass rate 75.0% (95% CI lower bound 53.1%) >= 70.0% required: met by 5.0 points",
+        "gate: error rate 9.1% (2/22) <= 10.0% allowed: met by 0.9 points"]),
+    (("--gaia2-min-pass-rate=0.7", "--gaia2-max-error-rate=0.05"), 1, [
+        "gate: strict pass rate 68.2% (95% CI lower bound 47.3%) >= 70.0% required: missed by 1.8 points",
+        "gate: error rate 9.1% (2/22) <= 5.0% allowed: missed by 4.1 points"]),
+], ids=["judged-and-error-rate-met", "strict-and-error-rate-missed"])
+def test_error_rate_gate(stored_run, options: tuple[str, ...], status: int, lines: list[str]) -> None:
+    """15 passed, 5 failed, 2 unreadable files: errors count against strict, not judged."""
+    result = stored_run(passed=15, failed=5, errors=2)(*options)
+    result.assert_outcomes(passed=15, failed=5, errors=2)
+    result.stdout.fnmatch_lines(["22 scenarios: 15 passed, 5 failed, 2 errors, 20 reused",
+                                 "errors by category:", "  invalid_scenario  2  *", *lines])
+    assert result.ret == status
+
+
+def test_all_passed_without_gate_exits_zero(stored_run) -> None:
+    result = stored_run(passed=4, failed=0)()
+    result.assert_outcomes(passed=4)
+    assert result.ret == 0
+
+
+@pytest.mark.parametrize("options", [(), ("--gaia2-min-pass-rate=0.5",)], ids=["no-gate", "gate"])
+def test_no_scenario_selected(stored_run, options: tuple[str, ...]) -> None:
+    result = stored_run(passed=2, failed=0)("-k", "no_such_scenario", *options)
+    result.stdout.fnmatch_lines(["gaia2: no scenario ran"])
+    assert "gate:" not in result.stdout.str()
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED

@@ -88,6 +88,21 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def rewrite_results(path: Path) -> None:
+    """Leave one line per (split, scenario, run), the last one written, in a fixed order.
+
+    Lines are appended as verdicts arrive, so a crash keeps what finished; a resumed run then
+    appends its reused verdicts after the earlier session's lines. At the end of a run the file
+    is rewritten (atomically) to read like that of one uninterrupted run.
+    """
+    latest: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for record in read_jsonl(path):
+        latest[(str(record.get("split")), str(record.get("scenario_id")), int(record.get("run") or 1))] = record
+    if latest:
+        write_text(path, "".join(json.dumps(latest[key], ensure_ascii=False, default=str) + "\n"
+                                 for key in sorted(latest)))
+
+
 def set_aside_previous_attempt(folder: Path, attempt: int) -> None:
     """Keep an errored attempt's files under ``attempt_<n>/`` before the next attempt writes."""
     if not folder.is_dir():

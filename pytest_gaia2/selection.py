@@ -152,26 +152,31 @@ def _allocate(sizes: Sequence[int], n: int, rng: random.Random) -> list[int]:
 
 
 def sample(scenarios: Sequence[Scenario], n: int, seed: int) -> list[Scenario]:
-    """A seeded sample of ``n`` scenarios stratified by (split, universe), in input order.
+    """A seeded sample of ``n`` scenarios stratified by split, then by universe, in input order.
 
-    Each stratum gets its proportional share (largest-remainder rounding); within a stratum
-    the scenarios with the smallest seeded keys are taken. The result depends only on the
-    set of scenario ids, ``n`` and ``seed``.
+    Each split gets its proportional share of ``n``, and each universe its proportional share
+    of its split's seats (largest-remainder rounding both times), so per-split rates rest on
+    the right number of scenarios even when there are more (split, universe) strata than
+    seats. Within a stratum the scenarios with the smallest seeded keys are taken. The result
+    depends only on the set of scenario ids, ``n`` and ``seed``.
     """
     if n >= len(scenarios):
         return list(scenarios)
     ordered = sorted(scenarios, key=lambda s: (s.split, s.universe or "", s.scenario_id))
     rng = random.Random(seed)
     keys = {s.scenario_id: rng.random() for s in ordered}
-    strata: dict[tuple[str, str], list[Scenario]] = defaultdict(list)
+    strata: dict[str, dict[str, list[Scenario]]] = defaultdict(lambda: defaultdict(list))
     for scenario in ordered:
-        strata[(scenario.split, scenario.universe or "")].append(scenario)
-    names = sorted(strata)
-    quotas = _allocate([len(strata[name]) for name in names], n, rng)
+        strata[scenario.split][scenario.universe or ""].append(scenario)
+    splits = sorted(strata)
+    split_quotas = _allocate([sum(map(len, strata[split].values())) for split in splits], n, rng)
     chosen: set[str] = set()
-    for name, quota in zip(names, quotas, strict=True):
-        members = sorted(strata[name], key=lambda s: (keys[s.scenario_id], s.scenario_id))
-        chosen.update(s.scenario_id for s in members[:quota])
+    for split, split_quota in zip(splits, split_quotas, strict=True):
+        universes = sorted(strata[split])
+        quotas = _allocate([len(strata[split][universe]) for universe in universes], split_quota, rng)
+        for universe, quota in zip(universes, quotas, strict=True):
+            members = sorted(strata[split][universe], key=lambda s: (keys[s.scenario_id], s.scenario_id))
+            chosen.update(s.scenario_id for s in members[:quota])
     return [s for s in scenarios if s.scenario_id in chosen]
 
 

@@ -14,10 +14,9 @@ import threading
 from pathlib import Path
 
 import datasets
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
+from conftest import make_dataset_repo as make_repo
 from pytest_gaia2 import dataset
 from pytest_gaia2.dataset import DatasetError, materialise
 from pytest_gaia2.options import OptionError
@@ -44,23 +43,6 @@ ROWS = {
         ("scenario_universe_25_eeeeee", scenario_text("scenario_universe_25_eeeeee", "at noon")),
     ],
 }
-
-
-def make_repo(root: Path, configs: dict[str, list[tuple[object, object]]], columns=("scenario_id", "scenario")) -> Path:
-    """A dataset repository folder as the hub stores one: ``<config>/test-*.parquet`` + README configs."""
-    front_matter = ["---", "configs:"]
-    for config, rows in configs.items():
-        (root / config).mkdir(parents=True)
-        table = pa.table({columns[0]: [r[0] for r in rows], columns[1]: [r[1] for r in rows]})
-        pq.write_table(table, root / config / "test-00000-of-00001.parquet")
-        front_matter += [
-            f"- config_name: {config}",
-            "  data_files:",
-            "  - split: test",
-            f"    path: {config}/test-*.parquet",
-        ]
-    (root / "README.md").write_text("\n".join(front_matter + ["---", "# tiny gaia2", ""]), encoding="utf-8")
-    return root
 
 
 @pytest.fixture(autouse=True)

@@ -172,6 +172,17 @@ def test_sample_with_equal_strata_spreads_evenly() -> None:
     assert Counter(s.universe for s in chosen) == {f"universe_{u}": 2 for u in range(21, 31)}
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_splits_get_their_share_when_strata_outnumber_seats(seed: int) -> None:
+    """Gaia2's shape: 5 equal splits x 10 universes; 20 seats must be 4 per split, whatever the seed."""
+    scenarios = [make(split, u, f"{split[:2]}{u}{i}") for split in ("search", "time", "execution",
+                                                                      "ambiguity", "adaptability")
+                 for u in range(21, 31) for i in range(3)]
+    chosen = selection.sample(scenarios, 20, seed=seed)
+    assert Counter(s.split for s in chosen) == {split: 4 for split in {s.split for s in scenarios}}
+    assert all(count == 1 for count in Counter((s.split, s.universe) for s in chosen).values())
+
+
 def test_leftover_seats_do_not_always_go_to_the_first_universes() -> None:
     scenarios = [make("search", u, f"x{u}{i}") for u in range(21, 31) for i in range(4)]
     winners = {

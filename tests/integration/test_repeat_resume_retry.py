@@ -1,0 +1,176 @@
+"""pass@k repeats, resuming an interrupted run, retrying infrastructure errors, and gaia2-runner's
+TOML config, on the real engine with the shipped scenarios.
+
+Containers are counted from the engine's own ``create`` events for the run's label, so "reused
+without a container" and "retried once" are what the engine saw, not what the plugin says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import (DATA, REPO, SHIPPED, BackgroundRun, engine_events, gaia2_containers, results_of, run_id_of,
+                      run_pytest)
+from pytest_gaia2.engine import RUN_LABEL, SCENARIO_LABEL
+
+SEARCH = SHIPPED / "search"
+SEARCH_IDS = sorted(path.stem for path in SEARCH.glob("*.json"))
+ONE = "scenario_universe_21_7kww6e"
+JUDGE_FAIL = DATA / "scenarios" / "judge_fail"
+UPSTREAM_CONFIG = REPO / "examples" / "upstream-oracle.toml"
+
+
+PREFLIGHT = "preflight"  # the scenario label of the pre-flight probe containers
+
+
+def created(output: Path, since: float) -> list[tuple[str, str]]:
+    """(scenario id, container name) of each scenario container that the run whose files are in
+    ``output`` created since ``since``, pre-flight probes left out."""
+    events = engine_events(since, label=f"{RUN_LABEL}={run_id_of(output)}", event="create")
+    attributes = [event["Actor"]["Attributes"] for event in events]
+    return sorted((a[SCENARIO_LABEL], a["name"]) for a in attributes if a[SCENARIO_LABEL] != PREFLIGHT)
+
+
+def tree(root: Path) -> list[str]:
+    """Every file and folder name under ``root``: the shape of an output folder, not its content."""
+    return sorted(path.relative_to(root).as_posix() for path in root.rglob("*"))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[pytest.RunResult, Path]:
+    """The shipped search split in one go, configured by the upstream example TOML: the
+    reference the resumed run is compared with."""
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    result = run_pytest(folder, "-n", "2", f"--gaia2-config={UPSTREAM_CONFIG}", "-m", "search_split")
+    output = folder / "out"
+    assert gaia2_containers(run_id_of(output)) == []
+    return result, output
+
+
+def test_upstream_example_config_runs_the_shipped_search_split(
+    uninterrupted: tuple[pytest.RunResult, Path],
+) -> None:
+    result, output = uninterrupted
+    result.assert_outcomes(passed=len(SEARCH_IDS))
+    assert sorted(r["scenario_id"] for r in results_of(output)) == SEARCH_IDS
+    config = json.loads((output / "run_config.json").read_text(encoding="utf-8"))
+    assert config["selection"]["scenarios"] == [str(SHIPPED)]  # dataset_root, relative to the TOML file
+    assert (config["settings"]["timeout"], config["settings"]["health_timeout"]) == (600.0, 120.0)
+    # The files are in ./out: the command line's --gaia2-output won over the TOML's output_dir.
+
+
+def test_repeat_makes_k_items_laid_out_as_run_k(pytester: pytest.Pytester, run_gaia2) -> None:
+    result = run_gaia2("-n", "2", "-v", f"--gaia2-scenarios={SEARCH}", "-k", ONE, "--gaia2-repeat=3")
+    result.assert_outcomes(passed=3)
+    output = pytester.path / "out"
+    for run in (1, 2, 3):
+        result.stdout.fnmatch_lines([f"*PASSED gaia2::test_scenario[[]search/{ONE}/run_{run}[]]*"])
+        record = json.loads((output / f"run_{run}" / "search" / ONE / "result.json").read_text(encoding="utf-8"))
+        assert (record["run"], record["outcome"]) == (run, "passed")
+    assert sorted(path.relative_to(output).as_posix() for path in output.glob("*/*/*")) == [
+        f"run_{run}/search/{ONE}" for run in (1, 2, 3)]
+    assert sorted(r["run"] for r in results_of(output)) == [1, 2, 3]
+    result.stdout.fnmatch_lines(["3 results (1 scenarios x 3 runs): 3 passed*", "pass@3 (1 scenarios x 3 runs;*"])
+    assert gaia2_containers(run_id_of(output)) == []
+
+
+def test_interrupted_run_resumed_runs_only_the_rest(
+    pytester: pytest.Pytester, start_gaia2: Callable[..., BackgroundRun], run_gaia2,
+    uninterrupted: tuple[pytest.RunResult, Path],
+) -> None:
+    """Ctrl-C with two results in and the third scenario's container up, then --gaia2-resume:
+    stored verdicts start no container, the rest runs (the interrupted one from scratch), and
+    the folder ends up shaped like the uninterrupted run's."""
+    args = (f"--gaia2-scenarios={SHIPPED}", "-m", "search_split")
+    first = start_gaia2(*args)
+    run_id = first.run_id()
+
+    def two_done_third_running() -> bool:
+        results = first.output / "results.jsonl"
+        done = {r["scenario_id"] for r in results_of(first.output)} if results.is_file() else set()
+        running = {c.labels.get(SCENARIO_LABEL) for c in gaia2_containers(run_id)} - done - {PREFLIGHT}
+        return len(done) == 2 and bool(running)
+
+    deadline = time.monotonic() + 180
+    while not two_done_third_running():
+        assert time.monotonic() < deadline and first.process.poll() is None, first.text()
+        time.sleep(0.3)
+    os.killpg(first.process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    assert first.wait(90) == pytest.ExitCode.INTERRUPTED, first.text()
+    assert gaia2_containers(run_id) == []
+    done = sorted(r["scenario_id"] for r in results_of(first.output))
+    assert len(done) == 2, first.text()
+    rest = sorted(set(SEARCH_IDS) - set(done))
+    (interrupted,) = [sid for sid in rest if (first.output / "search" / sid).exists()]
+    stopped = json.loads((first.output / "search" / interrupted / "result.json").read_text(encoding="utf-8"))
+    assert stopped["outcome"] == "error"
+
+    since = time.time()
+    resumed = run_gaia2("-n", "2", *args, "--gaia2-resume")
+    resumed.assert_outcomes(passed=len(SEARCH_IDS))
+    output = pytester.path / "out"
+    assert [scenario for scenario, _ in created(output, since)] == rest
+    records = results_of(output)
+    assert sorted(r["scenario_id"] for r in records) == SEARCH_IDS  # one line each, no duplicates
+    assert sorted(r["scenario_id"] for r in records if r["reused"]) == done
+    resumed.stdout.fnmatch_lines([
+        f"{len(SEARCH_IDS)} scenarios: {len(SEARCH_IDS)} passed, 0 failed, 0 errors, {len(done)} reused",
+        f"gaia2: {len(done)} verdicts reused from {output} (no container): "
+        + ", ".join(f"search/{sid}" for sid in done),
+    ])
+    assert gaia2_containers(run_id_of(output)) == []
+    assert tree(output) == tree(uninterrupted[1])
+
+
+def test_infrastructure_error_is_retried_and_resume_runs_it_again(pytester: pytest.Pytester, run_gaia2) -> None:
+    args = (f"--gaia2-scenarios={SEARCH}", "-k", ONE)
+    since = time.time()
+    crashing = run_gaia2(*args, "--gaia2-retries=1", "--gaia2-env=GAIA2_FAULT_EXIT_CODE=3",
+                         "--gaia2-env=GAIA2_FAULT_EXIT_AFTER=0")
+    output = pytester.path / "out"
+    assert crashing.parseoutcomes() == {"errors": 1, "rerun": 1, "deselected": len(SEARCH_IDS) - 1}
+    crashing.stdout.fnmatch_lines(["gaia2 RE*"])
+    run_id = run_id_of(output)
+    assert created(output, since) == [(ONE, f"gaia2-{ONE}-{run_id[:8]}-r1a{attempt}") for attempt in (1, 2)]
+    folder = output / "search" / ONE
+    kept = json.loads((folder / "attempt_1" / "result.json").read_text(encoding="utf-8"))
+    final = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    assert (kept["attempt"], kept["error_category"]) == (1, "container_exited")
+    assert (final["attempt"], final["error_category"]) == (2, "container_exited")
+    assert [(r["attempt"], r["outcome"]) for r in results_of(output)] == [(2, "error")]  # no line for attempt 1
+    assert gaia2_containers(run_id) == []
+
+    since = time.time()
+    resumed = run_gaia2(*args, "--gaia2-resume")
+    resumed.assert_outcomes(passed=1)
+    assert [scenario for scenario, _ in created(output, since)] == [ONE]
+    assert [(r["outcome"], r["reused"]) for r in results_of(output)] == [("passed", False)]
+    assert not (folder / "attempt_1").exists()  # shaped like a run that never errored
+    assert gaia2_containers(run_id_of(output)) == []
+
+
+def test_judge_failure_is_never_retried_and_resume_reuses_it(pytester: pytest.Pytester, run_gaia2) -> None:
+    since = time.time()
+    failing = run_gaia2(f"--gaia2-scenarios={JUDGE_FAIL}", "--gaia2-retries=2")
+    output = pytester.path / "out"
+    assert failing.parseoutcomes() == {"failed": 1}
+    (record,) = results_of(output)
+    assert (record["outcome"], record["attempt"]) == ("failed", 1)
+    assert len(created(output, since)) == 1
+    assert not list(output.glob("search/*/attempt_*"))
+
+    since = time.time()
+    resumed = run_gaia2(f"--gaia2-scenarios={JUDGE_FAIL}", "--gaia2-retries=2", "--gaia2-resume")
+    assert resumed.parseoutcomes() == {"failed": 1}
+    assert created(output, since) == []
+    (reused,) = results_of(output)
+    assert (reused["outcome"], reused["reused"], reused["failure_reasons"]) == (
+        "failed", True, record["failure_reasons"])
+    resumed.stdout.fnmatch_lines(["1 scenarios: 0 passed, 1 failed, 0 errors, 1 reused"])

@@ -139,15 +139,30 @@ class ScenarioRun:
     # -- phase 1: the container, up and reachable -------------------------------------------
 
     def start(self) -> Container:
-        """Launch and wait for /health from the host; on failure, result.json is already written."""
+        """Launch and wait for /health from the host; on failure, result.json is already written.
+
+        A judgment already on file when health fails is the verdict (``drive`` returns it), not an error.
+        """
         try:
             self.container = self._launch()
             self.client = AdapterClient(self.container.adapter_url)
             self._wait_healthy()
         except Gaia2InfraError as exc:
-            self.finish_with(Fault(exc.category, str(exc).split("] ", 1)[-1]))
+            result = self.finish_with(Fault(exc.category, str(exc).split("] ", 1)[-1]))
+            if result.errored:  # raised with the message result.json holds, folder included
+                raise Gaia2InfraError(exc.category, result.verdict.message) from None
+        except BaseException as exc:
+            self._stopped(exc)
             raise
         return self.container
+
+    def _stopped(self, exc: BaseException) -> None:
+        """Ctrl-C, SIGTERM, pytest-timeout or a bug ended the attempt early: result.json and files anyway."""
+        if self.last_result is None:
+            category = "harness_error" if isinstance(exc, Exception) else "interrupted"
+            text = str(exc).rstrip(".")
+            cause = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            self.finish_with(Fault(category, f"stopped before a verdict by {cause}; see container.log and eventd.log"))
 
     def _launch(self) -> Container:
         scenario_bytes = self.scenario.path.read_bytes()
@@ -198,10 +213,11 @@ class ScenarioRun:
         if self._answers_inside():
             raise Gaia2InfraError(
                 "port_unreachable",
-                f"the adapter answers /health inside the container but not from the host through "
-                f"published port {self.container.adapter_url} (network {self.launch.network}, engine "
-                f"{engine_address()}); the container's port is not reachable from this host "
-                "(Docker Desktop with host networking, a firewall, or a remote engine)",
+                f"the adapter answers /health inside the container (curl 127.0.0.1:{self.launch.adapter_port}) "
+                f"but not from the host through the published port 127.0.0.1:{self.container.host_port} -> "
+                f"{self.launch.adapter_port}/tcp (network {self.launch.network}, engine {engine_address()}); "
+                "the container's port is not reachable from this host (Docker Desktop with host networking, "
+                "a firewall, a remote engine, or an adapter bound to 127.0.0.1 only); see container.log",
             )
         raise Gaia2InfraError(
             "health_timeout",
@@ -228,6 +244,15 @@ class ScenarioRun:
 
     def drive(self) -> RunResult:
         """Send the task if needed, poll to a terminal status, collect, decide, write result.json."""
+        if self.last_result is not None:  # the verdict was already on file at start
+            return self.last_result
+        try:
+            return self._drive()
+        except BaseException as exc:
+            self._stopped(exc)
+            raise
+
+    def _drive(self) -> RunResult:
         assert self.container is not None and self.client is not None
         if not self.scenario.has_events and self.scenario.task:
             try:
@@ -362,6 +387,9 @@ class ScenarioRun:
             "image": self.launch.image,
             "image_id": self.launch.image_id,
             "container": self.container.name if self.container else None,
+            "worker": self.engine.worker,
+            "adapter_port": self.launch.adapter_port,
+            "host_port": self.container.host_port if self.container else None,
         }
 
     def remove(self) -> None:

@@ -203,7 +203,17 @@ class Gaia2Session:
             ItemPlan(s.split, s.scenario_id, run, self.repeat, scenario=s, hard_timeout=self.hard_timeout(s))
             for s in chosen.scenarios for run in range(1, self.repeat + 1)
         ]
-        plans += [ItemPlan(_error_split(e), e.path.stem, 1, 1, error=e) for e in errors]
+        taken = {(plan.split, plan.name) for plan in plans}
+        for error in errors:
+            split, stem = _error_split(error), error.path.stem
+            name, n = stem, 1
+            # Two broken files may share a stem (dup_a/search/x.json, dup_b/search/x.json): each
+            # needs its own name, or results.jsonl would keep only one of their records.
+            while (split, name) in taken:
+                n += 1
+                name = f"{stem}-{n}"
+            taken.add((split, name))
+            plans.append(ItemPlan(split, name, 1, 1, error=error))
         self._plans = plans
         return plans
 

@@ -35,6 +35,10 @@ CATEGORIES: dict[str, tuple[str, str]] = {
                     "daemon_status.json, eventd.log"),
     "timeout": ("no terminal status before the scenario timeout (no declared duration)",
                 "eventd.log, events.jsonl"),
+    "interrupted": ("the run was stopped before a verdict: Ctrl-C, SIGTERM, or pytest-timeout's hard bound",
+                    "what stopped it in the message; container.log, eventd.log"),
+    "harness_error": ("pytest-gaia2 or the engine client raised an unexpected exception",
+                      "the traceback in the pytest report; container.log"),
 }
 
 

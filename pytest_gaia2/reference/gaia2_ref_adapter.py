@@ -108,10 +108,16 @@ def serve(port: int, stop: threading.Event, server_stop: threading.Event) -> Non
         log.warning("FAULT GAIA2_FAULT_HEALTH_DELAY: HTTP server starts in %.1fs", delay)
         if stop.wait(delay):
             return
-    server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    host = "0.0.0.0"
+    if env_flag("GAIA2_FAULT_LOOPBACK_ONLY"):
+        # `curl 127.0.0.1` inside answers, but a published port (it targets the container's own
+        # address) finds nothing: reachable inside, unreachable from the host.
+        host = "127.0.0.1"
+        log.warning("FAULT GAIA2_FAULT_LOOPBACK_ONLY: listening on 127.0.0.1 only, published ports cannot reach it")
+    server = ThreadingHTTPServer((host, port), Handler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
     thread.start()
-    log.info("Adapter listening on 0.0.0.0:%d", port)
+    log.info("Adapter listening on %s:%d", host, port)
     while not stop.wait(0.2) and not server_stop.is_set():
         pass
     server.shutdown()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -294,7 +294,9 @@ class ScenarioRun:
             if judgment_of(status) is not None:
                 return status, False, None
             if is_terminal(status):
-                # Terminal without a judgment yet: the judge may still be writing it.
+                if status.get("status") == "error":
+                    return status, False, None  # the daemon gave up: no judgment will follow
+                # Complete or stopped without a judgment yet: the judge may still be writing it.
                 grace_until = grace_until or time.monotonic() + self.limits.judge_grace
                 if time.monotonic() >= grace_until:
                     return status, False, None
@@ -342,12 +344,17 @@ class ScenarioRun:
         # The file is the daemon's own record: prefer it when it knows more than the endpoint did.
         if judgment_of(on_file) is not None or (status is None and on_file is not None):
             status = on_file
+        if status is not None:  # the endpoint's copy was never written to disk, so never redacted
+            status = json.loads(self.redact(json.dumps(status, ensure_ascii=False)))
         verdict = decide(
             status, timed_out=timed_out, timeout_seconds=self.timeout,
             duration=self.scenario.duration, fault=fault,
         )
+        message = self.redact(verdict.message)
         if verdict.outcome == "error" and verdict.category != "container_start":
-            verdict = Verdict(verdict.outcome, f"{verdict.message} (files: {self.folder})", verdict.category)
+            message = f"{message} (files: {self.folder})"
+        verdict = replace(verdict, message=message,
+                          failure_reason=self.redact(verdict.failure_reason) if verdict.failure_reason else None)
         record = self._record(verdict, status, timed_out)
         artifacts.write_json(self.folder / artifacts.RESULT_FILE, record)
         if record["agent_response"]:
@@ -372,9 +379,9 @@ class ScenarioRun:
             "success": verdict.success,
             "outcome": verdict.outcome,
             "reused": False,
-            "error": self.redact(verdict.message) if verdict.outcome == "error" else None,
+            "error": verdict.message if verdict.outcome == "error" else None,
             "error_category": verdict.category,
-            "failure_reasons": [self.redact(verdict.failure_reason)] if verdict.failure_reason else [],
+            "failure_reasons": [verdict.failure_reason] if verdict.failure_reason else [],
             "reward": {True: 1.0, False: 0.0, None: None}[verdict.success],
             "num_agent_events": len(agent_events),
             "judged_in_container": judgment_of(status) is not None,

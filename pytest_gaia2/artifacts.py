@@ -43,9 +43,9 @@ def scenario_dir(output: Path, split: str, scenario_id: str, run: int, repeat: i
 
 
 def write_text(path: Path, text: str) -> None:
-    """Atomic UTF-8 write."""
+    """Atomic UTF-8 write: a hidden temporary (per process, so two writers never share one), then a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from filelock import FileLock
 
+from .artifacts import write_text
 from .options import OptionError
 from .scenarios import SPLITS
 
@@ -106,13 +107,6 @@ def is_complete(split_dir: Path) -> bool:
     return marker.get("rows") == len(expected) and _scenario_files(split_dir) == expected
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write via a hidden temporary and rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _offline_message(dataset_id: str, split: str, split_dir: Path, cause: BaseException) -> str:
     detail = next(iter(str(cause).splitlines()), "")
     return (
@@ -182,7 +176,7 @@ def _materialise_split(source: str, dataset_id: str, split: str, split_dir: Path
     for stale in _scenario_files(split_dir) - set(by_id):
         (split_dir / f"{stale}.json").unlink()
     for scenario_id, text in by_id.items():
-        _write_atomic(split_dir / f"{scenario_id}.json", text)
+        write_text(split_dir / f"{scenario_id}.json", text)
     marker = {
         "dataset": dataset_id,
         "source": source,
@@ -193,7 +187,7 @@ def _materialise_split(source: str, dataset_id: str, split: str, split_dir: Path
         "materialised_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "scenario_ids": sorted(by_id),
     }
-    _write_atomic(split_dir / MARKER, json.dumps(marker, indent=2) + "\n")
+    write_text(split_dir / MARKER, json.dumps(marker, indent=2) + "\n")
     log.info("materialised %s split %s: %d scenarios in %s", dataset_id, split, len(by_id), split_dir)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from .artifacts import write_text
 from .engine import pid_alive
 
 
@@ -63,9 +64,7 @@ class PortLeases:
         return {port: pid for port, pid in data.items() if pid_alive(int(pid))}
 
     def _store(self, leases: dict[str, int]) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(leases), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_text(self.path, json.dumps(leases))
 
     def acquire(self, count: int) -> list[int]:
         """``count`` distinct ports nobody holds and nothing is bound to."""

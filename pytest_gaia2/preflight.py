@@ -58,7 +58,7 @@ class Outcome:
         self.lines.append(f"  [warn] {what}")
 
 
-def _image(session: Gaia2Session, outcome: Outcome) -> str:
+def _image(session: Gaia2Session) -> str:
     """The image id; the reference image is built once per machine under a file lock."""
     client = session.engine().client
     settings = session.settings
@@ -132,7 +132,7 @@ def run(session: Gaia2Session) -> Outcome:
     outcome.check(not problems, "settings complete for the image's profile "
                   f"({session.settings.profile.name})", *problems)
     try:
-        outcome.image_id = _image(session, outcome)
+        outcome.image_id = _image(session)
     except PreflightError as exc:
         if not session.values["preflight_only"]:
             raise

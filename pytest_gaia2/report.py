@@ -8,11 +8,10 @@ both denominators with intervals, the split table, errored ids by category.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .artifacts import write_text
 from .stats import GateDecision, GroupStats, Rate, RepeatStats, Summary, Timing, percent, percent_number
 
 DEFAULT_WIDTH = 88
@@ -150,7 +149,7 @@ def summary_lines(summary: Summary, gate: GateDecision | None,
 
 def write_summary_json(path: Path, summary: Summary, gate: GateDecision | None,
                        extra: Mapping[str, Any] | None = None) -> None:
-    """Write summary.json atomically (temp file + rename), UTF-8 with ids kept readable.
+    """Write summary.json atomically, UTF-8 with ids kept readable.
 
     ``extra`` (run metadata such as image id, model, judge) goes first; it may not reuse a
     summary key, because silently dropping either value would misreport the run.
@@ -161,14 +160,4 @@ def write_summary_json(path: Path, summary: Summary, gate: GateDecision | None,
     if clash:
         raise ValueError(f"summary.json: extra keys clash with summary keys: {', '.join(clash)}")
     document.update(body)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(document, stream, ensure_ascii=False, indent=2)
-            stream.write("\n")
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text(path, json.dumps(document, ensure_ascii=False, indent=2) + "\n")

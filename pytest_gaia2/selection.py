@@ -9,13 +9,13 @@ method whose sequence Python promises to keep across versions for a given seed.
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from .artifacts import write_text
 from .options import OptionError
 from .scenarios import SPLITS, Scenario
 
@@ -199,10 +199,7 @@ def manifest(scenarios: Sequence[Scenario]) -> dict[str, dict[str, list[str]]]:
 
 def write_manifest(path: Path, scenarios: Sequence[Scenario]) -> None:
     """Write the subset manifest of ``scenarios`` (atomically), ready for ``--gaia2-subset``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest(scenarios), indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(manifest(scenarios), indent=2) + "\n")
 
 
 def select(

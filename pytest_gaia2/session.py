@@ -11,19 +11,17 @@ import logging
 import os
 import shutil
 import signal
-import socket
-import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-from filelock import FileLock
 
 from . import __version__, artifacts, options, report, settings as settings_mod, stats
-from .engine import Engine, EngineError, connect, pid_alive
+from .engine import Engine, EngineError, connect
 from .ports import PortLeases, worker_slice
 from .redact import Redactor
 from .run import ADAPTER_PORT, Gaia2InfraError, Launch, Limits, RunResult, ScenarioRun
@@ -37,7 +35,6 @@ HARD_TIMEOUT_SLACK = 60.0  # collecting files, copying out, and engine latency
 # pytest-timeout's signal method raises in the test, so teardown removes the container; its thread
 # method (a user's timeout_method ini) would end the process at once and leave it running.
 HARD_TIMEOUT_METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
-INTERNAL = ".gaia2"
 REUSED_LISTED = 10  # reused verdicts named in the summary; the rest are counted
 HOST_PORT_TRIES = 3  # host-network mode: a leased port another program grabbed first is replaced
 PORT_TAKEN_SIGNS = ("address already in use", "eaddrinuse")
@@ -128,19 +125,27 @@ class Gaia2Session:
         self._leases: PortLeases | None = None
         self._image_id: str | None = None
         self.prepared = False
-        self.settings = settings_mod.RunSettings.from_options(
-            self.values, rootdir=self.rootdir, environ={**os.environ, **self.config_secrets},
-            reference_image=_reference_image_name(),
-        )
-        self.redactor = Redactor(self.settings.secret_values())
-        self.notes.extend(self.settings.warnings)
         self.gate = stats.Gate(
             min_pass_rate=self.values["min_pass_rate"], rate=self.values["rate"],
             gate_on=self.values["gate_on"], max_error_rate=self.values["max_error_rate"],
         )
+        if self.active:
+            self.notes.extend(self.settings.warnings)
         if self.active and not self.values["preflight_only"]:
             settings_mod.validate(self.settings)
             self.plans()  # discovery errors and selection problems surface at start-up
+
+    @cached_property
+    def settings(self) -> settings_mod.RunSettings:
+        """Resolved on first use: a run that collects no scenario (``pytest tests/unit``) never reads .env."""
+        return settings_mod.RunSettings.from_options(
+            self.values, rootdir=self.rootdir, environ={**os.environ, **self.config_secrets},
+            reference_image=_reference_image_name(),
+        )
+
+    @cached_property
+    def redactor(self) -> Redactor:
+        return Redactor(self.settings.secret_values())
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Gaia2Session:

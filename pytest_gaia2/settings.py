@@ -368,36 +368,29 @@ def _url_password(url: str) -> str | None:
         return None
 
 
+def _missing(what: str, image: str, named: tuple[tuple[str, str | None], ...]) -> list[str]:
+    """One problem naming every unset option of a configuration the image needs."""
+    missing = [option for option, value in named if not value]
+    return [f"{what} configuration is required for image {image}. Missing: {', '.join(missing)}"] if missing else []
+
+
+def _unset_key(option: str, variable: str | None, key: str) -> list[str]:
+    """A key variable named by an option but empty in the environment."""
+    return [f"{option}: the variable {variable} is not set or empty"] if variable and not key else []
+
+
 def problems(settings: RunSettings) -> list[str]:
     """Every configuration mistake that makes the run pointless, each naming its option."""
     found: list[str] = []
     if settings.profile.needs_llm:
-        missing = [opt for opt, value in (("--gaia2-provider", settings.provider),
-                                          ("--gaia2-model", settings.model)) if not value]
-        if missing:
-            found.append(
-                f"Agent model configuration is required for image {settings.image}. "
-                f"Missing: {', '.join(missing)}"
-            )
-        if settings.api_key_env and not settings.secrets.agent_key:
-            found.append(
-                f"--gaia2-api-key-env: the variable {settings.api_key_env} is not set or empty"
-            )
-    missing_judge = [
-        text for text, value in (
-            ("--gaia2-judge-model / GAIA2_JUDGE_MODEL", settings.judge_model),
-            ("--gaia2-judge-provider / GAIA2_JUDGE_PROVIDER", settings.judge_provider),
-        ) if not value
-    ]
-    if missing_judge:
-        found.append(
-            f"In-container judge configuration is required for image {settings.image}. "
-            f"Missing: {', '.join(missing_judge)}"
-        )
-    if settings.judge_api_key_env and not settings.secrets.judge_key:
-        found.append(
-            f"--gaia2-judge-api-key-env: the variable {settings.judge_api_key_env} is not set or empty"
-        )
+        found += _missing("Agent model", settings.image,
+                          (("--gaia2-provider", settings.provider), ("--gaia2-model", settings.model)))
+        found += _unset_key("--gaia2-api-key-env", settings.api_key_env, settings.secrets.agent_key)
+    found += _missing("In-container judge", settings.image, (
+        ("--gaia2-judge-model / GAIA2_JUDGE_MODEL", settings.judge_model),
+        ("--gaia2-judge-provider / GAIA2_JUDGE_PROVIDER", settings.judge_provider),
+    ))
+    found += _unset_key("--gaia2-judge-api-key-env", settings.judge_api_key_env, settings.secrets.judge_key)
     if settings.env_file is not None and not settings.env_file.is_file():
         found.append(f"--gaia2-env-file: {settings.env_file} does not exist")
     for src, dest in settings.copy_in:

@@ -47,7 +47,7 @@ def results_of(output: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def run_gaia2(pytester: pytest.Pytester):
+def run_gaia2(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
     """Run pytest with the plugin in a subprocess, output into the pytester folder."""
 
     def run(*args: str, output: str = "out") -> pytest.RunResult:
@@ -209,6 +209,16 @@ class BackgroundRun:
             return found if len(found) >= count else None
 
         return self._until(f"{count} container(s)", timeout, enough)
+
+    def results(self) -> list[dict[str, Any]]:
+        """The records written so far (none before the first verdict)."""
+        return results_of(self.output) if (self.output / "results.jsonl").is_file() else []
+
+    def interrupt_when(self, what: str, ready: Callable[[], bool], timeout: float = 120.0) -> int:
+        """Once ``ready()``, SIGINT to the process group (what a terminal's Ctrl-C does); the exit code."""
+        self._until(what, timeout, ready)
+        os.killpg(self.process.pid, signal.SIGINT)
+        return self.wait(90)
 
     def wait(self, timeout: float = 180.0) -> int:
         try:

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -292,16 +291,11 @@ def test_ctrl_c_keeps_finished_results_and_removes_containers(
 
     def quick_ones_done_slow_one_running() -> bool:
         """Both quick results are in, and the slow one's adapter is up (so its launch has returned)."""
-        done = results_of(run.output) if (run.output / "results.jsonl").is_file() else []
         slow = [c for c in gaia2_containers(run_id) if c.labels.get(SCENARIO_LABEL) == SLOW]
-        return len(done) == len(QUICK) and bool(slow) and b"Adapter listening" in slow[0].logs()
+        return len(run.results()) == len(QUICK) and bool(slow) and b"Adapter listening" in slow[0].logs()
 
-    deadline = time.monotonic() + 120
-    while not quick_ones_done_slow_one_running():
-        assert time.monotonic() < deadline and run.process.poll() is None, run.text()
-        time.sleep(0.3)
-    os.killpg(run.process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-    assert run.wait(90) == pytest.ExitCode.INTERRUPTED, run.text()
+    exit_code = run.interrupt_when("the quick results and the slow adapter", quick_ones_done_slow_one_running)
+    assert exit_code == pytest.ExitCode.INTERRUPTED, run.text()
     records = results_of(run.output)
     assert sorted(r["scenario_id"] for r in records) == sorted(QUICK)
     for record in records:

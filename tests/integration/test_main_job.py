@@ -27,7 +27,7 @@ def test_search_split_on_two_workers(pytester: pytest.Pytester, run_gaia2) -> No
     result.stdout.fnmatch_lines(["*strict*100.0%*", "*gaia2: results in*"])
 
 
-def test_time_split_marker_and_k_selection(pytester: pytest.Pytester, run_gaia2) -> None:
+def test_time_split_marker_and_k_selection(run_gaia2) -> None:
     times = sorted(p.stem for p in (SHIPPED / "time").glob("*.json"))
     result = run_gaia2("--collect-only", "-q", "-m", "time_split", f"--gaia2-scenarios={SHIPPED}")
     result.stdout.fnmatch_lines([f"gaia2::test_scenario[[]time/{sid}[]]" for sid in times])

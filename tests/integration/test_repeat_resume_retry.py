@@ -8,8 +8,6 @@ without a container" and "retried once" are what the engine saw, not what the pl
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -93,17 +91,12 @@ def test_interrupted_run_resumed_runs_only_the_rest(
     run_id = first.run_id()
 
     def two_done_third_running() -> bool:
-        results = first.output / "results.jsonl"
-        done = {r["scenario_id"] for r in results_of(first.output)} if results.is_file() else set()
+        done = {r["scenario_id"] for r in first.results()}
         running = {c.labels.get(SCENARIO_LABEL) for c in gaia2_containers(run_id)} - done - {PREFLIGHT}
         return len(done) == 2 and bool(running)
 
-    deadline = time.monotonic() + 180
-    while not two_done_third_running():
-        assert time.monotonic() < deadline and first.process.poll() is None, first.text()
-        time.sleep(0.3)
-    os.killpg(first.process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-    assert first.wait(90) == pytest.ExitCode.INTERRUPTED, first.text()
+    exit_code = first.interrupt_when("two results and a third container", two_done_third_running, timeout=180)
+    assert exit_code == pytest.ExitCode.INTERRUPTED, first.text()
     assert gaia2_containers(run_id) == []
     done = sorted(r["scenario_id"] for r in results_of(first.output))
     assert len(done) == 2, first.text()

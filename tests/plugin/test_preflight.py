@@ -91,7 +91,7 @@ def test_without_preflight_only_the_same_problems_are_one_usage_error(
 
 @pytest.mark.parametrize("preflight_only", [True, False], ids=["preflight-only", "run"])
 def test_missing_image_is_named_with_how_to_get_it(
-    preflight_only: bool, pytester: pytest.Pytester, run_gaia2: Any, clean_env: pytest.MonkeyPatch
+    preflight_only: bool, run_gaia2: Any, clean_env: pytest.MonkeyPatch
 ) -> None:
     flags = ("--gaia2-preflight-only",) if preflight_only else ()
     result = run_gaia2(*flags, SCENARIOS, f"--gaia2-image={MISSING}", *AGENT)
@@ -107,7 +107,7 @@ def test_missing_image_is_named_with_how_to_get_it(
 
 @pytest.mark.parametrize("preflight_only", [True, False], ids=["preflight-only", "run"])
 def test_crlf_scripts_in_the_image_are_caught_before_any_scenario(
-    preflight_only: bool, pytester: pytest.Pytester, run_gaia2: Any, clean_env: pytest.MonkeyPatch
+    preflight_only: bool, run_gaia2: Any, clean_env: pytest.MonkeyPatch
 ) -> None:
     image = f"pytest-gaia2-test/gaia2-oracle-crlf:{'preflight' if preflight_only else 'run'}"
     derived_image(image, "COPY helper.sh /opt/helper.sh", files={"helper.sh": b"#!/usr/bin/bash\r\necho hello\r\n"})

@@ -222,7 +222,7 @@ PINNED_SAMPLE = [  # one per stratum: u21 (1.28 seats) by floor, the other five 
 ]
 
 
-def test_sample_does_not_depend_on_hash_randomisation(tmp_path: Path) -> None:
+def test_sample_does_not_depend_on_hash_randomisation() -> None:
     script = (
         "from pathlib import Path\n"
         "from pytest_gaia2.scenarios import Scenario\n"

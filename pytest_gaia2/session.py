@@ -23,7 +23,7 @@ import pytest
 from . import __version__, artifacts, options, report, settings as settings_mod, stats
 from .engine import Engine, EngineError, connect
 from .ports import PortLeases, worker_slice
-from .redact import Redactor
+from .redact import RedactingFilter, Redactor
 from .run import ADAPTER_PORT, Gaia2InfraError, Launch, Limits, RunResult, ScenarioRun
 from .scenarios import SPLITS, Scenario, ScenarioError, discover
 from .verdict import Verdict
@@ -259,12 +259,23 @@ class Gaia2Session:
     # -- once per run ---------------------------------------------------------------------------
 
     def start(self) -> None:
+        if self.active:
+            self._redact_logs()
         if self.active and not self.is_worker:
             self.output.mkdir(parents=True, exist_ok=True)
             if self.values["sample"] or self.values["first_n"]:
                 from . import selection
 
                 selection.write_manifest(self.output / "manifest.json", self.selection.scenarios)
+
+    def _redact_logs(self) -> None:
+        """Every log record pytest shows or keeps (live log, captured log, log file) is masked."""
+        logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
+        log_filter = RedactingFilter(self.redactor)
+        for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler"):
+            handler = getattr(logging_plugin, name, None)
+            if isinstance(handler, logging.Handler):
+                handler.addFilter(log_filter)
 
     def engine(self) -> Engine:
         if self._engine is None:

@@ -1,55 +1,239 @@
-"""Allure results for Gaia2 scenarios, active when allure-pytest's ``--alluredir`` is given.
+"""Allure results for Gaia2 scenarios, with ``--alluredir`` (the ``pytest-gaia2[allure]`` extra).
+
+allure-pytest is optional: this module imports it only inside :class:`AllureGaia2`'s
+methods, so :func:`alluredir_fallback` works without it and the pure parts test alone.
 
 Per test, in the process that ran it (each xdist worker writes its own Allure results):
-the scenario id as title, the run's image, model, provider and judge as parameters, and
-the run's files as attachments, each cut to ``ATTACHMENT_CAP``. Suite labels come from the
-``allure_label`` marks every item carries (``ItemPlan.marks``). Per run, on the controller
-at the very end (``--clean-alluredir`` empties the folder at start-up):
-``environment.properties`` from run_config.json, and ``categories.json`` built from
-``verdict.CATEGORIES``, so judge failures (failed) and each infrastructure error category
-(broken, matched by the ``[category]`` prefix of ``Gaia2InfraError``) get their own group.
+labels from marks added at collection (:func:`marks`: parent suite ``Gaia2``, suite and
+feature = split, sub-suite and story = universe, the scenario's tags); the scenario id as
+title; the task and the oracle's expected answer as description; the run's image, model,
+provider and judge as parameters; the attempt's files as attachments, each cut to
+``ATTACHMENT_CAP`` and masked.
+
+Per run, on the controller at the very end (``--clean-alluredir`` empties the folder at
+start-up, so both files survive it):
+
+``categories.json`` (:func:`categories`). Allure puts a result in *every* category whose
+regexes fully match (DOTALL), so the groups are disjoint by construction. A judge failure
+(status failed, message ``AssertionError: <the judge's reason>``) is grouped by the kind of
+reason, matched on its fixed words only (never an event id, tool or path): count
+mismatches, an oracle action the agent never attempted, or attempted with other arguments,
+a checker's rejection, a causality or timing violation, the declared duration exceeded, no
+reason; anything else is "Judge failures: other". An infrastructure error is grouped by its
+category, matched on the trace, which the plugin sets to ``[<category>] <message>`` for
+every error whatever raised it; in status broken or failed, since pytest-timeout's hard
+bound fails a test instead of breaking it.
+
+``environment.properties`` (:func:`environment`, :func:`merge_environment`). Several runs
+may write into one results folder (a CI job with a retry step), and Allure reads one value
+per key, so the file is merged, not replaced: each key keeps every distinct value seen, in
+order, joined by ``", "`` (``model=qwen3, llama3``; ``run.id`` lists every run). Per-run
+keys (``run.<id>.model``) would keep which run used what, but grow the widget by a dozen
+rows per run; that pairing is already in each test's parameters and in each run folder's
+run_config.json.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
-import allure
 import pytest
-from allure_commons.types import AttachmentType, ParameterMode
 
-from . import artifacts, settings as settings_mod
+from . import settings as settings_mod, store
+from .plan import PlannedItem
+from .plugin import ITEM_PARAMETER
 from .redact import MASK
+from .safejson import JsonReadError, read_json_file, read_regular_file
+from .scenarios import MAX_SCENARIO_BYTES, Scenario, arg_value
 from .verdict import CATEGORIES
 
 if TYPE_CHECKING:
-    from .session import Gaia2Session, ItemPlan
+    from .context import RunContext
 
 ATTACHMENT_CAP = 256 * 1024
 """Bytes kept of each attached file: a runaway log must not bloat the report."""
 
-# The run's files in reading order; the result record itself is attached as result.json.
 FILES: tuple[str, ...] = (
     "agent_response.txt", "events.jsonl", "daemon_status.json", "daemon_judgments.jsonl",
     "entrypoint.log", "eventd.log", "adapter.log", "openclaw.log", "container.log", "trace.jsonl",
 )
-PLAN_PARAMETER = "gaia2_plan"
-JUDGE_FAILURES = "Judge failures"
+"""The attempt's files in reading order; the record itself is attached as result.json."""
+
+PLUGIN_NAME = "gaia2-allure"
+NO_UNIVERSE = "no universe"
+JUDGE_PREFIX = "Judge failures: "
+JUDGE_OTHER = f"{JUDGE_PREFIX}other"
 INFRA_PREFIX = "Infrastructure error: "
+ENVIRONMENT_FILE = "environment.properties"
+CATEGORIES_FILE = "categories.json"
+VALUE_SEPARATOR = ", "
+ENVIRONMENT_MAX_BYTES = 1024 * 1024
+"""A merged environment.properties stays small; anything larger is not ours and is replaced."""
+ALLURE_MISSING = "--alluredir needs allure-pytest: pip install 'pytest-gaia2[allure]'"
+
 _SETUP_STARTED = pytest.StashKey[float]()
 
+# -- categories ------------------------------------------------------------------------------
 
-def enabled(config: pytest.Config) -> bool:
-    return bool(getattr(config.option, "allure_report_dir", None))
+_EXCEPTION = r"(?:[\w.]+: )?"  # Allure's message starts with the exception's type
+_CANNOT_MATCH = r"Cannot match \S+ \([^)]*\): "  # "Cannot match <tool> (<oracle event id>): "
+_CANDIDATE = r"[^\s:;]+: "  # the first rejected candidate's event id (reasons are joined by "; ")
+_INFRA_TRACE = r"\[\w+\] .*"
+
+JUDGE_KINDS: tuple[tuple[str, str, str], ...] = (
+    ("SMU count mismatch", "the agent messaged the user fewer times than the oracle, or more than once extra",
+     r"SMU count mismatch\b.*"),
+    ("tool count mismatch", "the agent called some write tool a different number of times than the oracle",
+     r"Tool count mismatch\b.*"),
+    ("oracle action never attempted", "no agent call of the oracle's tool was left to compare (no candidates)",
+     _CANNOT_MATCH + r"no candidates.*"),
+    ("arguments differ", "the agent called the oracle's tool with other arguments",
+     _CANNOT_MATCH + _CANDIDATE + r"arg .*"),
+    ("rejected by a checker", "a tool checker (exact or LLM) rejected the agent's call",
+     _CANNOT_MATCH + _CANDIDATE + r"\w*checker\b.*"),
+    ("causality violation", "the agent acted before the action the oracle's event depends on",
+     _CANNOT_MATCH + _CANDIDATE + r"causality violation.*"),
+    ("timing", "the agent acted outside the oracle's delay window",
+     _CANNOT_MATCH + _CANDIDATE + r"time check failed.*"),
+    ("declared duration exceeded", "the scenario ran past its declared duration without a judgment "
+     "(upstream counts the agent as too slow)", r"ran past the scenario's declared duration.*"),
+    ("no reason given", "the judge rejected the run without a reason", r"judge rejected the run.*"),
+)
+"""(kind, what it means, regex of the judge's reason): the judge's failure messages
+(contract section 7, ``reference/gaia2_ref_judge.py``, ``verdict.decide``)."""
 
 
-def _plan(item: pytest.Item) -> ItemPlan | None:
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get(PLAN_PARAMETER) if callspec is not None else None
+def categories() -> list[dict[str, Any]]:
+    """categories.json: one failed group per kind of judge failure, a catch-all, and one group
+    per infrastructure error category (``verdict.CATEGORIES``, the README's table)."""
+    not_infra = f"(?!{_INFRA_TRACE})"
+    groups = [{
+        "name": f"{JUDGE_PREFIX}{kind}", "description": what, "matchedStatuses": ["failed"],
+        "messageRegex": _EXCEPTION + reason, "traceRegex": f"{not_infra}.*",
+    } for kind, what, reason in JUDGE_KINDS]
+    any_kind = "|".join(_EXCEPTION + reason for _, _, reason in JUDGE_KINDS)
+    groups.append({
+        "name": JUDGE_OTHER, "description": "a failed test whose message is none of the judge's known kinds",
+        "matchedStatuses": ["failed"], "messageRegex": f"(?!{any_kind}).*", "traceRegex": f"{not_infra}.*",
+    })
+    groups += [{
+        "name": f"{INFRA_PREFIX}{category}", "description": f"{what}; look at {where}",
+        "matchedStatuses": ["broken", "failed"], "traceRegex": rf"\[{category}\] .*",
+    } for category, (what, where) in CATEGORIES.items()]
+    return groups
 
+
+def matches(group: Mapping[str, Any], status: str, message: str | None, trace: str | None) -> bool:
+    """Allure's rule (``CategoriesPlugin.matches``): the status is listed, and each regex given
+    matches the whole text, ``.`` matching line breaks too."""
+    def fits(regex: str | None, text: str | None) -> bool:
+        return regex is None or (text is not None and re.fullmatch(regex, text, re.DOTALL) is not None)
+
+    return (status in group["matchedStatuses"] and fits(group.get("messageRegex"), message)
+            and fits(group.get("traceRegex"), trace))
+
+
+def category_of(status: str, message: str | None, trace: str | None) -> str | None:
+    """The category Allure will put a result in (the groups are disjoint), or None."""
+    return next((group["name"] for group in categories() if matches(group, status, message, trace)), None)
+
+
+# -- labels, title, description, parameters ----------------------------------------------------
+
+def marks(item: PlannedItem) -> list[pytest.MarkDecorator]:
+    """Allure labels as ``allure_label`` marks, added at collection: suites, behaviours, tags."""
+    universe = item.universe or NO_UNIVERSE
+    labels = [("parentSuite", "Gaia2"), ("suite", item.split), ("subSuite", universe),
+              ("feature", item.split), ("story", universe)]
+    found = [pytest.mark.allure_label(value, label_type=kind) for kind, value in labels]
+    if item.scenario and item.scenario.tags:
+        found.append(pytest.mark.allure_label(*item.scenario.tags, label_type="tag"))
+    return found
+
+
+def title(item: PlannedItem, function: str) -> str:
+    """The scenario id, with the repeat when repeated; a user's test also shows its name."""
+    name = f"{item.name} (run {item.repeat})" if item.repeats > 1 else item.name
+    return name if function == "test_scenario" else f"{function}: {name}"
+
+
+def oracle_answer(scenario: Mapping[str, Any]) -> str | None:
+    """The content of the oracle's last ``send_message_to_user`` (an AGENT event of the
+    AgentUserInterface app): the answer the judge expects, found as upstream's runner finds
+    the task."""
+    answer = None
+    events = scenario.get("events")
+    for event in events if isinstance(events, list) else ():
+        action = event.get("action") if isinstance(event, dict) else None
+        if not isinstance(action, dict) or event.get("event_type", "AGENT") != "AGENT":
+            continue
+        function = action.get("function") or action.get("function_name")
+        if action.get("app") == "AgentUserInterface" and function == "send_message_to_user":
+            content = arg_value(action.get("args"), "content")
+            answer = str(content) if content is not None else answer
+    return answer
+
+
+def read_oracle_answer(path: Path) -> str | None:
+    """The expected answer from a scenario file, read with collection's bounds; None when it
+    cannot be read any more (it parsed at collection)."""
+    try:
+        data = read_json_file(path, max_bytes=MAX_SCENARIO_BYTES)
+    except JsonReadError:
+        return None
+    return oracle_answer(data) if isinstance(data, dict) else None
+
+
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_text(text: str) -> str:
+    """Plain text as Markdown that renders as itself: every ASCII punctuation escaped (no
+    markup, links or raw HTML from a scenario file reaches the report), lines kept."""
+    return "  \n".join(_PUNCTUATION.sub(r"\\\1", line.strip()) for line in text.splitlines())
+
+
+def description(task: str, answer: str | None, intro: str = "") -> str:
+    """The description (Markdown): the user's task and the oracle's answer, as plain text."""
+    expected = markdown_text(answer) if answer else "_The oracle sends no message to the user._"
+    parts = [markdown_text(intro)] if intro else []
+    parts += ["**Task**", markdown_text(task) or "_none found_",
+              "**Expected answer** (the oracle's last message to the user)", expected]
+    return "\n\n".join(parts)
+
+
+class Parameter(NamedTuple):
+    name: str
+    value: str
+    masked: bool = False
+    excluded: bool = False
+
+
+def parameters(settings: Mapping[str, Any], image_id: str | None) -> list[Parameter]:
+    """The run's parameters, from ``settings.public_dict`` (secret-looking env already masked).
+
+    The image id changes with every rebuild, so it stays out of Allure's history id; a
+    masked ``--gaia2-env`` value is marked so Allure hides it too.
+    """
+    judge = "/".join(str(settings.get(key) or "none") for key in ("judge_provider", "judge_model"))
+    shown = [
+        Parameter("image", str(settings.get("image"))),
+        Parameter("image id", image_id or "unknown", excluded=True),
+        Parameter("model", str(settings.get("model") or "none")),
+        Parameter("provider", str(settings.get("provider") or "none")),
+        Parameter("judge", judge),
+    ]
+    shown += [Parameter(f"env {name}", str(value), masked=value == MASK)
+              for name, value in (settings.get("extra_env") or {}).items()]
+    return shown
+
+
+# -- attachments -----------------------------------------------------------------------------
 
 def _size(count: int) -> str:
     if count >= 2**20:
@@ -83,102 +267,18 @@ def capped_text(data: bytes, size: int, where: str, *, keep_end: bool,
     return f"{note}\n{text}", True
 
 
-def parameters(settings: Mapping[str, Any], image_id: str | None) -> list[tuple[str, str, ParameterMode | None]]:
-    """(name, value, mode) per parameter, from ``settings.public_dict`` (keys already masked).
-
-    A ``--gaia2-env`` value whose name looks secret is shown as ``***`` and marked MASKED.
-    """
-    judge = "/".join(str(settings.get(key) or "none") for key in ("judge_provider", "judge_model"))
-    shown: list[tuple[str, str, ParameterMode | None]] = [
-        ("image", str(settings.get("image")), None),
-        ("image id", image_id or "unknown", None),
-        ("model", str(settings.get("model") or "none"), None),
-        ("provider", str(settings.get("provider") or "none"), None),
-        ("judge", judge, None),
-    ]
-    for name, value in (settings.get("extra_env") or {}).items():
-        shown.append((f"env {name}", str(value), ParameterMode.MASKED if value == MASK else None))
-    return shown
-
-
-class AllureGaia2:
-    """Registered by the plugin when ``--alluredir`` is given; one per process."""
-
-    def __init__(self, session: Gaia2Session) -> None:
-        self.session = session
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """Parameters before allure-pytest adds its own: it skips names already present,
-        so the plan parameter stays hidden instead of showing a long repr."""
-        plan = _plan(item)
-        if plan is None:
-            return
-        item.stash[_SETUP_STARTED] = time.time()
-        allure.dynamic.parameter(PLAN_PARAMETER, plan.test_id, mode=ParameterMode.HIDDEN)
-        public = settings_mod.public_dict(self.session.settings)
-        for name, value, mode in parameters(public, self.session.image_id()):
-            # The image id changes with every rebuild: keep it out of Allure's history id.
-            allure.dynamic.parameter(name, value, excluded=True if name == "image id" else None, mode=mode)
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        """On the report that carries the verdict (setup for errors, call otherwise): title,
-        attachments and the test's real duration. Errors are raised in setup, so attaching
-        here is what puts the files on broken tests too."""
-        report = yield
-        record = getattr(report, "gaia2_result", None)
-        plan = _plan(item)
-        if record is not None and plan is not None:
-            title = plan.name if plan.repeat == 1 else f"{plan.name} (run {plan.run})"
-            function = getattr(item, "originalname", item.name)
-            allure.dynamic.title(title if function == "test_scenario" else f"{function}: {title}")
-            self._attach(plan, record)
-            self._set_duration(item)
-        return report
-
-    def _attach(self, plan: ItemPlan, record: Mapping[str, Any]) -> None:
-        suffix = f" (attempt {record['attempt']})" if (record.get("attempt") or 1) > 1 else ""
-        folder = self.session.folder(plan)
-        body = json.dumps(record, indent=2, ensure_ascii=False, default=str).encode("utf-8")
-        files = [("result.json", body, len(body), str(folder / artifacts.RESULT_FILE))]
-        for name in FILES:
-            path = folder / name
-            if path.is_file():
-                files.append((name, *read_capped(path, keep_end=name.endswith(".log")), str(path)))
-        for name, data, size, where in files:
-            text, cut = capped_text(data, size, where, keep_end=name.endswith(".log"))
-            kind = AttachmentType.JSON if name.endswith(".json") and not cut else AttachmentType.TEXT
-            allure.attach(self.session.redactor.redact(text), name=f"{name}{suffix}", attachment_type=kind)
-
-    def _set_duration(self, item: pytest.Item) -> None:
-        """allure-pytest times only the call phase, but a scenario runs in its setup fixtures;
-        the test's span in the report should be the scenario's. (allure-pytest internals.)"""
-        listener = item.config.pluginmanager.get_plugin("allure_listener")
-        reporter = getattr(listener, "allure_logger", None)
-        test = reporter.get_test(None) if reporter is not None else None
-        if test is not None:
-            test.start = int(item.stash[_SETUP_STARTED] * 1000)
-            test.stop = int(time.time() * 1000)
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        gaia2 = self.session
-        if gaia2.is_worker or not gaia2.prepared:
-            return
-        run_config = artifacts.read_json(gaia2.output / "run_config.json")
-        write_run_files(Path(session.config.option.allure_report_dir),
-                        run_config if isinstance(run_config, dict) else {})
-
+# -- environment.properties ------------------------------------------------------------------
 
 def environment(run_config: Mapping[str, Any]) -> dict[str, str]:
-    """The report's Environment widget, from run_config.json (which never holds a secret)."""
-    settings = run_config.get("settings") or {}
-    image = run_config.get("image") or {}
-    engine = run_config.get("engine") or {}
+    """The Environment widget's values for one run, from its run_config.json (no secret in it)."""
+    def part(key: str) -> Mapping[str, Any]:
+        value = run_config.get(key)
+        return value if isinstance(value, Mapping) else {}
+
+    settings, provenance, engine = part("settings"), part("provenance"), part("engine")
     values = {
-        "image": settings.get("image") or image.get("name"),
-        "image.id": image.get("id"),
+        "image": settings.get("image"),
+        "image.id": provenance.get("image_id"),
         "engine.version": engine.get("version"),
         "profile": settings.get("profile"),
         "model": settings.get("model"),
@@ -193,31 +293,206 @@ def environment(run_config: Mapping[str, Any]) -> dict[str, str]:
     return {key: "none" if value is None else str(value) for key, value in values.items()}
 
 
-def _property(value: str) -> str:
-    """A Java properties value (read as Latin-1): backslashes, line breaks and non-ASCII escaped."""
-    escaped = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-    return "".join(char if ord(char) < 128 else f"\\u{ord(char):04x}" for char in escaped)
+def merge_environment(existing: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
+    """Every key of both, each with every distinct value in the order first seen (see the
+    module's docstring); keys another tool wrote are kept."""
+    merged: dict[str, str] = {}
+    for key in dict.fromkeys([*existing, *new]):
+        values: list[str] = []
+        for text in (existing.get(key), new.get(key)):
+            for value in text.split(VALUE_SEPARATOR) if text is not None else ():
+                if value not in values:
+                    values.append(value)
+        merged[key] = VALUE_SEPARATOR.join(values)
+    return merged
 
 
-def categories() -> list[dict[str, Any]]:
-    """One group for judge failures, one per infrastructure error category (README's table)."""
-    groups: list[dict[str, Any]] = [{
-        "name": JUDGE_FAILURES,
-        "description": "the in-container judge rejected the run, or it ran past its declared duration",
-        "matchedStatuses": ["failed"],
-    }]
-    for category, (what, where) in CATEGORIES.items():
-        groups.append({
-            "name": f"{INFRA_PREFIX}{category}",
-            "description": f"{what}; look at {where}",
-            "matchedStatuses": ["broken"],
-            "messageRegex": rf"(?s).*\[{category}\].*",
-        })
-    return groups
+_CONTROL = {"n": "\n", "r": "\r", "t": "\t", "f": "\f"}
+_ESCAPED = {char: f"\\{code}" for code, char in _CONTROL.items()}
+_UNESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
+
+
+def _escape(text: str, *, key: bool = False) -> str:
+    """Java properties escaping (the file is read as Latin-1): backslashes, line breaks,
+    non-ASCII as UTF-16 ``\\uXXXX`` units; in keys also the separators and comment marks."""
+    out = []
+    for index, char in enumerate(text):
+        if char == "\\":
+            out.append("\\\\")
+        elif char in _ESCAPED:
+            out.append(_ESCAPED[char])
+        elif ord(char) >= 128:
+            units = char.encode("utf-16-be", "surrogatepass")
+            out.extend(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
+        elif (key and char in "=: #!") or (char == " " and index == 0):
+            out.append(f"\\{char}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+_PROPERTY = re.compile(r"((?:\\.|[^\\=:\s])+)\s*[=:]?\s*(.*)")
+
+
+def _unescape(text: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        return chr(int(code[1:], 16)) if len(code) == 5 else _CONTROL.get(code, code)
+
+    # \uXXXX pairs of a character beyond the BMP become one character again.
+    return _UNESCAPE.sub(one, text).encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+
+
+def format_properties(values: Mapping[str, str]) -> str:
+    return "".join(f"{_escape(key, key=True)}={_escape(value)}\n" for key, value in values.items())
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """``key=value`` lines as :func:`format_properties` writes them (and ``key: value``,
+    ``key value``, comments); continuation lines are not supported."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.lstrip()
+        match = _PROPERTY.fullmatch(line) if line and line[0] not in "#!" else None
+        if match:
+            values[_unescape(match.group(1))] = _unescape(match.group(2))
+    return values
 
 
 def write_run_files(alluredir: Path, run_config: Mapping[str, Any]) -> None:
-    alluredir.mkdir(parents=True, exist_ok=True)
-    lines = [f"{key}={_property(value)}" for key, value in environment(run_config).items()]
-    artifacts.write_text(alluredir / "environment.properties", "\n".join(lines) + "\n")
-    artifacts.write_json(alluredir / "categories.json", categories())
+    """categories.json, and environment.properties merged with what earlier runs wrote there."""
+    path = alluredir / ENVIRONMENT_FILE
+    try:
+        existing = parse_properties(read_regular_file(path, max_bytes=ENVIRONMENT_MAX_BYTES).decode("latin-1"))
+    except JsonReadError:
+        existing = {}
+    store.write_text(path, format_properties(merge_environment(existing, environment(run_config))))
+    store.write_json(alluredir / CATEGORIES_FILE, categories())
+
+
+# -- the plugin ------------------------------------------------------------------------------
+
+def planned_item(item: pytest.Item) -> PlannedItem | None:
+    callspec = getattr(item, "callspec", None)
+    planned = callspec.params.get(ITEM_PARAMETER) if callspec is not None else None
+    return planned if isinstance(planned, PlannedItem) else None
+
+
+class AllureGaia2:
+    """Registered by :func:`register` when ``--alluredir`` is given; one per process."""
+
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+
+    @cached_property
+    def _parameters(self) -> list[Parameter]:
+        return parameters(settings_mod.public_dict(self.context.settings), self.context.image_id())
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Parameters before allure-pytest adds its own: it skips names already present, so
+        the item parameter stays hidden instead of showing its repr."""
+        import allure
+        from allure_commons.types import ParameterMode
+
+        planned = planned_item(item)
+        if planned is None:
+            return
+        item.stash[_SETUP_STARTED] = time.time()
+        allure.dynamic.parameter(ITEM_PARAMETER, planned.key, mode=ParameterMode.HIDDEN)
+        for shown in self._parameters:
+            allure.dynamic.parameter(shown.name, shown.value, excluded=shown.excluded or None,
+                                     mode=ParameterMode.MASKED if shown.masked else None)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """On the report that carries the record (setup for errors, call otherwise): title,
+        description, attachments and the test's real duration. tryfirst puts this wrapper
+        outside the plugin's own, so the record is on the report after ``yield``; errors are
+        raised in setup, so attaching here puts the files on broken tests too."""
+        import allure
+
+        report = yield
+        record = getattr(report, "gaia2_record", None)
+        planned = planned_item(item)
+        if record is None or planned is None:
+            return report
+        function = getattr(item, "originalname", item.name)
+        allure.dynamic.title(title(planned, function))
+        if planned.scenario is not None:
+            # allure-pytest set the test function's docstring; a user's test keeps it first.
+            own = "" if function == "test_scenario" else getattr(getattr(item, "function", None), "__doc__", "")
+            allure.dynamic.description(self._description(planned.scenario, own or ""))
+        self._attach(record)
+        self._set_duration(item)
+        return report
+
+    def _description(self, scenario: Scenario, intro: str) -> str:
+        """The scenario file is read again only here, when Allure is on, and bounded."""
+        redact = self.context.redactor.redact
+        answer = read_oracle_answer(scenario.path)
+        return description(redact(scenario.task), redact(answer) if answer else None, intro=redact(intro))
+
+    def _attach(self, record: Mapping[str, Any]) -> None:
+        """result.json (the record) and the attempt's files, each capped and masked."""
+        import allure
+        from allure_commons.types import AttachmentType
+
+        run_folder = self.context.folder.path if self.context.folder is not None else None
+        folder = run_folder / record["folder"] if run_folder is not None and record.get("folder") else None
+        suffix = f" (attempt {record['attempt']})" if (record.get("attempt") or 1) > 1 else ""
+        body = json.dumps(record, indent=2, ensure_ascii=False, default=str).encode("utf-8")
+        where = str(folder / store.RESULT_FILE) if folder is not None else "in results.jsonl"
+        files = [(store.RESULT_FILE, body, len(body), where)]
+        for name in FILES if folder is not None else ():
+            path = folder / name
+            if path.is_file():
+                files.append((name, *read_capped(path, keep_end=name.endswith(".log")), str(path)))
+        for name, data, size, where in files:
+            text, cut = capped_text(data, size, where, keep_end=name.endswith(".log"))
+            kind = AttachmentType.JSON if name.endswith(".json") and not cut else AttachmentType.TEXT
+            allure.attach(self.context.redactor.redact(text), name=f"{name}{suffix}", attachment_type=kind)
+
+    def _set_duration(self, item: pytest.Item) -> None:
+        """allure-pytest times only the call phase, but a scenario runs in its setup fixtures;
+        the test's span in the report should be the scenario's. (allure-pytest internals.)"""
+        listener = item.config.pluginmanager.get_plugin("allure_listener")
+        reporter = getattr(listener, "allure_logger", None)
+        test = reporter.get_test(None) if reporter is not None else None
+        if test is not None and _SETUP_STARTED in item.stash:
+            test.start = int(item.stash[_SETUP_STARTED] * 1000)
+            test.stop = int(time.time() * 1000)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """categories.json and environment.properties, once per run, on the controller."""
+        context = self.context
+        if context.is_worker or not context.prepared or context.folder is None:
+            return
+        run_config = store.read_json(context.folder.file(store.RUN_CONFIG_FILE))
+        alluredir = session.config.invocation_params.dir / session.config.option.allure_report_dir
+        try:
+            write_run_files(alluredir, run_config if isinstance(run_config, dict) else {})
+        except store.StoreError as exc:
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"gaia2: Allure: {exc}")
+
+
+def register(config: pytest.Config, context: RunContext) -> None:
+    """Called from the plugin's ``pytest_configure`` when ``--alluredir`` is given."""
+    config.pluginmanager.register(AllureGaia2(context), PLUGIN_NAME)
+
+
+def _needs_allure(value: str) -> str:
+    raise pytest.UsageError(ALLURE_MISSING)
+
+
+def alluredir_fallback(parser: pytest.Parser) -> None:
+    """``--alluredir`` when allure-pytest is not installed, so using it stops the run with the
+    fix instead of argparse's "unrecognized arguments". Its value is checked as the command
+    line is parsed, which raises the UsageError before any configure hook runs."""
+    parser.getgroup("reporting").addoption(
+        "--alluredir", dest="allure_report_dir", metavar="DIR", type=_needs_allure,
+        help="Allure results folder (needs allure-pytest: pip install 'pytest-gaia2[allure]')",
+    )

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from filelock import FileLock
 
-from .artifacts import write_text
+from .store import write_text
 from .options import OptionError
 from .scenarios import SPLITS
 

@@ -6,8 +6,12 @@ README in step: an option exists exactly once, here.
 
 from __future__ import annotations
 
+import math
+import os
 import re
+import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import pytest
@@ -24,6 +28,8 @@ def _non_negative_float(name: str, raw: str) -> float:
         value = float(raw)
     except ValueError:
         raise OptionError(f"--gaia2-{name}: expected a number of seconds, got {raw!r}") from None
+    if not math.isfinite(value):  # float() accepts inf, nan and 1e999 (= inf)
+        raise OptionError(f"--gaia2-{name}: expected a finite number, got {raw!r}")
     if value < 0:
         raise OptionError(f"--gaia2-{name}: must not be negative, got {raw!r}")
     return value
@@ -65,19 +71,50 @@ def _fraction(name: str, raw: str) -> float:
     return value
 
 
+_SIZE = re.compile(r"\s*(\d+)\s*([KMG]?)\s*", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def _size_or_zero(name: str, raw: str) -> int:
+    """Bytes, or a whole number with K, M or G (KiB-based, as docker's ``--memory 4g``)."""
+    match = _SIZE.fullmatch(raw)
+    if not match:
+        raise OptionError(f"--gaia2-{name}: expected a size in bytes or with K, M or G (e.g. 64M), "
+                          f"got {raw!r}")
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
+
+
+def _size(name: str, raw: str) -> int:
+    value = _size_or_zero(name, raw)
+    if value == 0:
+        raise OptionError(f"--gaia2-{name}: must be greater than 0, got {raw!r}")
+    return value
+
+
 def _text(name: str, raw: str) -> str:
     return raw.strip()
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
 
 
 def _flag(name: str, raw: Any) -> bool:
     if isinstance(raw, bool):
         return raw
     text = str(raw).strip().lower()
-    if text in {"1", "true", "yes", "on"}:
+    if text in _TRUE:
         return True
-    if text in {"0", "false", "no", "off", ""}:
+    if text in _FALSE:
         return False
     raise OptionError(f"--gaia2-{name}: expected true or false, got {raw!r}")
+
+
+def _resume(name: str, raw: Any) -> bool | str:
+    """``True`` (the latest run folder), ``False``, or the path of the run folder to continue."""
+    if isinstance(raw, bool) or str(raw).strip().lower() in _TRUE | _FALSE:
+        return _flag(name, raw)
+    return str(raw).strip()
 
 
 _IMAGE_REF = re.compile(
@@ -145,6 +182,10 @@ class Option:
     choices: Sequence[str] | None = None
     flag: bool = False
     multiple: bool = False
+    bare: bool = False
+    """Also valid without a value (argparse's ``nargs='?'``); given bare it reads as True."""
+    path: bool = False
+    """A filesystem path: ``read`` anchors a relative value to the folder it was written for."""
 
     @property
     def key(self) -> str:
@@ -163,12 +204,13 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     # Where scenarios come from and which run.
     Option("scenarios", "Scenario directories or files (<root>/<split>/<scenario_id>.json). "
-           "Default: scenarios/ at the rootdir.", multiple=True),
+           "Default: scenarios/ at the rootdir.", multiple=True, path=True),
     Option("dataset", "Hugging Face dataset ORG/NAME to materialise and run "
            "(e.g. meta-agents-research-environments/gaia2-cli)."),
     Option("splits", "Comma-separated split names, or 'all'."),
-    Option("subset", "Subset manifest in upstream's format: {\"splits\": {name: [scenario ids]}}."),
-    Option("ids-file", "Plain text file of scenario ids to run, one per line."),
+    Option("subset", "Subset manifest in upstream's format: {\"splits\": {name: [scenario ids]}}.",
+           path=True),
+    Option("ids-file", "Plain text file of scenario ids to run, one per line.", path=True),
     Option("sample", "Run a seeded sample of N scenarios, stratified by split and universe.",
            parse=_positive_int),
     Option("seed", "Seed for --gaia2-sample (default 0).", default=0, parse=_non_negative_int),
@@ -176,12 +218,16 @@ OPTIONS: tuple[Option, ...] = (
            parse=_positive_int),
     Option("repeat", "Run each scenario K times (pass@k), as run_1..run_K.", default=1,
            parse=_positive_int),
-    Option("resume", "Reuse stored pass/fail verdicts in the output folder; run only what is "
-           "missing or errored.", default=False, flag=True, parse=_flag),
+    Option("resume", "Continue a run folder: bare, the latest under --gaia2-output; =PATH, that "
+           "folder. Stored pass/fail verdicts are reused; only what is missing or errored runs.",
+           default=False, bare=True, parse=_resume, path=True),
+    Option("resume-mismatch", "What --gaia2-resume does when the run it continues was made with "
+           "other settings (image, model, judge, ...): refuse, or warn and continue.",
+           default="refuse", choices=("refuse", "warn")),
     Option("retries", "Re-run a scenario whose outcome is an infrastructure error up to N times "
            "(judge failures are never retried).", default=0, parse=_non_negative_int),
     Option("config", "gaia2-runner TOML config ([target], [agent], [judge], [run]); "
-           "command-line options win."),
+           "command-line options win.", path=True),
     # The container.
     Option("image", "Runtime image (default: the reference oracle image, built on first use).",
            parse=_image),
@@ -191,7 +237,8 @@ OPTIONS: tuple[Option, ...] = (
            default=(20000, 29999), parse=_port_range),
     Option("env", "Extra KEY=VALUE passed into every container (repeatable).", multiple=True,
            parse=_env_pair),
-    Option("env-file", "dotenv file with API keys (default: .env at the rootdir when present)."),
+    Option("env-file", "dotenv file with API keys (default: .env at the rootdir when present).",
+           path=True),
     Option("copy-in", "Copy HOST_PATH into every container at /container/path before it "
            "starts (repeatable).", multiple=True, parse=_copy_pair),
     Option("time-speed", "GAIA2_TIME_SPEED for the in-container daemon (> 0).",
@@ -223,8 +270,21 @@ OPTIONS: tuple[Option, ...] = (
            parse=_non_negative_float),
     Option("reap-grace", "Age in seconds before another run's orphaned containers are reaped.",
            default=120.0, parse=_non_negative_float),
+    # Container limits.
+    Option("max-file-size", "Largest file copied out of a container, in bytes or with K, M, G "
+           "(KiB-based); a larger file is skipped and listed in result.json.",
+           default=256 * 1024**2, parse=_size),
+    Option("max-collect-size", "Most bytes copied out of one scenario's container (K, M, G as "
+           "above); files past the budget are skipped and listed.", default=1024**3, parse=_size),
+    Option("memory", "Memory limit of each container (K, M, G as above); 0 for no limit.",
+           default=4 * 1024**3, parse=_size_or_zero),
+    Option("pids-limit", "Most processes in each container; 0 for no limit.", default=4096,
+           parse=_non_negative_int),
+    Option("keep", "Stop each container gracefully (docker stop) at teardown, for debugging; "
+           "by default the disposable container is killed.", default=False, flag=True, parse=_flag),
     # Output and the gate.
-    Option("output", "Output folder for results.", default="gaia2-results"),
+    Option("output", "Output folder for results (default: gaia2-results at the rootdir).",
+           default="gaia2-results", path=True),
     Option("min-pass-rate", "Gate: the run passes when the chosen rate reaches R (0..1).",
            parse=_fraction),
     Option("rate", "Gate: which rate to compare.", default="strict", choices=("strict", "judged")),
@@ -232,6 +292,9 @@ OPTIONS: tuple[Option, ...] = (
            default="point", choices=("point", "lower-bound")),
     Option("max-error-rate", "Gate: the run fails when infrastructure errors exceed E (0..1).",
            parse=_fraction),
+    Option("allow-incomplete", "Gate: do not fail the run only because some planned scenarios "
+           "did not run (they still count as not passed in the strict rate).",
+           default=False, flag=True, parse=_flag),
     Option("preflight-only", "Run the pre-flight checks, print the report and stop.",
            default=False, flag=True, parse=_flag),
 )
@@ -243,9 +306,12 @@ def add_options(parser: pytest.Parser) -> None:
     """Register every option in the ``gaia2`` group and its matching ini key."""
     group = parser.getgroup(GROUP, "Gaia2 benchmark scenarios")
     for option in OPTIONS:
-        kwargs: dict[str, Any] = {"dest": f"gaia2_{option.key}", "help": option.help}
+        # argparse %-formats help texts (``%(default)s``): a literal "95%" must reach it as "95%%".
+        kwargs: dict[str, Any] = {"dest": f"gaia2_{option.key}", "help": option.help.replace("%", "%%")}
         if option.flag:
             kwargs.update(action="store_const", const=True, default=None)
+        elif option.bare:
+            kwargs.update(nargs="?", const=True, default=None, metavar="PATH")
         elif option.multiple:
             kwargs.update(action="append", default=None)
         else:
@@ -294,12 +360,133 @@ def resolve(
 
 
 def read(config: pytest.Config, toml: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """All option values for this run, parsed, from a pytest config (and an optional TOML mapping)."""
-    cli = {option.key: config.getoption(f"gaia2_{option.key}") for option in OPTIONS}
+    """All option values for this run, parsed, from a pytest config (and an optional TOML mapping).
+
+    A relative path is anchored where it was written, as pytest anchors its own: on the command
+    line, to the folder pytest was started in; in the ini file, to that file's folder (the
+    TOML config anchors its own to its folder). Defaults stay relative: see ``base_dir``.
+    """
+    here = config.invocation_params.dir
+    cli: dict[str, Any] = {}
     ini: dict[str, Any] = {}
     for option in OPTIONS:
+        cli[option.key] = _anchored(option, config.getoption(f"gaia2_{option.key}"), here)
         value = config.getini(option.ini)
         if option.flag and value is False:
             value = None  # an unset bool ini reads as False; let the default speak
-        ini[option.key] = value if value not in ("", None) else None
+        ini[option.key] = _anchored(option, value if value not in ("", None) else None, _ini_dir(config))
     return resolve(cli, toml or {}, ini)
+
+
+def config_file(config: pytest.Config) -> str | None:
+    """``--gaia2-config`` (else ``gaia2_config``), anchored as ``read`` anchors paths: the TOML
+    file has to be loaded before ``read`` can merge it."""
+    option = BY_KEY["config"]
+    given = config.getoption("gaia2_config")
+    if given:
+        return _anchored(option, given, config.invocation_params.dir)
+    return _anchored(option, config.getini("gaia2_config") or None, _ini_dir(config))
+
+
+def _ini_dir(config: pytest.Config) -> Path:
+    return config.inipath.parent if config.inipath else config.rootpath
+
+
+def _anchored(option: Option, raw: Any, folder: Path) -> Any:
+    """A path option's raw value(s) joined to ``folder`` when relative (``~`` expanded); else ``raw``."""
+    if not option.path or raw is None:
+        return raw
+    if isinstance(raw, (list, tuple)):
+        return [_anchored(option, item, folder) for item in raw]
+    if not isinstance(raw, str) or (option.bare and raw.strip().lower() in _TRUE | _FALSE):
+        return raw  # a bare --gaia2-resume, or its ini key's yes/no
+    return os.path.normpath(folder / os.path.expanduser(raw.strip()))
+
+
+def base_dir(config: pytest.Config) -> Path:
+    """The folder the defaults live in: scenarios/, gaia2-results/ and .env at pytest's rootdir.
+
+    pytest's rootdir is only right for ``--gaia2-x VALUE`` (with a space) when
+    ``rerun_with_joined_values`` runs first; the ``=`` form is always right.
+    """
+    return config.rootpath
+
+
+def explicit_test_paths(config: pytest.Config) -> bool:
+    """Whether test paths were given (``pytest tests/unit``): then no scenario runs by default.
+
+    pytest decides ``args_source`` after every plugin's options are known, so the value of
+    ``--gaia2-output DIR`` never counts as a test path here (paths from ``addopts`` do).
+    """
+    return config.args_source == pytest.Config.ArgsSource.ARGS
+
+
+# -- ``--gaia2-x VALUE`` and ``--gaia2-x=VALUE`` -------------------------------------------------
+
+_TAKES_VALUE = frozenset(option.cli for option in OPTIONS if not option.flag)
+
+
+def join_values(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``args`` with every ``--gaia2-<name> VALUE`` written ``--gaia2-<name>=VALUE``, and those VALUEs.
+
+    Tokens are read as argparse reads them: a value never starts with ``-`` (so a bare
+    ``--gaia2-resume`` followed by another option stays bare), and nothing after ``--`` is an option.
+    """
+    joined: list[str] = []
+    values: list[str] = []
+    index = 0
+    while index < len(args):
+        token = args[index]
+        if token == "--":
+            joined += args[index:]
+            break
+        following = args[index + 1] if index + 1 < len(args) else None
+        if token in _TAKES_VALUE and following is not None and not following.startswith("-"):
+            joined.append(f"{token}={following}")
+            values.append(following)
+            index += 2
+        else:
+            joined.append(token)
+            index += 1
+    return joined, values
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long, or with a NUL byte: not a path pytest can use
+        return False
+
+
+def rerun_with_joined_values(config: pytest.Config) -> int | pytest.ExitCode | None:
+    """Run pytest again, in this process, as if every ``--gaia2-x VALUE`` had been ``--gaia2-x=VALUE``.
+
+    Why: pytest picks its rootdir and ini file (``Config.parse`` -> ``determine_setup``) from
+    the command line *before* it loads plugins, so it does not know the ``--gaia2-*`` options
+    yet and takes the VALUE of ``--gaia2-output VALUE`` for a test path. When that path
+    exists, the ini file is looked for from VALUE upwards (so the project's may not be read
+    at all) and, none found, the rootdir becomes the common parent of VALUE and the current
+    folder (VALUE itself when that is ``/``). The plugin then looks for scenarios/, its output
+    and .env in the wrong folder, or silently collects nothing; pytest's cache, testpaths
+    and markers follow the same wrong choice, and xdist's workers, which re-parse the same
+    arguments, make it again. The option values themselves are parsed right later on; only
+    this early choice is wrong, and no plugin hook runs before it. So the run is started
+    again with the values joined, the form that never had the problem. PYTEST_ADDOPTS, read
+    at the same moment, is joined too.
+
+    Call it from a ``tryfirst`` ``pytest_cmdline_main`` hook and return its result: ``None``
+    when nothing needs joining (a VALUE that names no existing path cannot move the
+    rootdir), else the exit status of the second run. xdist workers never re-run: they get
+    the controller's arguments, joined already.
+    """
+    if hasattr(config, "workerinput"):
+        return None
+    here = config.invocation_params.dir
+    args, values = join_values([str(arg) for arg in config.invocation_params.args])
+    addopts, addopts_values = join_values(shlex.split(os.environ.get("PYTEST_ADDOPTS", "")))
+    if not any(_exists(here / value.split("::")[0]) for value in values + addopts_values):
+        return None
+    with pytest.MonkeyPatch.context() as patch:
+        if addopts_values:
+            patch.setenv("PYTEST_ADDOPTS", shlex.join(addopts))
+        return pytest.main(args, plugins=list(config.invocation_params.plugins or ()))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from .artifacts import write_text
+from .store import write_text
 from .engine import pid_alive
 
 

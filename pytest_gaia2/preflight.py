@@ -1,31 +1,40 @@
-"""Checks before the first container: engine, orphans, image, settings, keys, line endings, endpoint.
+"""Checks before the first container: engine, orphans, settings, URLs, image, line endings, endpoint.
 
 Run once per run on the controller. A check that makes every scenario fail stops the run
-with one message; a check that only might matter (the model endpoint) warns.
+with one message; a check that only might matter (the model endpoint) warns. Checks that
+only depend on the image's content are remembered per image id, so an unchanged image
+costs no helper container on the next run.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
+from urllib.parse import urlsplit
 
-import docker.errors
 from filelock import FileLock
 
 from . import settings as settings_mod
-from .engine import ENTRYPOINT, engine_address, pid_alive
-from .reference import build
+from .engine import engine_address, pid_alive, plain_host
 
 if TYPE_CHECKING:
-    from .session import Gaia2Session
+    from .engine import Engine
+    from .settings import RunSettings
 
 ENDPOINT_CHECK_SECONDS = 5
 REAPED_SHOWN = 5  # container names in the one-line reaping report
 IMAGE_BUILD_LOCK = Path(tempfile.gettempdir()) / "pytest-gaia2-image-build.lock"
 """Serialises builds of the reference image (and images derived from it) on this machine."""
+SCRIPTS_DIR = "/opt"
+SCRIPTS_MAX_BYTES = 16 << 20
+"""The image's shell scripts read for the line-ending check, at most (a cap, not a size seen)."""
+IMAGE_CHECKS_FILE = "image-checks-v1.json"
+"""Per image id, the result of the checks on its content; the version changes with the checks."""
+IMAGE_CHECKS_KEPT = 32
 
 
 class PreflightError(Exception):
@@ -58,99 +67,120 @@ class Outcome:
         self.lines.append(f"  [warn] {what}")
 
 
-def _image(session: Gaia2Session) -> str:
+def _endpoint(option: str, url: str) -> tuple[str, int]:
+    """``(host, port)`` of a model base URL, or a PreflightError naming the option.
+
+    The host is passed to a probe container and into every scenario container, so only
+    plain names and addresses pass (no quotes, ``$``, spaces or backticks). Messages never
+    repeat the whole URL: it may carry a key in its query or user part.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise PreflightError(f"{option}: not a URL with a host and a port from 0 to 65535") from None
+    if parts.scheme not in ("http", "https"):
+        raise PreflightError(f"{option}: the scheme must be http or https, not {parts.scheme!r}")
+    host = parts.hostname or ""
+    if not host:
+        raise PreflightError(f"{option}: the URL has no host")
+    if not plain_host(host):
+        raise PreflightError(f"{option}: {host!r} is not a host name or IP address")
+    return host, port or (443 if parts.scheme == "https" else 80)
+
+
+def _image(engine: Engine, settings: RunSettings) -> str:
     """The image id; the reference image is built once per machine under a file lock."""
-    client = session.engine().client
-    settings = session.settings
     if settings.is_reference:
+        from .reference import build
+
         with FileLock(str(IMAGE_BUILD_LOCK)):
             try:
-                return build.ensure_image(client, settings.image, log=lambda line: None)
+                return build.ensure_image(engine.client, settings.image, log=lambda line: None)
             except build.ImageBuildError as exc:
                 raise PreflightError(f"the reference image {settings.image} could not be built: {exc}") from None
-    try:
-        return str(client.images.get(settings.image).id)
-    except docker.errors.ImageNotFound:
+    image_id = engine.image_id(settings.image)
+    if image_id is None:
         raise PreflightError(
             f"image {settings.image!r} is not on the engine at {engine_address()}; build or pull it "
             f"(e.g. `make -C gaia2-cli build` upstream, or `docker pull {settings.image}`)"
-        ) from None
-
-
-def _crlf_scripts(session: Gaia2Session) -> list[str]:
-    """Shell scripts under /opt with Windows line endings: they break the entrypoint."""
-    client = session.engine().client
-    handle = client.containers.create(session.settings.image, entrypoint=ENTRYPOINT, command=["-c", "true"],
-                                      labels=session.engine().labels("preflight"))
-    try:
-        from .engine import untar
-
-        stream, _ = handle.get_archive("/opt")
-        files = untar(stream)
-    except docker.errors.NotFound:
-        files = {}
-    finally:
-        handle.remove(force=True)
-    return sorted(name for name, content in files.items() if name.endswith(".sh") and b"\r\n" in content)
-
-
-def _endpoint_reachable(session: Gaia2Session, url: str) -> tuple[bool, str]:
-    """Whether a container on the run's network reaches the model endpoint by TCP (bash's
-    /dev/tcp; no tools needed)."""
-    parsed = urlparse(url)
-    if not parsed.hostname:
-        return False, f"{url!r} has no host"
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    script = f"timeout {ENDPOINT_CHECK_SECONDS} bash -c '</dev/tcp/{parsed.hostname}/{port}'"
-    client = session.engine().client
-    try:
-        client.containers.run(
-            session.settings.image, entrypoint=ENTRYPOINT, command=["-c", script], remove=True,
-            extra_hosts=settings_mod.extra_hosts(), labels=session.engine().labels("preflight"),
-            network_mode="host" if session.settings.network == "host" else None,
         )
-    except docker.errors.ContainerError:
-        return False, f"{parsed.hostname}:{port}"
-    return True, f"{parsed.hostname}:{port}"
+    return image_id
 
 
-def run(session: Gaia2Session) -> Outcome:
+def _image_checks(engine: Engine, image_id: str, cache_dir: Path) -> dict[str, Any]:
+    """What the image's content says (today: shell scripts under /opt with CRLF line endings,
+    which break the entrypoint), from the cache or from one helper container of that very id."""
+    path = cache_dir / IMAGE_CHECKS_FILE
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cached = {}
+    if not isinstance(cached, dict):
+        cached = {}
+    entry = cached.get(image_id)
+    if isinstance(entry, dict) and isinstance(entry.get("crlf_scripts"), list):
+        return entry
+    scripts = engine.image_files(image_id, SCRIPTS_DIR, max_total_bytes=SCRIPTS_MAX_BYTES,
+                                 select=lambda name: name.endswith(".sh"))
+    found = {"crlf_scripts": sorted(name for name, content in scripts.items() if b"\r\n" in content)}
+    kept = dict(list(cached.items())[-(IMAGE_CHECKS_KEPT - 1):])
+    kept[image_id] = found
+    try:  # a cache that cannot be written only costs the next run a helper container
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temp.write_text(json.dumps(kept, indent=1), encoding="utf-8")
+        os.replace(temp, path)
+    except OSError:
+        pass
+    return found
+
+
+def check(engine: Engine, settings: RunSettings, *, preflight_only: bool, cache_dir: Path) -> Outcome:
     """Every check, in the order a user would fix them; raises on the first fatal one, except
-    with ``--gaia2-preflight-only``, which reports a missing image like any failed check."""
+    with ``preflight_only``, which reports a bad URL or a missing image like any failed check."""
     outcome = Outcome()
     outcome.lines.append("gaia2 pre-flight:")
-    engine = session.engine()  # raises EngineError with the fix
-    version = engine.client.version()
+    version = engine.version()  # raises EngineError with the fix
     outcome.facts["engine"] = {"address": engine_address(), "version": version.get("Version"),
                                "os": version.get("Os"), "arch": version.get("Arch")}
     outcome.check(True, f"engine answers: {engine_address()} (version {version.get('Version')})")
-    reaped = engine.reap_orphans(session.settings.reap_grace, pid_alive)
+    reaped = engine.reap_orphans(settings.limits.reap_grace, pid_alive)
     if reaped:
         shown = ", ".join(reaped[:REAPED_SHOWN]) + (", ..." if len(reaped) > REAPED_SHOWN else "")
         outcome.note(f"removed {len(reaped)} container(s) left by earlier runs whose process is gone: {shown}")
-    problems = settings_mod.problems(session.settings)
-    outcome.check(not problems, "settings complete for the image's profile "
-                  f"({session.settings.profile.name})", *problems)
+    problems = settings_mod.problems(settings)
+    outcome.check(not problems, f"settings complete for the image's profile ({settings.profile.name})", *problems)
+    endpoints: list[tuple[str, int]] = []
+    for option, url in (("--gaia2-base-url", settings.base_url), ("--gaia2-judge-base-url", settings.judge_base_url)):
+        if not url:
+            continue
+        try:
+            endpoints.append(_endpoint(option, url))
+        except PreflightError as exc:
+            if not preflight_only:
+                raise
+            outcome.check(False, f"{option} is a valid http(s) URL", str(exc))
     try:
-        outcome.image_id = _image(session)
+        outcome.image_id = _image(engine, settings)
     except PreflightError as exc:
-        if not session.values["preflight_only"]:
+        if not preflight_only:
             raise
-        outcome.check(False, f"image {session.settings.image} present", str(exc))
+        outcome.check(False, f"image {settings.image} present", str(exc))
         return outcome  # the remaining checks need the image
-    outcome.facts["image"] = {"name": session.settings.image, "id": outcome.image_id}
-    outcome.check(True, f"image {session.settings.image} present ({outcome.image_id[:19]})")
-    crlf = _crlf_scripts(session)
+    outcome.facts["image"] = {"name": settings.image, "id": outcome.image_id}
+    outcome.check(True, f"image {settings.image} present ({outcome.image_id[:19]})")
+    crlf = _image_checks(engine, outcome.image_id, cache_dir)["crlf_scripts"]
     outcome.check(not crlf, "entrypoint scripts have Unix line endings",
                   f"convert to LF and rebuild the image: {', '.join(crlf)}")
-    if crlf and not session.values["preflight_only"]:
-        raise PreflightError(f"scripts in {session.settings.image} have CRLF line endings: {', '.join(crlf)}; "
+    if crlf and not preflight_only:
+        raise PreflightError(f"scripts in {settings.image} have CRLF line endings: {', '.join(crlf)}; "
                              "convert them to LF and rebuild the image")
-    for url in filter(None, (session.settings.base_url, session.settings.judge_base_url)):
-        reachable, where = _endpoint_reachable(session, url)
-        if reachable:
-            outcome.check(True, f"model endpoint {where} reachable from a container")
+    for host, port in dict.fromkeys(endpoints):
+        if engine.probe_tcp(settings.image, host, port, network=settings.network,
+                            extra_hosts=settings_mod.extra_hosts(), timeout_s=ENDPOINT_CHECK_SECONDS):
+            outcome.check(True, f"model endpoint {host}:{port} reachable from a container")
         else:
-            outcome.warn(f"model endpoint {where} did not accept a TCP connection from a container "
+            outcome.warn(f"model endpoint {host}:{port} did not accept a TCP connection from a container "
                          "(is the server up? on the host, use host.docker.internal)")
     return outcome

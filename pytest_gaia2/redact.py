@@ -35,12 +35,22 @@ class Redactor:
         # Longest first so a secret that contains another is masked whole, not in pieces.
         ordered = sorted(candidates, key=lambda value: (-len(value), value))
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        encoded = [value.encode("utf-8") for value in ordered]
+        self._bytes_pattern = re.compile(b"|".join(map(re.escape, encoded))) if encoded else None
+        self.longest = max(map(len, encoded), default=0)
+        """Bytes of the longest secret: how much a chunked writer must hold back between chunks."""
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``***``."""
         if self._pattern is None or not text:
             return text
         return self._pattern.sub(MASK, text)
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        """``data`` with every secret's UTF-8 bytes replaced: files copied out of a container."""
+        if self._bytes_pattern is None or not data:
+            return data
+        return self._bytes_pattern.sub(MASK.encode(), data)
 
     def redact_obj(self, obj: Any) -> Any:
         """A copy of a JSON-able structure with secrets masked in every string, keys included."""

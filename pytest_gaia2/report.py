@@ -11,11 +11,23 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .artifacts import write_text
+from .store import write_text
 from .stats import GateDecision, GroupStats, Rate, RepeatStats, Summary, Timing, percent, percent_number
 
 DEFAULT_WIDTH = 88
+LISTED = 10
+"""Not-run keys named in the summary's first line; the rest are counted."""
 _INDENT = "  "
+
+
+def first_n(items: Sequence[str], n: int) -> str:
+    """The first ``n`` items, then how many more: ``a, b, c, ... (7 more)``.
+
+    For lists that may run to hundreds of ids on a line a person reads.
+    """
+    shown = list(items[:max(n, 0)])
+    more = len(items) - len(shown)
+    return ", ".join(shown + ([f"... ({more} more)"] if more else []))
 
 
 def _rate_cells(rate: Rate) -> list[str]:
@@ -64,6 +76,12 @@ def _wrapped(prefix: str, items: Sequence[str], width: int) -> list[str]:
     return lines
 
 
+def _incomplete(summary: Summary) -> str:
+    """The first line of an incomplete run's block, so nobody publishes it by mistake."""
+    return (f"INCOMPLETE: {summary.done} of {summary.planned} planned {summary.planned_unit} done "
+            f"({len(summary.not_run)} not run: {first_n(summary.not_run, LISTED)})")
+
+
 def _totals(summary: Summary) -> str:
     overall = summary.overall
     if summary.repeats:
@@ -79,11 +97,13 @@ def _short_rate(rate: Rate) -> str:
     return "n/a" if rate.value is None else percent(rate.value)
 
 
-def _group_table(title: str, groups: Sequence[GroupStats]) -> list[str]:
-    header = [title, "n", "passed", "failed", "errors", "strict", "judged"]
+def _group_table(title: str, groups: Sequence[GroupStats], not_run: bool) -> list[str]:
+    """One row per group; a ``not-run`` column when the run is incomplete."""
+    header = [title, "n", "passed", "failed", "errors", *(["not-run"] if not_run else []), "strict", "judged"]
     rows = [[group.name, str(group.total), str(group.passed), str(group.failed), str(group.errors),
-             _short_rate(group.strict), _short_rate(group.judged)] for group in groups]
-    return _table([header, *rows], "lrrrrrr")
+             *([str(group.not_run)] if not_run else []), _short_rate(group.strict), _short_rate(group.judged)]
+            for group in groups]
+    return _table([header, *rows], "l" + "r" * (len(header) - 1))
 
 
 def _error_lines(summary: Summary, width: int) -> list[str]:
@@ -111,8 +131,8 @@ def _timing_lines(timing: Timing) -> list[str]:
 
 def _repeat_lines(repeats: RepeatStats, width: int) -> list[str]:
     k = repeats.k
-    lines = [f"pass@{k} ({repeats.scenarios} scenarios x {k} runs; "
-             f"avg@{k} is the mean of the per-run strict rates):"]
+    lines = [f"pass@{k} ({repeats.scenarios} scenarios x {k} runs; avg@{k} is the mean of the per-run "
+             "strict rates; its interval resamples scenarios):"]
     lines += _rate_table([(f"{_INDENT}avg@{k}", repeats.avg_at_k),
                           (f"{_INDENT}pass@{k}", repeats.pass_at_k),
                           (f"{_INDENT}pass^{k}", repeats.pass_hat_k)])
@@ -130,14 +150,18 @@ def _repeat_lines(repeats: RepeatStats, width: int) -> list[str]:
 
 def summary_lines(summary: Summary, gate: GateDecision | None,
                   width: int = DEFAULT_WIDTH) -> list[str]:
-    """The compact end-of-run block, like pytest's own short summary; gate lines come last."""
-    lines = [_totals(summary)]
-    lines += _rate_table([("strict", summary.overall.strict),
-                          ("judged-only", summary.overall.judged)])
+    """The compact end-of-run block, like pytest's own short summary; gate lines come last.
+
+    An incomplete run says so first, and its strict rate is over what was planned.
+    """
+    lines = [] if summary.complete else [_incomplete(summary)]
+    lines.append(_totals(summary))
+    strict, judged = _rate_table([("strict", summary.overall.strict), ("judged-only", summary.overall.judged)])
+    lines += [strict if summary.complete else f"{strict} (not-run counted as not passed)", judged]
     if summary.splits:
-        lines += _group_table("split", summary.splits)
+        lines += _group_table("split", summary.splits, not summary.complete)
     if summary.universes:
-        lines += _group_table("universe", summary.universes)
+        lines += _group_table("universe", summary.universes, not summary.complete)
     lines += _error_lines(summary, width)
     lines += _timing_lines(summary.timing)
     if summary.repeats:

@@ -1,21 +1,53 @@
 """Finding scenario files and reading the little metadata a test item needs.
 
 Validation happens here, at collection, so a broken file is reported once with its path
-and field, before any container starts.
+and field, before any container starts. Every way a file can fail (unreadable, not a
+regular file, too large, too deep, not UTF-8, not JSON, a bad field) is a
+:class:`ScenarioError` for that file only; the others still load.
+
+Real Gaia2 exports weigh 2.4-2.7 MB, mostly the universe's app states, so with an index
+path the metadata is kept in a JSON sidecar keyed by each file's stat: a warm discovery
+stats the files and parses none.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import math
+import os
 import re
+import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .safejson import JsonReadError, loads_bounded, read_json_file, read_regular_file
+from .store import StoreError, write_text
+
 SPLITS: tuple[str, ...] = ("execution", "search", "adaptability", "time", "ambiguity")
 
+# Generous: real exports are under 3 MB; the bound keeps a stray huge file from exhausting memory.
+MAX_SCENARIO_BYTES = 64 * 1024 * 1024
+# Ids and split names are path components: <output>/<run folder>/[run_k/]<split>/<id>/attempt_k/state/<file>.
+# 128 + 64 characters keep each component far under NAME_MAX (255 bytes) and the whole path
+# under PATH_MAX (4096 bytes on Linux, 1024 on macOS) for any reasonable output folder.
+MAX_ID_LENGTH = 128
+MAX_SPLIT_LENGTH = 64
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _UNIVERSE = re.compile(r"universe_(\d+)")
 _MARKER_SAFE = re.compile(r"[^A-Za-z0-9_]")
+
+_INDEX_VERSION = 1
+_INDEX_MAX_BYTES = 512 * 1024 * 1024
+# A file rewritten within one timestamp tick keeps its size and times; an entry is only
+# trusted once the file has been left alone this long (git's "racily clean" problem).
+_SETTLED_NS = 2_000_000_000
+
+log = logging.getLogger(__name__)
 
 
 class ScenarioError(Exception):
@@ -41,12 +73,18 @@ class Scenario:
     apps: tuple[str, ...] = ()
     has_events: bool = True
     tags: tuple[str, ...] = field(default=())
+    sha256: str | None = None  # of the file as parsed, recorded with each run as provenance
 
     @property
     def universe(self) -> str | None:
         """``universe_21`` for ``scenario_universe_21_5bftlu``; Gaia2 ids carry their universe."""
         match = _UNIVERSE.search(self.scenario_id)
         return f"universe_{match.group(1)}" if match else None
+
+    @property
+    def universe_marker(self) -> str | None:
+        """The pytest marker selecting the universe (``-m universe_21``); the label is already a valid name."""
+        return self.universe
 
     @property
     def test_id(self) -> str:
@@ -58,14 +96,33 @@ class Scenario:
         return f"{_MARKER_SAFE.sub('_', self.split)}_split"
 
 
+def _shown(value: Any) -> str:
+    """A repr short enough for a one-line message."""
+    text = repr(value)
+    return text if len(text) <= 50 else f"{text[:50]}..."
+
+
+def _name_problem(value: str, limit: int) -> str | None:
+    """Why ``value`` cannot name a folder of the output tree, or None when it can."""
+    shown = _shown(value)
+    if len(value) > limit:
+        return f"{shown} is {len(value)} characters long, more than the {limit} allowed"
+    if not _NAME.fullmatch(value):
+        return f"{shown} may only hold letters, digits, '_', '.' and '-'"
+    if value[0] in ".-":
+        return f"{shown} starts with {value[0]!r} (hidden names, '.', '..' and option-like names cannot name a folder)"
+    return None
+
+
 def _definition_value(data: dict[str, Any], key: str) -> Any:
-    definition = (data.get("metadata") or {}).get("definition") or {}
+    metadata = data.get("metadata")
+    definition = metadata.get("definition") if isinstance(metadata, dict) else None
     if isinstance(definition, dict) and definition.get(key) is not None:
-        return definition.get(key)
+        return definition[key]
     return data.get(key)
 
 
-def _arg_value(args: Any, name: str) -> Any:
+def arg_value(args: Any, name: str) -> Any:
     """Arguments are a list of {name, value} in exports, or a dict in the legacy form."""
     if isinstance(args, dict):
         return args.get(name)
@@ -79,46 +136,55 @@ def _arg_value(args: Any, name: str) -> Any:
 def find_task(data: dict[str, Any]) -> str:
     """The first ``send_message_to_agent`` content, looked up the way upstream's runner does."""
     for key in ("events", "completed_events"):
-        for event in data.get(key) or []:
-            if not isinstance(event, dict):
+        events = data.get(key)
+        for event in events if isinstance(events, list) else ():
+            action = event.get("action") if isinstance(event, dict) else None
+            if not isinstance(action, dict):
                 continue
-            action = event.get("action") or {}
             function = action.get("function") or action.get("function_name")
             if function == "send_message_to_agent":
-                content = _arg_value(action.get("args"), "content")
+                content = arg_value(action.get("args"), "content")
                 if content:
                     return str(content)
     return ""
 
 
 def _number(path: Path, name: str, value: Any) -> float | None:
+    """A finite float: an infinite duration would make every timeout infinite."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(path, f"metadata.definition.{name}", f"expected a number, got {value!r}")
-    return float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond float's range
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    raise ScenarioError(path, f"metadata.definition.{name}", f"expected a finite number, got {_shown(value)}")
 
 
-def load_scenario(path: Path, split: str) -> Scenario:
-    """Read and validate one scenario file; raise :class:`ScenarioError` naming the field."""
+def _check_split(path: Path, split: str) -> None:
+    """The split comes from a folder name and names an output folder, so it obeys the id rules."""
+    problem = _name_problem(split, MAX_SPLIT_LENGTH)
+    if problem:
+        raise ScenarioError(path, "split (folder name)", problem)
+
+
+def _parse(path: Path, split: str) -> Scenario:
+    """Read, hash and validate one file; the hash and the parse share one bounded read."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(path, "file", f"cannot be read ({exc.strerror})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(path, "file", f"not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raw = read_regular_file(path, max_bytes=MAX_SCENARIO_BYTES)
+        data = loads_bounded(raw, max_bytes=MAX_SCENARIO_BYTES)
+    except JsonReadError as exc:
+        raise ScenarioError(path, "file", str(exc)) from None
     if not isinstance(data, dict):
         raise ScenarioError(path, "file", f"expected a JSON object, got {type(data).__name__}")
     scenario_id = _definition_value(data, "scenario_id")
     if not isinstance(scenario_id, str) or not scenario_id.strip():
         raise ScenarioError(path, "metadata.definition.scenario_id", "missing or empty")
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", scenario_id):
-        raise ScenarioError(
-            path, "metadata.definition.scenario_id",
-            f"{scenario_id!r} may only hold letters, digits, '_', '.' and '-'",
-        )
+    problem = _name_problem(scenario_id, MAX_ID_LENGTH)
+    if problem:
+        raise ScenarioError(path, "metadata.definition.scenario_id", problem)
     events = data.get("events", [])
     if not isinstance(events, list):
         raise ScenarioError(path, "events", f"expected a list, got {type(events).__name__}")
@@ -150,7 +216,104 @@ def load_scenario(path: Path, split: str) -> Scenario:
         apps=app_names,
         has_events=bool(events),
         tags=tuple(str(tag) for tag in tags) if isinstance(tags, (list, tuple)) else (),
+        sha256=hashlib.sha256(raw).hexdigest(),
     )
+
+
+def load_scenario(path: Path, split: str) -> Scenario:
+    """Read and validate one scenario file; raise :class:`ScenarioError` naming the field."""
+    _check_split(path, split)
+    return _parse(path, split)
+
+
+# What an index entry holds besides the stat, with the JSON type each value must have. The
+# path is not kept: it is the file just found, resolved again, so the run copies that file.
+_ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "scenario_id": str, "duration": (float, type(None)), "start_time": (float, type(None)),
+    "task": str, "apps": list, "has_events": bool, "tags": list, "sha256": str,
+}
+
+
+def _stat_key(info: os.stat_result) -> list[int]:
+    """Any rewrite, replacement or re-pointed symlink changes one of these."""
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev]
+
+
+def _entry(scenario: Scenario, info: os.stat_result) -> dict[str, Any]:
+    return {**{name: getattr(scenario, name) for name in _ENTRY_TYPES}, "stat": _stat_key(info)}
+
+
+def _from_entry(entry: dict[str, Any], file: Path, split: str) -> Scenario | None:
+    """The scenario an entry describes, or None when the entry is damaged (the file is parsed again)."""
+    if not all(name in entry and isinstance(entry[name], kind) for name, kind in _ENTRY_TYPES.items()):
+        return None
+    if not all(isinstance(item, str) for item in entry["apps"] + entry["tags"]):
+        return None
+    if _name_problem(entry["scenario_id"], MAX_ID_LENGTH):
+        return None  # the id names a folder: never trust one the parser would refuse
+    values = {name: entry[name] for name in _ENTRY_TYPES}
+    return Scenario(**{**values, "split": split, "path": file.resolve(),
+                       "apps": tuple(entry["apps"]), "tags": tuple(entry["tags"])})
+
+
+class _Index:
+    """Parsed metadata of scenario files in a JSON sidecar, keyed by absolute path and stat.
+
+    A missing, corrupt or foreign index is ignored and rebuilt. Errors are never stored, so
+    a fixed file is picked up. Writes are atomic with a per-process temporary, so xdist
+    workers writing at once leave one whole index (the last writer's).
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.old: dict[str, Any] = self._load(path) if path else {}
+        self.new: dict[str, Any] = {}
+
+    @staticmethod
+    def _load(path: Path) -> dict[str, Any]:
+        try:
+            document = read_json_file(path, max_bytes=_INDEX_MAX_BYTES)
+        except JsonReadError:
+            return {}
+        valid = isinstance(document, dict) and document.get("version") == _INDEX_VERSION
+        files = document.get("files") if valid else None
+        return files if isinstance(files, dict) else {}
+
+    def load(self, file: Path, split: str) -> Scenario:
+        """The file's scenario: from the index when its stat matches, else parsed (and remembered)."""
+        name = os.path.abspath(file)
+        try:
+            info = os.stat(file)
+        except OSError:
+            return _parse(file, split)  # the read says why
+        entry = self.old.get(name)
+        if isinstance(entry, dict) and entry.get("stat") == _stat_key(info):
+            cached = _from_entry(entry, file, split)
+            if cached is not None:
+                self.new[name] = entry
+                return cached
+        scenario = _parse(file, split)
+        if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) >= _SETTLED_NS:
+            self.new[name] = _entry(scenario, info)
+        return scenario
+
+    def save(self, roots: Sequence[Path]) -> None:
+        """Write this discovery's entries, plus those of files outside its roots, when anything changed."""
+        if self.path is None:
+            return
+        prefixes = [os.path.abspath(root) for root in roots]
+        files = {
+            name: entry for name, entry in self.old.items()
+            if not any(name == prefix or name.startswith(os.path.join(prefix, "")) for prefix in prefixes)
+        }
+        files.update(self.new)
+        if files == self.old:
+            return
+        try:
+            # ASCII escapes: a task may hold a lone surrogate, which UTF-8 cannot encode.
+            write_text(self.path, json.dumps({"version": _INDEX_VERSION, "files": files}, separators=(",", ":")))
+        except (StoreError, OSError) as exc:  # the index only saves time: it never stops a discovery
+            log.warning("scenario index not saved (%s); the next discovery parses the scenario files again", exc)
 
 
 def _split_of(file: Path, root: Path) -> str:
@@ -164,7 +327,8 @@ def _split_of(file: Path, root: Path) -> str:
 
 
 def _scenario_files(root: Path) -> Iterable[Path]:
-    if root.is_file():
+    """Every ``*.json`` under a folder outside hidden ones; a root that is no folder is itself the file."""
+    if not root.is_dir():
         yield root
         return
     for file in sorted(root.rglob("*.json")):
@@ -173,12 +337,15 @@ def _scenario_files(root: Path) -> Iterable[Path]:
         yield file
 
 
-def discover(roots: Sequence[Path]) -> tuple[list[Scenario], list[ScenarioError]]:
+def discover(
+    roots: Sequence[Path], index_path: Path | None = None
+) -> tuple[list[Scenario], list[ScenarioError]]:
     """All scenarios under ``roots`` in a stable order, and one error per unusable file.
 
-    Two files with the same scenario id are both reported: neither can own the id's
-    output folder.
+    With ``index_path``, unchanged files are read from that index instead of parsed. Two
+    files with the same scenario id are both reported: neither can own the id's output folder.
     """
+    index = _Index(index_path)
     scenarios: list[Scenario] = []
     errors: list[ScenarioError] = []
     for root in roots:
@@ -186,10 +353,13 @@ def discover(roots: Sequence[Path]) -> tuple[list[Scenario], list[ScenarioError]
             errors.append(ScenarioError(root, "--gaia2-scenarios", "no such file or directory"))
             continue
         for file in _scenario_files(root):
+            split = _split_of(file, root)
             try:
-                scenarios.append(load_scenario(file, _split_of(file, root)))
+                _check_split(file, split)
+                scenarios.append(index.load(file, split))
             except ScenarioError as exc:
                 errors.append(exc)
+    index.save(roots)
     by_id: dict[str, list[Scenario]] = {}
     for scenario in scenarios:
         by_id.setdefault(scenario.scenario_id, []).append(scenario)

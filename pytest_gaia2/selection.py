@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .artifacts import write_text
+from .store import write_text
 from .options import OptionError
 from .scenarios import SPLITS, Scenario
 

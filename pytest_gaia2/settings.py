@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 from . import envfile, options
+from .limits import Limits
 from .options import OptionError
 from .redact import MASK, Redactor, looks_secret, secret_values
 
@@ -138,11 +139,7 @@ class RunSettings:
     judge_api_key_env: str | None
     network: str
     port_range: tuple[int, int]
-    timeout: float
-    health_timeout: float
-    judge_grace: float
-    stop_timeout: float
-    reap_grace: float
+    limits: Limits
     output: Path
     env_file: Path | None
     extra_env: tuple[tuple[str, str], ...] = ()
@@ -250,11 +247,7 @@ class RunSettings:
             judge_api_key_env=values["judge_api_key_env"],
             network=values["network"],
             port_range=tuple(values["port_range"]),  # type: ignore[arg-type]
-            timeout=float(values["timeout"]),
-            health_timeout=float(values["health_timeout"]),
-            judge_grace=float(values["judge_grace"]),
-            stop_timeout=float(values["stop_timeout"]),
-            reap_grace=float(values["reap_grace"]),
+            limits=Limits.from_values(values),
             output=_path(values["output"], rootdir),
             env_file=env_file,
             extra_env=tuple(extra.items()),
@@ -503,11 +496,7 @@ def public_dict(settings: RunSettings) -> dict[str, Any]:
         "judge_api_key_set": bool(secrets.judge_key),
         "network": settings.network,
         "port_range": list(settings.port_range),
-        "timeout": settings.timeout,
-        "health_timeout": settings.health_timeout,
-        "judge_grace": settings.judge_grace,
-        "stop_timeout": settings.stop_timeout,
-        "reap_grace": settings.reap_grace,
+        **settings.limits.to_dict(),
         "output": str(settings.output),
         "env_file": str(settings.env_file) if settings.env_file else None,
         "extra_env": {key: MASK if looks_secret(key) else value for key, value in settings.extra_env},

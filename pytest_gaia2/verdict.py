@@ -37,6 +37,9 @@ CATEGORIES: dict[str, tuple[str, str]] = {
                 "eventd.log, events.jsonl"),
     "interrupted": ("the run was stopped before a verdict: Ctrl-C, SIGTERM, or pytest-timeout's hard bound",
                     "what stopped it in the message; container.log, eventd.log"),
+    "verdict_conflict": ("the sources of the judgment disagree (/status, daemon_status.json, the last "
+                         "line of daemon_judgments.jsonl): a pass is never counted on a forged status",
+                         "each source's verdict in the message and in result.json's verdict_sources"),
     "harness_error": ("pytest-gaia2 or the engine client raised an unexpected exception",
                       "the traceback in the pytest report; container.log"),
 }
@@ -84,8 +87,12 @@ def decide(
     timeout_seconds: float,
     duration: float | None,
     fault: Fault | None = None,
+    conflict: Fault | None = None,
 ) -> Verdict:
-    """The verdict for one run, from the last daemon status found anywhere and the facts of the run."""
+    """The verdict for one attempt, from the last daemon status found anywhere and the facts of
+    the attempt. A conflict between the judgment's sources outranks any judgment."""
+    if conflict is not None:
+        return Verdict("error", conflict.message, category=conflict.category)
     judgment = judgment_of(status)
     if judgment is not None:
         if judgment["success"]:
@@ -119,3 +126,16 @@ def decide(
         f"the daemon ended with status {state!r} and no judgment; see daemon_status.json and eventd.log",
         category="no_judgment",
     )
+
+
+def conflict_of(sources: Mapping[str, bool | None]) -> Fault | None:
+    """A ``verdict_conflict`` when the sources that hold a judgment do not all agree.
+
+    A missing source (the endpoint gone, no judgments file) is no conflict; a pass on one
+    source and a rejection on another is, whichever is right.
+    """
+    present = {name: success for name, success in sources.items() if success is not None}
+    if len(set(present.values())) < 2:
+        return None
+    shown = ", ".join(f"{name}: {'pass' if success else 'fail'}" for name, success in present.items())
+    return Fault("verdict_conflict", f"the judgment's sources disagree ({shown}); not counted as a pass")

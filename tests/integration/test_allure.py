@@ -17,7 +17,7 @@ from typing import Any
 import docker
 import pytest
 
-from conftest import DATA, SHIPPED, gaia2_containers, run_id_of, run_pytest
+from gaia2_testing import DATA, SHIPPED, gaia2_containers, run_id_of, run_pytest
 from pytest_gaia2 import __version__
 from pytest_gaia2.allure_report import ATTACHMENT_CAP, INFRA_PREFIX, JUDGE_FAILURES
 from pytest_gaia2.verdict import CATEGORIES

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import SHIPPED, derived_image, gaia2_containers, run_id_of
+from gaia2_testing import SHIPPED, derived_image, gaia2_containers, run_id_of
 
 SCENARIO = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
 PROBE = '''

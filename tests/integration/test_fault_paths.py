@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import pytest
 
-from conftest import DATA, SHIPPED, BackgroundRun, gaia2_containers, results_of, run_id_of
+from gaia2_testing import DATA, SHIPPED, BackgroundRun, gaia2_containers, results_of, run_id_of
 from pytest_gaia2.engine import SCENARIO_LABEL
 
 ONE = "scenario_universe_21_7kww6e"  # the quickest shipped scenario: one turn, one answer

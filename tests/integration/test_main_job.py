@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import SHIPPED, gaia2_containers, results_of, run_id_of
+from gaia2_testing import SHIPPED, gaia2_containers, results_of, run_id_of
 
 
 def test_search_split_on_two_workers(pytester: pytest.Pytester, run_gaia2) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 from filelock import FileLock
 
-from conftest import (
+from gaia2_testing import (
     DATA, REAPING_LOCK, SHIPPED, BackgroundRun, child_pids, gaia2_containers, results_of, run_id_of,
 )
 from pytest_gaia2 import engine

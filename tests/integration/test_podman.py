@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import SHIPPED, results_of, run_id_of
+from gaia2_testing import SHIPPED, results_of, run_id_of
 
 pytestmark = pytest.mark.skipif(
     shutil.which("podman") is None,

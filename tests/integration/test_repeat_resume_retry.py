@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (DATA, REPO, SHIPPED, BackgroundRun, engine_events, gaia2_containers, results_of, run_id_of,
+from gaia2_testing import (DATA, REPO, SHIPPED, BackgroundRun, engine_events, gaia2_containers, results_of, run_id_of,
                       run_pytest)
 from pytest_gaia2.engine import RUN_LABEL, SCENARIO_LABEL
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DATA, KEY_VARIABLES, SHIPPED, derived_image, engine_events, gaia2_containers, run_id_of
+from gaia2_testing import DATA, KEY_VARIABLES, SHIPPED, derived_image, engine_events, gaia2_containers, run_id_of
 from pytest_gaia2.engine import RUN_LABEL
 
 MARK = "LEAKCANARY"

@@ -11,7 +11,7 @@ from typing import Callable
 import docker
 import pytest
 
-from conftest import DATA, SHIPPED, gaia2_containers, results_of, run_id_of
+from gaia2_testing import DATA, SHIPPED, gaia2_containers, results_of, run_id_of
 from pytest_gaia2.engine import RUN_LABEL, SCENARIO_LABEL
 
 MALFORMED = DATA / "scenarios" / "malformed"

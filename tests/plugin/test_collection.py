@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from conftest import DATA, SHIPPED
+from gaia2_testing import DATA, SHIPPED
 
 
 def _with_shipped(pytester: pytest.Pytester) -> None:

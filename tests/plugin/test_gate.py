@@ -15,7 +15,7 @@ from typing import Callable
 
 import pytest
 
-from conftest import DATA, gaia2_containers, run_id_of
+from gaia2_testing import DATA, gaia2_containers, run_id_of
 
 MANY = DATA / "scenarios" / "many" / "search"
 MALFORMED = DATA / "scenarios" / "malformed"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SHIPPED
+from gaia2_testing import SHIPPED
 
 CANARY = "sk-canary-LOGLEAK-0123456789"
 

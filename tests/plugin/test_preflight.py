@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import SHIPPED, derived_image, engine_events, gaia2_containers, run_id_of
+from gaia2_testing import SHIPPED, derived_image, engine_events, gaia2_containers, run_id_of
 from pytest_gaia2.engine import RUN_LABEL
 
 HERMES = "pytest-gaia2-test/gaia2-hermes-envprobe:1"

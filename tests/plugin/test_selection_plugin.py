@@ -11,7 +11,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from conftest import DATA, SHIPPED, make_dataset_repo
+from gaia2_testing import DATA, SHIPPED, make_dataset_repo
 from pytest_gaia2 import dataset
 
 MANY = DATA / "scenarios" / "many"

@@ -16,7 +16,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from conftest import make_dataset_repo as make_repo
+from gaia2_testing import make_dataset_repo as make_repo
 from pytest_gaia2 import dataset
 from pytest_gaia2.dataset import DatasetError, materialise
 from pytest_gaia2.options import OptionError

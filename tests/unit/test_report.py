@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from pytest_gaia2.report import summary_lines, write_summary_json
-from pytest_gaia2.stats import Gate, GateDecision, summarise
+from pytest_gaia2.report import first_n, summary_lines, write_summary_json
+from pytest_gaia2.stats import Gate, GateDecision, percent_number, summarise
 
 from gaia2_records import headline_records, pass_at_k_records, record
 
 
-def block(records: list[dict[str, Any]], gate: GateDecision | None = None, **kwargs: Any) -> list[str]:
-    return summary_lines(summarise(records), gate, **kwargs)
+def block(records: list[dict[str, Any]], gate: GateDecision | None = None,
+          planned: list[str] | None = None, **kwargs: Any) -> list[str]:
+    return summary_lines(summarise(records, planned=planned), gate, **kwargs)
 
 
 def table_after(lines: list[str], first_header: str) -> list[str]:
@@ -99,17 +100,65 @@ def test_timing_lines() -> None:
 
 
 def test_pass_at_k_section() -> None:
-    lines = block(pass_at_k_records())
+    summary = summarise(pass_at_k_records())
+    assert summary.repeats is not None
+    avg = summary.repeats.avg_at_k
+    lines = summary_lines(summary, None)
     assert lines[0] == "12 results (4 scenarios x 3 runs): 7 passed, 4 failed, 1 error"
     start = next(i for i, line in enumerate(lines) if line.startswith("pass@3 (4 scenarios x 3 runs"))
+    assert lines[start].endswith("its interval resamples scenarios):")
     assert lines[start + 1:start + 4] == [
-        "  avg@3  7/12 = 58.3% [32.0–80.7]",
+        f"  avg@3  7/12 = 58.3% [{percent_number(avg.low)}–{percent_number(avg.high)}]",  # the bootstrap's
         "  pass@3  3/4 = 75.0% [30.1–95.4]",
         "  pass^3  1/4 = 25.0% [4.6–69.9]",
     ]
     assert lines[start + 4] == "  per run: run_1 75.0%, run_2 25.0%, run_3 75.0%"
     assert lines[start + 5] == "  flipped (1): b PFP"
     assert lines[start + 6] == "  errored runs (1, not counted as flips): d run_2"
+
+
+def test_incomplete_run_says_so_first() -> None:
+    planned = [f"search/s{i}" for i in range(10)]
+    lines = block([record("s0", "passed"), record("s1", "failed"), record("s2", "passed")], planned=planned)
+    assert lines[0] == ("INCOMPLETE: 3 of 10 planned scenarios done "
+                        "(7 not run: search/s3, search/s4, search/s5, search/s6, search/s7, search/s8, search/s9)")
+    assert lines[1] == "3 scenarios: 2 passed, 1 failed, 0 errors"
+    assert lines[2] == "strict      2/10 = 20.0% [5.7–51.0] (not-run counted as not passed)"
+    assert lines[3] == "judged-only  2/3 = 66.7% [20.8–93.9]"
+    table = table_after(lines, "split")
+    assert table[0].split() == ["split", "n", "passed", "failed", "errors", "not-run", "strict", "judged"]
+    assert table[1].split() == ["search", "3", "2", "1", "0", "7", "20.0%", "66.7%"]
+    assert_right_aligned(table)
+
+
+def test_incomplete_line_names_the_first_ten_not_run() -> None:
+    planned = [f"search/s{i}" for i in range(1, 16)] + ["search/a/run_1"]
+    line = block([record("a", "passed")], planned=planned)[0]
+    assert line == ("INCOMPLETE: 1 of 16 planned scenarios done (15 not run: search/s1, search/s2, search/s3, "
+                    "search/s4, search/s5, search/s6, search/s7, search/s8, search/s9, search/s10, ... (5 more))")
+
+
+def test_incomplete_repeats_count_runs() -> None:
+    records = [record("a", "passed", run=1), record("a", "failed", run=2)]
+    lines = block(records, planned=["search/a/run_1", "search/a/run_2", "search/a/run_3"])
+    assert lines[0] == "INCOMPLETE: 2 of 3 planned scenario runs done (1 not run: search/a/run_3)"
+
+
+def test_complete_run_has_no_incomplete_line_or_not_run_column() -> None:
+    lines = block([record("a", "passed"), record("b", "failed")], planned=["search/a", "search/b"])
+    assert lines[0].startswith("2 scenarios")
+    assert not any("not-run" in line or "not run" in line for line in lines)
+
+
+@pytest.mark.parametrize(("items", "n", "text"), [
+    (["a", "b", "c"], 3, "a, b, c"),
+    (["a", "b", "c"], 10, "a, b, c"),
+    (["a", "b", "c", "d", "e"], 2, "a, b, ... (3 more)"),
+    (["a", "b"], 0, "... (2 more)"),
+    ([], 5, ""),
+])
+def test_first_n(items: list[str], n: int, text: str) -> None:
+    assert first_n(items, n) == text
 
 
 def test_no_pass_at_k_section_for_single_runs() -> None:
@@ -138,6 +187,18 @@ def test_write_summary_json(tmp_path: Path) -> None:
     assert (data["total"], data["errors"]) == (161, 6)
     assert data["gate"] == {"met": True, "lines": decision.lines}
     assert sorted(p.name for p in path.parent.iterdir()) == ["summary.json"]
+
+
+def test_write_summary_json_of_an_incomplete_run(tmp_path: Path) -> None:
+    path = tmp_path / "summary.json"
+    summary = summarise([record("a", "passed")], planned=["search/a", "search/b", "time/c"])
+    decision = Gate(min_pass_rate=0.3).decide(summary, allow_incomplete=True)
+    write_summary_json(path, summary, decision)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert (data["planned"], data["done"], data["complete"]) == (3, 1, False)
+    assert data["not_run"] == ["search/b", "time/c"]
+    assert (data["strict"]["successes"], data["strict"]["n"]) == (1, 3)
+    assert data["gate"]["met"] and data["gate"]["lines"][0].startswith("gate: incomplete: 2 of 3")
 
 
 def test_write_summary_json_without_gate(tmp_path: Path) -> None:

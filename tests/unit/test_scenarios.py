@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from pytest_gaia2.scenarios import discover, load_scenario
+import pytest
+
+from pytest_gaia2 import scenarios
+from pytest_gaia2.scenarios import ScenarioError, discover, load_scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 SHIPPED = Path(__file__).resolve().parents[2] / "scenarios"
@@ -79,3 +88,149 @@ def test_other_directory_is_its_own_split(tmp_path: Path) -> None:
     scenarios, _ = discover([tmp_path])
     assert scenarios[0].split == "custom-set"
     assert scenarios[0].marker == "custom_set_split"
+
+
+def _problems(errors: list[ScenarioError]) -> dict[str, tuple[str, str]]:
+    return {e.path.name: (e.field, e.problem) for e in errors}
+
+
+@pytest.mark.timeout(30)
+def test_every_unreadable_file_is_its_own_error(tmp_path: Path) -> None:
+    search = tmp_path / "search"
+    _write(search / "good.json", _scenario("s_good"))
+    os.mkfifo(search / "fifo.json")  # never opened: opening a FIFO for reading blocks until a writer comes
+    latin1 = json.dumps(_scenario("s_é"), ensure_ascii=False).encode("latin-1")
+    (search / "latin1.json").write_bytes(latin1)
+    bad_byte = latin1.index("é".encode("latin-1"))
+    (search / "deep.json").write_bytes(b"[" * 200_000 + b"]" * 200_000)
+    (search / "dir.json").mkdir()
+    (search / "broken.json").symlink_to(search / "gone.json")
+    (search / "nan.json").write_text('{"metadata": {"definition": {"scenario_id": "s_nan", "duration": NaN}}}')
+    started = time.monotonic()
+    found, errors = discover([tmp_path])
+    assert time.monotonic() - started < 10
+    assert [s.scenario_id for s in found] == ["s_good"]
+    assert _problems(errors) == {
+        "fifo.json": ("file", "not a regular file (fifo)"),
+        "latin1.json": ("file", f"not valid UTF-8 (byte offset {bad_byte}: invalid continuation byte)"),
+        "deep.json": ("file", "nested deeper than the 200 levels allowed"),
+        "dir.json": ("file", "not a regular file (directory)"),
+        "broken.json": ("file", "cannot be read (broken symbolic link)"),
+        "nan.json": ("file", "not valid JSON (NaN is not a JSON number)"),
+    }
+    assert all(str(e).startswith(f"{e.path}: file: ") for e in errors)
+
+
+def test_too_large_file_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path / "search" / "good.json", _scenario("s_good"))
+    big = _write(tmp_path / "search" / "big.json", {**_scenario("s_big"), "pad": "x" * 5000})
+    monkeypatch.setattr(scenarios, "MAX_SCENARIO_BYTES", 4000)
+    found, errors = discover([tmp_path])
+    assert [s.scenario_id for s in found] == ["s_good"]
+    assert _problems(errors) == {"big.json": ("file", f"larger than the 4000 bytes allowed ({big.stat().st_size} bytes)")}
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_given_as_the_root_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "x.json")
+    found, errors = discover([tmp_path / "x.json"])
+    assert found == [] and [str(e) for e in errors] == [f"{tmp_path / 'x.json'}: file: not a regular file (fifo)"]
+
+
+CHILD = """
+import json, sys
+from pathlib import Path
+from pytest_gaia2.scenarios import discover
+found, errors = discover([Path(sys.argv[1])])
+print(json.dumps({"ids": [s.scenario_id for s in found], "errors": [[e.path.name, e.field, e.problem] for e in errors]}))
+"""
+
+
+def test_unreadable_permissions_are_an_error(tmp_path: Path) -> None:
+    _write(tmp_path / "search" / "good.json", _scenario("s_good"))
+    locked = _write(tmp_path / "search" / "locked.json", _scenario("s_locked"))
+    locked.chmod(0)
+    command = [sys.executable, "-c", CHILD, str(tmp_path)]
+    if os.geteuid() == 0:  # root reads any file: run the discovery without that capability
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root, and setpriv (to drop root's right to read any file) is missing")
+        command = [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--", *command]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0 and "setpriv" in result.stderr:
+        pytest.skip(f"cannot drop root's right to read any file here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"ids": ["s_good"],
+                                         "errors": [["locked.json", "file", "cannot be read (Permission denied)"]]}
+
+
+ID_FIELD = "metadata.definition.scenario_id"
+
+
+@pytest.mark.parametrize(("sid", "problem"), [
+    (".", "'.' starts with '.' (hidden names, '.', '..' and option-like names cannot name a folder)"),
+    ("..", "'..' starts with '.' (hidden names, '.', '..' and option-like names cannot name a folder)"),
+    (".hidden", "'.hidden' starts with '.' (hidden names, '.', '..' and option-like names cannot name a folder)"),
+    ("-rf", "'-rf' starts with '-' (hidden names, '.', '..' and option-like names cannot name a folder)"),
+    ("a" * 129, "'" + "a" * 49 + "... is 129 characters long, more than the 128 allowed"),
+    ("../escape", "'../escape' may only hold letters, digits, '_', '.' and '-'"),
+    ("with space", "'with space' may only hold letters, digits, '_', '.' and '-'"),
+    ("ünï", "'ünï' may only hold letters, digits, '_', '.' and '-'"),
+    ("   ", "missing or empty"),
+])
+def test_ids_that_cannot_name_a_folder(tmp_path: Path, sid: str, problem: str) -> None:
+    _write(tmp_path / "search" / "bad.json", _scenario(sid))
+    found, errors = discover([tmp_path])
+    assert found == [] and _problems(errors) == {"bad.json": (ID_FIELD, problem)}
+
+
+def test_longest_allowed_id_and_dots_inside(tmp_path: Path) -> None:
+    _write(tmp_path / "search" / "long.json", _scenario("a" * 128))
+    _write(tmp_path / "search" / "dots.json", _scenario("v1.2-x_y"))
+    found, errors = discover([tmp_path])
+    assert errors == [] and sorted(s.scenario_id for s in found) == ["a" * 128, "v1.2-x_y"]
+
+
+@pytest.mark.parametrize(("folder", "problem"), [
+    ("my split", "'my split' may only hold letters, digits, '_', '.' and '-'"),
+    ("splït", "'splït' may only hold letters, digits, '_', '.' and '-'"),
+    ("s" * 65, "'" + "s" * 49 + "... is 65 characters long, more than the 64 allowed"),
+    ("-x", "'-x' starts with '-' (hidden names, '.', '..' and option-like names cannot name a folder)"),
+])
+def test_odd_split_folders_give_an_error_for_each_file(tmp_path: Path, folder: str, problem: str) -> None:
+    _write(tmp_path / folder / "a.json", _scenario("s_a"))
+    _write(tmp_path / folder / "b.json", _scenario("s_b"))
+    _write(tmp_path / "search" / "c.json", _scenario("s_c"))
+    found, errors = discover([tmp_path])
+    assert [s.scenario_id for s in found] == ["s_c"]
+    assert _problems(errors) == {"a.json": ("split (folder name)", problem), "b.json": ("split (folder name)", problem)}
+    with pytest.raises(ScenarioError, match=r"split \(folder name\)"):
+        load_scenario(tmp_path / folder / "a.json", folder)
+
+
+def test_hidden_folders_and_files_are_skipped(tmp_path: Path) -> None:
+    _write(tmp_path / ".hidden" / "a.json", _scenario("s_hidden"))
+    _write(tmp_path / "search" / ".tmp.json", _scenario("s_tmp"))
+    _write(tmp_path / "search" / "c.json", _scenario("s_c"))
+    assert discover([tmp_path]) == ([load_scenario(tmp_path / "search" / "c.json", "search")], [])
+
+
+def test_hash_universe_marker_and_odd_shapes(tmp_path: Path) -> None:
+    path = _write(tmp_path / "search" / "a.json", _scenario("scenario_universe_21_abc"))
+    scenario = load_scenario(path, "search")
+    assert scenario.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert scenario.universe_marker == "universe_21"
+    assert load_scenario(_write(tmp_path / "b.json", _scenario("plain")), "search").universe_marker is None
+    odd = {"metadata": ["not", "a", "dict"], "scenario_id": "odd", "events": [],
+           "completed_events": [{"action": ["x"]}, 3, {"action": {"function": "send_message_to_agent",
+                                                                  "args": {"content": "legacy"}}}]}
+    assert load_scenario(_write(tmp_path / "odd.json", odd), "search").task == "legacy"
+
+
+@pytest.mark.parametrize("duration", ["1e400", "1" + "0" * 400, '"soon"', "true"])
+def test_durations_must_be_finite_numbers(tmp_path: Path, duration: str) -> None:
+    path = tmp_path / "search" / "a.json"
+    path.parent.mkdir()
+    path.write_text('{"metadata": {"definition": {"scenario_id": "s_a", "duration": %s}}}' % duration)
+    with pytest.raises(ScenarioError, match="metadata.definition.duration: expected a finite number, got "):
+        load_scenario(path, "search")

@@ -510,8 +510,9 @@ def test_missing_ca_bundle_is_a_warning_only(tmp_path: Path) -> None:
 def test_timeouts_and_network_come_from_options(tmp_path: Path) -> None:
     settings = make(tmp_path, {}, timeout="900", health_timeout="30", judge_grace="0",
                     stop_timeout="2", network="host", port_range="30000-30099", output="out")
-    assert (settings.timeout, settings.health_timeout, settings.judge_grace, settings.stop_timeout,
-            settings.reap_grace) == (900.0, 30.0, 0.0, 2.0, 120.0)
+    limits = settings.limits
+    assert (limits.timeout, limits.health_timeout, limits.judge_grace, limits.stop_timeout,
+            limits.reap_grace) == (900.0, 30.0, 0.0, 2.0, 120.0)
     assert (settings.network, settings.port_range, settings.output) == (
         "host", (30000, 30099), tmp_path / "out")
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
 
-from pytest_gaia2.stats import Gate, Rate, Summary, percent, summarise, wilson
+from pytest_gaia2.stats import Gate, Rate, Summary, cluster_bootstrap, percent, summarise, wilson
 
 from gaia2_records import headline_records, pass_at_k_records, record
 
@@ -185,7 +186,9 @@ def test_pass_at_k_table() -> None:
     assert [rate.value for rate in repeats.per_run] == [0.75, 0.25, 0.75]
     assert repeats.avg_at_k.value == pytest.approx(7 / 12)
     assert (repeats.avg_at_k.successes, repeats.avg_at_k.n) == (7, 12)
-    assert (repeats.avg_at_k.low, repeats.avg_at_k.high) == wilson(7, 12)
+    assert repeats.avg_at_k.method == "cluster-bootstrap"
+    assert repeats.avg_at_k.low < 7 / 12 < repeats.avg_at_k.high
+    assert [rate.method for rate in (*repeats.per_run, repeats.pass_at_k, repeats.pass_hat_k)] == ["wilson"] * 5
     assert (repeats.pass_at_k.successes, repeats.pass_at_k.n) == (3, 4)
     assert (repeats.pass_hat_k.successes, repeats.pass_hat_k.n) == (1, 4)
     assert (repeats.pass_hat_k.low, repeats.pass_hat_k.high) == wilson(1, 4)
@@ -205,6 +208,111 @@ def test_avg_at_k_is_the_mean_of_run_rates_when_a_run_is_incomplete() -> None:
     assert repeats.flipped == ()
 
 
+def repeated(table: dict[str, str], **extra: Any) -> list[dict[str, Any]]:
+    """Records from one letter pattern per scenario (``PFP``), written as today's records are:
+    ``repeat``/``repeats``, not version 0.1's ``run``."""
+    letters = {"P": "passed", "F": "failed", "E": "error"}
+    return [{"scenario_id": sid, "split": "search", "repeat": run, "repeats": len(pattern),
+             "outcome": letters[letter], **extra}
+            for sid, pattern in table.items() for run, letter in enumerate(pattern, start=1)]
+
+
+def test_records_keyed_by_repeat_are_read() -> None:
+    repeats = summarise(repeated({"a": "PF", "b": "PP"})).repeats
+    assert repeats is not None
+    assert (repeats.k, dict(repeats.patterns)) == (2, {"a": "PF", "b": "PP"})
+
+
+# --- intervals for repeats: scenarios resampled, not results ----------------------------
+
+def test_same_records_give_the_same_interval_in_any_order() -> None:
+    table = {f"s{i}": pattern for i, pattern in enumerate(["PPP", "PFP", "FFF", "PEP", "FFP", "PPF"] * 3)}
+    records = repeated(table)
+    first = summarise(records)
+    shuffled = records[:]
+    random.Random(7).shuffle(shuffled)
+    again = summarise(shuffled)
+    assert first.repeats is not None and again.repeats is not None
+    assert first.repeats.avg_at_k == again.repeats.avg_at_k
+    assert first.overall.strict == again.overall.strict
+    assert first.overall.judged == again.overall.judged
+
+
+def test_clustered_interval_is_wider_when_repeats_agree() -> None:
+    """Five scenarios always pass, five always fail: 50 results, but only 10 independent ones."""
+    summary = summarise(repeated({f"s{i}": ("P" if i < 5 else "F") * 5 for i in range(10)}))
+    assert summary.repeats is not None
+    naive = wilson(25, 50)
+    overall = summary.overall
+    for rate in (summary.repeats.avg_at_k, overall.strict, overall.judged, summary.splits[0].strict):
+        assert rate.method == "cluster-bootstrap"
+        assert (rate.successes, rate.value) == (25, 0.5)
+        assert rate.low < naive[0] - 0.05 and rate.high > naive[1] + 0.05
+    assert summary.repeats.avg_at_k.low == pytest.approx(summary.overall.strict.low)  # a full grid: the same rate
+
+
+def test_single_runs_keep_wilson_intervals() -> None:
+    strict = summarise(headline_records()).overall.strict
+    assert strict.method == "wilson" and (strict.low, strict.high) == wilson(134, 160)
+
+
+def test_cluster_bootstrap_edges() -> None:
+    assert cluster_bootstrap([]) == (0.0, 1.0)
+    assert cluster_bootstrap([[(3, 3)]]) == (0.0, 1.0)  # one scenario says nothing about the others
+    assert cluster_bootstrap([[(2, 2)], [(1, 1)]]) == (1.0, 1.0)
+    assert cluster_bootstrap([[(0, 0)], [(0, 0)]]) == (0.0, 1.0)  # never judged: nothing to resample
+    clusters = [[(passes, 3)] for passes in (0, 1, 2, 3, 3, 0, 1)]
+    assert cluster_bootstrap(clusters) == cluster_bootstrap(clusters)
+
+
+# --- planned vs done ---------------------------------------------------------------------
+
+def test_without_a_plan_everything_is_planned_and_done() -> None:
+    summary = summarise([record("a", "passed"), record("b", "error")])
+    assert (summary.planned, summary.done, summary.not_run, summary.complete) == (2, 2, (), True)
+
+
+def test_not_run_scenarios_count_as_not_passed_in_the_strict_rate() -> None:
+    records = [record("s1", "passed"), record("s2", "failed"), record("t1", "passed", split="time")]
+    planned = [f"search/s{i}" for i in (1, 2, 3, 9, 10)] + ["time/t1", "time/t2", "ambiguity/m1"]
+    summary = summarise(records, planned=planned)
+    assert (summary.planned, summary.done, summary.complete) == (8, 3, False)
+    assert summary.not_run == ("ambiguity/m1", "search/s3", "search/s9", "search/s10", "time/t2")
+    overall = summary.overall
+    assert (overall.total, overall.passed, overall.not_run) == (3, 2, 5)
+    assert (overall.strict.successes, overall.strict.n) == (2, 8)
+    assert (overall.judged.successes, overall.judged.n) == (2, 3)  # judged-only: results only
+    splits = {group.name: (group.total, group.not_run, group.strict.successes, group.strict.n)
+              for group in summary.splits}
+    assert splits == {"search": (2, 3, 1, 5), "time": (1, 1, 1, 2), "ambiguity": (0, 1, 0, 1)}
+    assert summary.error_rate == 0.0  # not-run is not an error
+
+
+def test_not_run_runs_of_repeated_scenarios() -> None:
+    records = repeated({"a": "PP", "b": "P"})
+    summary = summarise(records, planned=["search/a/run_1", "search/a/run_2", "search/b/run_1",
+                                          "search/b/run_2", "search/c/run_1", "search/c/run_2"])
+    assert summary.not_run == ("search/b/run_2", "search/c/run_1", "search/c/run_2")
+    assert (summary.overall.strict.successes, summary.overall.strict.n) == (3, 6)
+    repeats = summary.repeats
+    assert repeats is not None
+    assert dict(repeats.patterns) == {"a": "PP", "b": "P.", "c": ".."}
+    assert [(rate.successes, rate.n) for rate in repeats.per_run] == [(2, 3), (1, 3)]
+    assert (repeats.pass_at_k.successes, repeats.pass_at_k.n) == (2, 3)
+    assert (repeats.pass_hat_k.successes, repeats.pass_hat_k.n) == (1, 3)
+
+
+def test_a_record_outside_the_plan_still_counts() -> None:
+    summary = summarise([record("a", "passed"), record("x", "failed")], planned=["search/a"])
+    assert (summary.planned, summary.done, summary.overall.total) == (1, 1, 2)
+
+
+@pytest.mark.parametrize("key", ["search", "/a", "search/", ""])
+def test_malformed_planned_keys_are_refused(key: str) -> None:
+    with pytest.raises(ValueError, match="planned key"):
+        summarise([], planned=[key])
+
+
 # --- summary.json content ---------------------------------------------------------------
 
 def test_to_dict_is_json_with_fractions_counts_and_ids() -> None:
@@ -219,6 +327,16 @@ def test_to_dict_is_json_with_fractions_counts_and_ids() -> None:
     assert data["universes"] == {}
     assert data["repeats"]["k"] == 2
     assert data["repeats"]["errored_runs"] == [{"scenario_id": sid, "run": 1} for sid in data["error_ids"]]
+    assert data["strict"]["interval"] == "cluster-bootstrap"
+    assert data["repeats"]["pass_at_k"]["interval"] == "wilson"
+    assert (data["planned"], data["done"], data["not_run"], data["complete"]) == (161, 161, [], True)
+
+
+def test_to_dict_of_an_incomplete_run() -> None:
+    data = summarise([record("a", "passed")], planned=["search/a", "search/b"]).to_dict()
+    assert (data["planned"], data["done"], data["not_run"], data["complete"]) == (2, 1, ["search/b"], False)
+    assert (data["total"], data["strict"]["n"]) == (1, 2)
+    assert (data["not_run_count"], data["splits"]["search"]["not_run_count"]) == (1, 1)
 
 
 # --- the gate ---------------------------------------------------------------------------
@@ -296,6 +414,41 @@ def test_inactive_gate_is_met_silently(headline: Summary) -> None:
 def test_gate_rejects_impossible_settings(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         Gate(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def incomplete() -> Summary:
+    """9 of 12 planned ran, all passed."""
+    return summarise([record(f"s{i}", "passed") for i in range(9)], planned=[f"search/s{i}" for i in range(12)])
+
+
+def test_incomplete_run_fails_the_gate(incomplete: Summary) -> None:
+    decision = Gate(min_pass_rate=0.5).decide(incomplete)
+    assert not decision.met
+    assert decision.lines == ["gate: incomplete: 3 of 12 planned scenarios did not run: not met",
+                              "gate: strict pass rate 75.0% (95% CI lower bound 46.8%) >= 50.0% required: "
+                              "met by 25.0 points"]
+
+
+def test_incomplete_run_allowed(incomplete: Summary) -> None:
+    decision = Gate(max_error_rate=0.1).decide(incomplete, allow_incomplete=True)
+    assert decision.met
+    assert decision.lines[0] == ("gate: incomplete: 3 of 12 planned scenarios did not run: "
+                                 "allowed (--gaia2-allow-incomplete)")
+
+
+def test_allowing_incomplete_runs_lowers_no_bar(incomplete: Summary) -> None:
+    assert not Gate(min_pass_rate=0.8).decide(incomplete, allow_incomplete=True).met  # 9/12 = 75%
+
+
+def test_complete_run_gets_no_completeness_line(headline: Summary) -> None:
+    assert not any("incomplete" in line for line in Gate(min_pass_rate=0.8).decide(headline).lines)
+
+
+def test_incomplete_repeats_are_counted_in_runs() -> None:
+    summary = summarise(repeated({"a": "PP"}), planned=["search/a/run_1", "search/a/run_2", "search/a/run_3"])
+    assert Gate(max_error_rate=0.5).decide(summary).lines[0] == (
+        "gate: incomplete: 1 of 3 planned scenario runs did not run: not met")
 
 
 def test_gate_from_resolved_options() -> None:

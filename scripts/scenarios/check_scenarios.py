@@ -1,6 +1,6 @@
 """Structural checks for Gaia2 scenario files (no container needed).
 
-    python tests/data/scenarios/check_scenarios.py [PATH ...]
+    python scripts/scenarios/check_scenarios.py [PATH ...]
 
 Without arguments it checks the shipped ``scenarios/`` tree plus the valid
 test variants (``many``, ``other_split``, ``judge_fail``, ``no_events``).
@@ -23,7 +23,8 @@ from collections import defaultdict, deque
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
+REPO = HERE.parents[1]
+TEST_DATA = REPO / "tests" / "data" / "scenarios"
 ID_RE = re.compile(r"^scenario_universe_(2[1-9]|30)_[0-9a-z]{6}$")
 SPLITS = {"search", "execution", "adaptability", "time", "ambiguity"}
 AUI = "AgentUserInterface"
@@ -270,7 +271,7 @@ def main(argv: list[str]) -> int:
     if argv:
         paths = [Path(p) for p in argv]
     else:
-        paths = [REPO / "scenarios"] + [HERE / d for d in ("many", "other_split", "judge_fail", "no_events")]
+        paths = [REPO / "scenarios"] + [TEST_DATA / d for d in ("many", "other_split", "judge_fail", "no_events")]
     files: list[Path] = []
     for p in paths:
         files += sorted(p.rglob("*.json")) if p.is_dir() else [p]

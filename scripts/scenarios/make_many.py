@@ -1,7 +1,7 @@
 """Write 40 small, valid search scenarios to ``many/search/`` (for selection,
 sampling, sharding and xdist tests).
 
-    python tests/data/scenarios/make_many.py
+    python scripts/scenarios/make_many.py
 
 Deterministic: ids, file names and content depend only on the index, so the
 set is identical on every run and every machine.  Universes cycle over
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scenario_builder import ScenarioBuilder, contact, contacts_state  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "many" / "search"
+OUT = Path(__file__).resolve().parents[2] / "tests" / "data" / "scenarios" / "many" / "search"
 COUNT = 40
 BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 

@@ -1,7 +1,7 @@
 """Regenerate the shipped scenarios (``scenarios/<split>/``) and the plugin's
 test variants (``tests/data/scenarios/{judge_fail,no_events,malformed,other_split}``).
 
-    python tests/data/scenarios/make_scenarios.py
+    python scripts/scenarios/make_scenarios.py
 
 Deterministic: running it twice gives identical files.  ``make_many.py`` writes
 the ``many/search`` bulk set.
@@ -34,7 +34,8 @@ from scenario_builder import (  # noqa: E402
 )
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
+REPO = HERE.parents[1]
+TEST_DATA = REPO / "tests" / "data" / "scenarios"
 SHIPPED = REPO / "scenarios"
 
 
@@ -750,13 +751,13 @@ def variant_other_split() -> ScenarioBuilder:
 def write_variants() -> list[Path]:
     out: list[Path] = []
     jf = variant_judge_fail()
-    out.append(jf.write(HERE / "judge_fail" / "search" / f"{jf.scenario_id}.json"))
+    out.append(jf.write(TEST_DATA / "judge_fail" / "search" / f"{jf.scenario_id}.json"))
     ne = variant_no_events()
-    out.append(ne.write(HERE / "no_events" / "search" / f"{ne.scenario_id}.json"))
+    out.append(ne.write(TEST_DATA / "no_events" / "search" / f"{ne.scenario_id}.json"))
     os_ = variant_other_split()
-    out.append(os_.write(HERE / "other_split" / "custom" / f"{os_.scenario_id}.json"))
+    out.append(os_.write(TEST_DATA / "other_split" / "custom" / f"{os_.scenario_id}.json"))
 
-    mal = HERE / "malformed"
+    mal = TEST_DATA / "malformed"
     mal.mkdir(parents=True, exist_ok=True)
 
     # Broken JSON: a valid-looking scenario cut off mid-object.

@@ -1,0 +1,538 @@
+"""The life of one attempt at one scenario: launch, health, [notify], poll, collect, verdict, record.
+
+Plain calls with plain data; pytest only sees the :class:`ScenarioResult` at the end. Every
+path, however it ends, copies out what the container holds and writes ``result.json`` into
+a folder no earlier attempt used, before the container is removed.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from . import interrupts, settings as settings_mod, store
+from .limits import Limits
+from .record import AttemptRecord
+from .redact import Redactor
+from .safejson import JsonReadError, loads_bounded, read_json_file
+from .scenarios import Scenario
+from .verdict import Fault, conflict_of, decide, is_terminal, judgment_of
+
+if TYPE_CHECKING:
+    from .adapter import AdapterClient
+    from .engine import Container, Engine
+    from .ports import PortLeases
+
+log = logging.getLogger("pytest_gaia2")
+
+CONTAINER_SCENARIO_PATH = "/var/gaia2/custom_scenario.json"
+ADAPTER_PORT = 8090
+STATUS_FILE = f"{store.STATE_DIR}/daemon_status.json"
+STATUS_MAX_BYTES = 4 * 2**20
+"""daemon_status.json and judgment lines are small; a bigger one is not the contract."""
+STATUS_FAILURES_BEFORE_FILE = 3
+"""Consecutive /status failures before the state file is read instead."""
+LOG_TAIL_LINES = 20
+HOST_PORT_TRIES = 3
+"""Host-network mode: a leased port another program grabbed first is replaced."""
+PORT_TAKEN_SIGNS = ("address already in use", "eaddrinuse")
+FIRST_POLL = 0.1
+"""Polling starts fast and backs off to ``LAST_POLL``; a change of status makes it fast again."""
+LAST_POLL = 1.0
+
+
+class Gaia2InfraError(Exception):
+    """The harness, not the agent, failed: raised in setup so pytest reports an error (Allure: broken)."""
+
+    def __init__(self, category: str, message: str) -> None:
+        self.category = category
+        self.detail = message
+        super().__init__(f"[{category}] {message}")
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class AttemptSetup:
+    """What every attempt of one session shares: the engine, settings, limits and provenance."""
+
+    engine: Engine
+    settings: settings_mod.RunSettings
+    limits: Limits
+    redactor: Redactor
+    provenance: Mapping[str, Any]
+    run_root: Path
+    host_ports: PortLeases | None = None
+    files: tuple[tuple[str, bytes, int], ...] = field(default=())
+    """``--gaia2-copy-in`` files and the CA bundle, read once per session."""
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """What an attempt produced: its record and its folder (what the fixtures hand to tests)."""
+
+    record: AttemptRecord
+    folder: Path
+
+    @property
+    def passed(self) -> bool:
+        return self.record.outcome == "passed"
+
+    @property
+    def failed(self) -> bool:
+        return self.record.outcome == "failed"
+
+    @property
+    def errored(self) -> bool:
+        return self.record.outcome == "error"
+
+    @property
+    def message(self) -> str:
+        return self.record.message
+
+    @property
+    def daemon_status(self) -> dict[str, Any] | None:
+        return self.record.daemon_status
+
+    @property
+    def agent_response(self) -> str:
+        return self.record.agent_response
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The events.jsonl lines the attempt left (agent actions, ENV events, turn boundaries)."""
+        return store.read_jsonl(self.folder / "events.jsonl")
+
+    @property
+    def judgments(self) -> list[dict[str, Any]]:
+        return store.read_jsonl(self.folder / "daemon_judgments.jsonl")
+
+
+def container_name(scenario: Scenario, session_id: str, repeat: int, attempt: int) -> str:
+    """Unique and readable: ``gaia2-<scenario>-<session>-r<repeat>a<attempt>``."""
+    return f"gaia2-{scenario.scenario_id}-{session_id[:8]}-r{repeat}a{attempt}"
+
+
+class ScenarioAttempt:
+    """One attempt at one scenario. ``start`` then ``drive``; ``remove`` always, at the end."""
+
+    def __init__(self, setup: AttemptSetup, scenario: Scenario, folder: Path, *,
+                 repeat: int, repeats: int, attempt: int) -> None:
+        self.setup = setup
+        self.scenario = scenario
+        self.folder = folder
+        self.repeat = repeat
+        self.repeats = repeats
+        self.attempt = attempt
+        self.container: Container | None = None
+        self.client: AdapterClient | None = None
+        self.result: ScenarioResult | None = None
+        self.ports: list[int] = []
+        self.started = time.monotonic()
+        self.started_at = now_iso()
+        self.timeout = setup.limits.effective_timeout(scenario.duration)
+        self.adapter_port = ADAPTER_PORT
+
+    # -- phase 1: the container, up and reachable ------------------------------------------
+
+    def start(self) -> Container:
+        """Launch and wait for /health from the host; on failure, result.json is already written.
+
+        A judgment already on file when health fails is the verdict (``drive`` returns it).
+        """
+        try:
+            self._start_on_free_ports()
+        except Gaia2InfraError as exc:
+            result = self.finish_with(Fault(exc.category, exc.detail))
+            if result.errored:
+                raise Gaia2InfraError(exc.category, result.record.error or exc.detail) from None
+        except BaseException as exc:
+            self.stopped(exc)
+            raise
+        assert self.container is not None
+        return self.container
+
+    def _start_on_free_ports(self) -> None:
+        """Host-network mode: again on new ports if a leased one was taken between the
+        lease's check and the container binding it."""
+        for tries_left in reversed(range(HOST_PORT_TRIES)):
+            try:
+                self.container = self._launch()
+                self._wait_healthy()
+                return
+            except Gaia2InfraError as exc:
+                if not (tries_left and self.ports and self._port_taken(exc)):
+                    raise
+            log.warning("gaia2: host port %s was taken; starting %s again on new ports",
+                        self.ports, self.scenario.test_id)
+            self.remove()
+
+    def _port_taken(self, exc: Gaia2InfraError) -> bool:
+        text = str(exc) + (self.container.logs(tail=LOG_TAIL_LINES) if self.container else "")
+        return any(sign in text.lower() for sign in PORT_TAKEN_SIGNS)
+
+    def _launch(self) -> Container:
+        from .adapter import AdapterClient
+        from .engine import ContainerExited, EngineError, LaunchSpec
+
+        setup, settings = self.setup, self.setup.settings
+        gateway_port = None
+        if settings.network == "host" and setup.host_ports is not None:
+            self.ports = setup.host_ports.acquire(2)
+            self.adapter_port, gateway_port = self.ports
+        env = settings_mod.container_env(settings, adapter_port=self.adapter_port, gateway_port=gateway_port,
+                                         start_time=self.scenario.start_time)
+        try:
+            scenario_bytes = self.scenario.path.read_bytes()
+        except OSError as exc:
+            raise Gaia2InfraError("invalid_scenario", f"{self.scenario.path}: cannot read ({exc.strerror})") from None
+        spec = LaunchSpec(
+            image=settings.image,
+            name=container_name(self.scenario, str(setup.provenance["session_id"]), self.repeat, self.attempt),
+            env=env,
+            labels=setup.engine.labels(self.scenario.scenario_id),
+            adapter_port=self.adapter_port,
+            network=settings.network,
+            files=((CONTAINER_SCENARIO_PATH, scenario_bytes, 0o644), *setup.files),
+            extra_hosts=settings_mod.extra_hosts(),  # host network too: same base URL everywhere
+            memory_bytes=setup.limits.memory or None,
+            pids_limit=setup.limits.pids_limit or None,
+            # Meta's agent images give tools to the agent through a setuid wrapper, which
+            # no-new-privileges would defeat; the oracle images have no such wrapper.
+            no_new_privileges=settings.profile is settings_mod.ORACLE,
+        )
+        try:
+            container = setup.engine.launch(spec)
+        except ContainerExited as exc:
+            self._save_text("container.log", exc.logs)
+            raise Gaia2InfraError("container_exited", self._exited_message(exc.exit_code, exc.logs)) from None
+        except EngineError as exc:
+            raise Gaia2InfraError("container_start", self.setup.redactor.redact(str(exc))) from None
+        self.client = AdapterClient(container.adapter_url)
+        return container
+
+    def _exited_message(self, code: int | None, logs: str) -> str:
+        tail = "\n".join(self.setup.redactor.redact(logs).rstrip().splitlines()[-LOG_TAIL_LINES:])
+        return (f"the container's main process exited with code {code} before a verdict; "
+                f"last log lines:\n{tail or '(no output)'}\nsee {self.folder / 'container.log'}")
+
+    def _exited_fault(self) -> Gaia2InfraError | None:
+        assert self.container is not None
+        exited = self.container.exited()
+        if exited is None:
+            return None
+        self._save_text("container.log", exited.logs)
+        return Gaia2InfraError("container_exited", self._exited_message(exited.exit_code, exited.logs))
+
+    def _wait_healthy(self) -> None:
+        from .adapter import AdapterUnavailable
+
+        assert self.container is not None and self.client is not None
+        deadline = time.monotonic() + self.setup.limits.health_timeout
+        last = "no answer yet"
+        while True:
+            try:
+                if self.client.connected():
+                    return
+                last = "answered but not connected"
+            except AdapterUnavailable as exc:
+                last = str(exc)
+            exited = self._exited_fault()
+            if exited is not None:
+                raise exited
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(FIRST_POLL)
+        if self._answers_inside():
+            from .engine import engine_address
+
+            raise Gaia2InfraError(
+                "port_unreachable",
+                f"the adapter answers /health inside the container (127.0.0.1:{self.adapter_port}) "
+                f"but not from the host through the published port 127.0.0.1:{self.container.host_port} -> "
+                f"{self.adapter_port}/tcp (network {self.setup.settings.network}, engine {engine_address()}); "
+                "the container's port is not reachable from this host (Docker Desktop with host networking, "
+                "a firewall, a remote engine, or an adapter bound to 127.0.0.1 only); see container.log",
+            )
+        raise Gaia2InfraError(
+            "health_timeout",
+            f"the adapter at {self.container.adapter_url} did not report connected within "
+            f"{self.setup.limits.health_timeout:g} s (last: {last}); see {self.folder / 'container.log'} "
+            "and entrypoint.log",
+        )
+
+    def _answers_inside(self) -> bool:
+        """One in-container check, as upstream's runner does it, to tell a port problem from a dead adapter."""
+        assert self.container is not None
+        code, output = self.container.exec([
+            "curl", "-sf", "-m", "2", "--noproxy", "127.0.0.1", f"http://127.0.0.1:{self.adapter_port}/health",
+        ])
+        try:
+            return code == 0 and bool(loads_bounded(output.encode(), max_bytes=STATUS_MAX_BYTES).get("connected"))
+        except (JsonReadError, AttributeError):
+            return False
+
+    # -- phase 2: drive to a verdict ----------------------------------------------------------
+
+    def drive(self) -> ScenarioResult:
+        """Send the task if needed, poll to a terminal status, collect, decide, write result.json."""
+        if self.result is not None:  # the verdict was already on file at start
+            return self.result
+        try:
+            return self._drive()
+        except BaseException as exc:
+            self.stopped(exc)
+            raise
+
+    def _drive(self) -> ScenarioResult:
+        from .adapter import AdapterUnavailable
+
+        assert self.container is not None and self.client is not None
+        if not self.scenario.has_events and self.scenario.task:
+            try:
+                self.client.notify(self.scenario.task)
+            except AdapterUnavailable as exc:
+                return self.finish_with(Fault("status_unreachable", f"could not send the task: {exc}"))
+        status, timed_out, fault = self._poll()
+        return self.finish_with(fault, status=status, timed_out=timed_out)
+
+    def _status_from_container(self) -> dict[str, Any] | None:
+        assert self.container is not None
+        raw, _ = self.container.read_file(STATUS_FILE, max_bytes=STATUS_MAX_BYTES)
+        if raw is None:
+            return None
+        try:
+            value = loads_bounded(raw, max_bytes=STATUS_MAX_BYTES)
+        except JsonReadError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def _poll(self) -> tuple[dict[str, Any] | None, bool, Fault | None]:
+        """Poll /status (the state file when the endpoint is gone) until a verdict or the deadline."""
+        from .adapter import AdapterUnavailable
+
+        assert self.client is not None
+        deadline = self.started + self.timeout
+        status: dict[str, Any] | None = None
+        failures = 0
+        grace_until: float | None = None
+        interval = FIRST_POLL
+        while True:
+            current: dict[str, Any] | None = None
+            try:
+                current = self.client.status()
+                failures = 0
+            except AdapterUnavailable:
+                failures += 1
+                if failures >= STATUS_FAILURES_BEFORE_FILE:
+                    current = self._status_from_container()
+            if current is not None:
+                interval = FIRST_POLL if current != status else min(LAST_POLL, interval * 1.5)
+                status = current
+            if judgment_of(status) is not None:
+                return status, False, None
+            if is_terminal(status):
+                if status.get("status") == "error":
+                    return status, False, None  # the daemon gave up: no judgment will follow
+                # Complete or stopped without a judgment yet: the judge may still be writing it.
+                grace_until = grace_until or time.monotonic() + self.setup.limits.judge_grace
+                if time.monotonic() >= grace_until:
+                    return status, False, None
+            if failures >= STATUS_FAILURES_BEFORE_FILE:
+                exited = self._exited_fault()
+                if exited is not None:
+                    return self._status_from_container() or status, False, Fault(exited.category, exited.detail)
+            if time.monotonic() >= deadline:
+                if failures >= STATUS_FAILURES_BEFORE_FILE and status is None:
+                    return None, False, Fault(
+                        "status_unreachable",
+                        "/status stopped answering and no daemon_status.json was found in the "
+                        "container; see container.log and entrypoint.log",
+                    )
+                return status, True, None
+            time.sleep(interval)
+
+    # -- phase 3: collect, decide, record -------------------------------------------------------
+
+    def stopped(self, exc: BaseException) -> None:
+        """Ctrl-C, SIGTERM, pytest-timeout or a bug ended the attempt early: result.json and files anyway."""
+        if self.result is None:
+            category = "harness_error" if isinstance(exc, Exception) else "interrupted"
+            text = self.setup.redactor.redact(str(exc)).rstrip(".")
+            cause = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            self.finish_with(Fault(category, f"stopped before a verdict by {cause}; see container.log and eventd.log"))
+
+    def _save_text(self, name: str, text: str) -> None:
+        store.write_text(self.folder / name, self.setup.redactor.redact(text))
+
+    def _collect(self) -> list[dict[str, Any]]:
+        """Copy the state folder and logs out, streamed and capped; the files that were skipped."""
+        if self.container is None:
+            return []
+        limits, redactor = self.setup.limits, self.setup.redactor
+        budget = limits.max_collect_size
+        skipped: list[dict[str, Any]] = []
+        sources: list[tuple[str, Mapping[str, str], str]] = [
+            (store.STATE_DIR, store.STATE_FILES, "state"),
+            *((path, {path.rsplit("/", 1)[-1]: name}, "logs") for path, name in store.LOG_FILES.items()),
+            (store.OPENCLAW_LOG_DIR, {}, "openclaw"),
+        ]
+        for path, rename, prefix in sources:
+            report = self.container.copy_out(
+                path, self.folder, max_file_bytes=limits.max_file_size, max_total_bytes=max(0, budget),
+                rename=rename, prefix=prefix, transform=redactor.redact_bytes, overlap=redactor.longest,
+            )
+            budget -= report.total_bytes
+            skipped += [{"path": f"{path}/{name}" if prefix != "logs" else path, "reason": reason}
+                        for name, reason in report.skipped]
+        self.container.save_logs(self.folder / "container.log", max_bytes=limits.max_file_size,
+                                 transform=redactor.redact_bytes, overlap=redactor.longest)
+        return skipped
+
+    def finish_with(self, fault: Fault | None, *, status: dict[str, Any] | None = None,
+                    timed_out: bool = False) -> ScenarioResult:
+        """Collect whatever exists, take a last look at the verdict, and write result.json.
+
+        A second Ctrl-C is held until result.json is on disk.
+        """
+        with interrupts.held():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            try:
+                skipped = self._collect()
+            except Exception as exc:  # noqa: BLE001 - the record is written whatever the copy did
+                skipped = [{"path": store.STATE_DIR, "reason": f"copy-out failed: {type(exc).__name__}"}]
+            record = self._record(fault, status, timed_out, skipped)
+            store.write_json(self.folder / store.RESULT_FILE, record.to_json())
+            if record.agent_response:
+                store.write_text(self.folder / "agent_response.txt", record.agent_response)
+            if self.client is not None:
+                self.client.close()
+            self.result = ScenarioResult(record, self.folder)
+            return self.result
+
+    def _on_file(self) -> tuple[dict[str, Any] | None, bool | None]:
+        """The daemon status the state file holds, and the last judgment line's ``success``."""
+        try:
+            on_file = read_json_file(self.folder / "daemon_status.json", max_bytes=STATUS_MAX_BYTES)
+        except JsonReadError:
+            on_file = None
+        last = last_json_line(self.folder / "daemon_judgments.jsonl")
+        judged = last.get("success") if isinstance(last, dict) else None
+        return (on_file if isinstance(on_file, dict) else None), (judged if isinstance(judged, bool) else None)
+
+    def _record(self, fault: Fault | None, status: dict[str, Any] | None, timed_out: bool,
+                skipped: list[dict[str, Any]]) -> AttemptRecord:
+        redact = self.setup.redactor
+        endpoint = status
+        on_file, last_judgment = self._on_file()
+        # The file is the daemon's own record: prefer it when it knows more than the endpoint did.
+        if judgment_of(on_file) is not None or (status is None and on_file is not None):
+            status = on_file
+        sources = {"/status": judgment_of(endpoint), "daemon_status.json": judgment_of(on_file)}
+        conflict = conflict_of({
+            **{name: (judgment["success"] if judgment else None) for name, judgment in sources.items()},
+            "daemon_judgments.jsonl (last line)": last_judgment,
+        })
+        if status is not None:  # the endpoint's copy was never written to disk, so never redacted
+            status = redact.redact_obj(status)
+        verdict = decide(status, timed_out=timed_out, timeout_seconds=self.timeout,
+                         duration=self.scenario.duration, fault=fault, conflict=conflict)
+        message = redact.redact(verdict.message)
+        if verdict.outcome == "error" and verdict.category != "container_start":
+            message = f"{message} (files: {self.folder})"
+        count, last_response = scan_events(self.folder / "events.jsonl")
+        response = str((status or {}).get("last_response") or last_response)
+        return AttemptRecord(
+            scenario_id=self.scenario.scenario_id,
+            success=verdict.success,
+            reward={True: 1.0, False: 0.0, None: None}[verdict.success],
+            num_agent_events=count,
+            agent_response=redact.redact(response),
+            judged_in_container=judgment_of(status) is not None,
+            timed_out=timed_out,
+            timeout_seconds=self.timeout,
+            daemon_status=status,
+            scenario_file=str(self.scenario.path),
+            failure_reasons=[redact.redact(verdict.failure_reason)] if verdict.failure_reason else [],
+            error=message if verdict.outcome == "error" else None,
+            split=self.scenario.split,
+            universe=self.scenario.universe,
+            repeat=self.repeat,
+            repeats=self.repeats,
+            attempt=self.attempt,
+            outcome=verdict.outcome,
+            error_category=verdict.category,
+            folder=self.folder.relative_to(self.setup.run_root).as_posix(),
+            scenario_sha256=self.scenario.sha256,
+            started_at=self.started_at,
+            ended_at=now_iso(),
+            wall_time_s=round(time.monotonic() - self.started, 3),
+            container=self.container.name if self.container else None,
+            worker=self.setup.engine.worker,
+            adapter_port=self.adapter_port,
+            host_port=self.container.host_port if self.container else None,
+            verdict_sources=({**sources, "daemon_judgments.jsonl (last line)": last_judgment}
+                             if conflict else None),
+            skipped_files=skipped,
+            **self.setup.provenance,
+        )
+
+    def remove(self) -> None:
+        """Remove the container (killed: after collection it is disposable) and free its ports."""
+        try:
+            if self.container is not None:
+                self.setup.engine.remove(self.container, graceful=self.setup.limits.keep,
+                                         stop_timeout=self.setup.limits.stop_timeout)
+                self.container = None
+        finally:
+            if self.ports and self.setup.host_ports is not None:
+                self.setup.host_ports.release(self.ports)
+                self.ports = []
+
+
+def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int, str]:
+    """gaia2-runner's ``num_agent_events`` (every parseable line of events.jsonl) and the
+    content of the last turn boundary the agent wrote, in one streamed pass."""
+    count, response = 0, ""
+    try:
+        handle = open(path, "rb")
+    except OSError:
+        return 0, ""
+    with handle:
+        for line in handle:
+            try:
+                event = loads_bounded(line, max_bytes=max_line_bytes)
+            except JsonReadError:
+                continue
+            count += 1
+            if isinstance(event, dict) and event.get("app") == "AgentUserInterface" \
+                    and event.get("fn") == "send_message_to_user":
+                args = event.get("args")
+                if isinstance(args, dict) and args.get("content") is not None:
+                    response = str(args["content"])
+    return count, response
+
+
+def last_json_line(path: Path, window: int = STATUS_MAX_BYTES) -> Any:
+    """The last complete JSON line of a file, reading only its end."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - window))
+            tail = handle.read()
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        if line.strip():
+            try:
+                return loads_bounded(line, max_bytes=window)
+            except JsonReadError:
+                return None
+    return None

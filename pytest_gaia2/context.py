@@ -1,0 +1,445 @@
+"""One pytest run of pytest-gaia2: its values, settings, plan, engine, run folder and records.
+
+Created in ``pytest_configure`` and registered as a plugin (pytest-xdist's ``DSession`` is the
+model). The controller (or the only process) owns the run folder, the lock, pre-flight and the
+records; xdist workers get the session, the run and the folder through ``workerinput``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import tempfile
+import uuid
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import pytest
+
+from . import __version__, options, plan as plan_mod, provenance, settings as settings_mod, stats, store
+from .attempt import AttemptSetup, Gaia2InfraError, ScenarioAttempt, ScenarioResult
+from .record import AttemptRecord, is_judged
+from .redact import RedactingFilter, Redactor
+from .results import ResultBook
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .ports import PortLeases
+
+log = logging.getLogger("pytest_gaia2")
+
+EXIT_SETUP_FAILED = 3
+
+
+
+def cache_dir() -> Path:
+    """Per-user cache for the scenario index and per-image pre-flight facts."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-gaia2"
+
+
+class RunContext:
+    """Run-wide state and the once-per-run work; the hooks in ``plugin.py`` delegate here."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        worker_input = getattr(config, "workerinput", None) or {}
+        self.is_worker = bool(worker_input)
+        self.worker = worker_input.get("workerid", "main")
+        self.session_id: str = worker_input.get("gaia2_session_id") or uuid.uuid4().hex
+        self.run_id: str = worker_input.get("gaia2_run_id") or self.session_id
+        self.owner_pid = int(worker_input.get("gaia2_owner_pid") or os.getpid())
+        started = worker_input.get("gaia2_started_at")
+        self.started = _dt.datetime.fromisoformat(started) if started else _dt.datetime.now(_dt.timezone.utc)
+        # Not PYTEST_XDIST_WORKER_COUNT: a run started from inside an xdist worker inherits the outer count.
+        self.workers = int(worker_input.get("workercount") or getattr(config.option, "numprocesses", None) or 1)
+        self.base = options.base_dir(config)
+        self.notes: list[str] = []
+        self.config_secrets: dict[str, str] = {}
+        self.values = self._read_values()
+        self.output = self.path(self.values["output"])
+        self.active = self._is_active()
+        self.retries: int = self.values["retries"]
+        self.repeat: int = self.values["repeat"]
+        folder = worker_input.get("gaia2_folder")
+        self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
+        self.book = ResultBook(stats.Gate.from_options(self.values),
+                               allow_incomplete=self.values["allow_incomplete"])
+        self.prepared = False
+        self._engine: Engine | None = None
+        self._leases: PortLeases | None = None
+        self._image_id: str | None = None
+        if self.active:
+            self.notes.extend(self.settings.warnings)
+            if not self.values["preflight_only"]:
+                settings_mod.validate(self.settings)
+                self.items()  # discovery and selection problems surface at start-up
+
+    # -- configuration ---------------------------------------------------------------------
+
+    @cached_property
+    def settings(self) -> settings_mod.RunSettings:
+        """Resolved on first use: a run that collects no scenario never reads .env."""
+        from .reference import build
+
+        return settings_mod.RunSettings.from_options(
+            self.values, rootdir=self.base, environ={**os.environ, **self.config_secrets},
+            reference_image=build.image_name(),
+        )
+
+    @cached_property
+    def redactor(self) -> Redactor:
+        return Redactor(self.settings.secret_values() if self.active else ())
+
+    def path(self, raw: str | Path) -> Path:
+        """A path option's value; relative ones are relative to where pytest was started."""
+        path = Path(os.path.expanduser(str(raw)))
+        return path if path.is_absolute() else self.base / path
+
+    def _read_values(self) -> dict[str, Any]:
+        config_file = options.config_file(self.config)
+        toml: dict[str, Any] = {}
+        if config_file:
+            from . import upstream_config
+
+            loaded = upstream_config.load(self.path(config_file), os.environ)
+            toml = dict(loaded.options)
+            self.notes.extend(loaded.notes)
+            self.config_secrets = loaded.secret_environ()
+        return options.read(self.config, toml)
+
+    def _is_active(self) -> bool:
+        """Scenarios are collected when asked for, or by default when no test paths were given."""
+        if self.values["scenarios"] or self.values["dataset"]:
+            return True
+        return not options.explicit_test_paths(self.config) and (self.base / "scenarios").is_dir()
+
+    def _roots(self) -> list[Path]:
+        if self.values["dataset"]:
+            from . import dataset
+
+            return dataset.materialise(self.values["dataset"], dataset.split_names(self.values["splits"]))
+        return [self.path(raw) for raw in self.values["scenarios"]] or [self.base / "scenarios"]
+
+    # -- the plan ----------------------------------------------------------------------------
+
+    @cached_property
+    def _items(self) -> list[plan_mod.PlannedItem]:
+        from .scenarios import discover
+
+        scenarios, errors = discover(self._roots(), index_path=cache_dir() / "scenario-index.json")
+        chosen = plan_mod.filtered(scenarios, self.values, self.path)
+        self.notes.extend(chosen.notes)
+        return plan_mod.build(chosen.scenarios, errors, repeats=self.repeat, limits=self.settings.limits,
+                              attempts=self.retries + 1)
+
+    def items(self) -> list[plan_mod.PlannedItem]:
+        """Every item to collect, identical on every worker: the same files, order and filters."""
+        return self._items if self.active else []
+
+    def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
+        """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left."""
+        keep, notes = plan_mod.narrow(planned, sample=self.values["sample"], seed=self.values["seed"],
+                                      first_n=self.values["first_n"])
+        self.notes.extend(note for note in notes if note not in self.notes)
+        return keep
+
+    def header_lines(self) -> list[str]:
+        if not self.active:
+            return []
+        found = sum(1 for item in self.items() if item.scenario and item.repeat == 1)
+        broken = sum(1 for item in self.items() if item.error)
+        lines = [f"gaia2: session {self.session_id[:8]}, image {self.settings.image}, {found} scenarios found"
+                 f"{f' ({broken} files cannot run)' if broken else ''}, network {self.settings.network}, "
+                 f"output {self.output}"]
+        return [self.redactor.redact(line) for line in lines + [f"gaia2: {note}" for note in self.notes]]
+
+    def worker_input(self) -> dict[str, Any]:
+        return {"gaia2_session_id": self.session_id, "gaia2_run_id": self.run_id,
+                "gaia2_owner_pid": self.owner_pid, "gaia2_started_at": self.started.isoformat(),
+                "gaia2_folder": str(self.folder.path) if self.folder else ""}
+
+    # -- once per run, on the controller -----------------------------------------------------
+
+    def begin(self) -> None:
+        """Masked logs everywhere; the run folder's place decided (created only once items exist)."""
+        if not self.active:
+            return
+        log_filter = RedactingFilter(self.redactor)
+        logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
+        for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler"):
+            handler = getattr(logging_plugin, name, None)
+            if isinstance(handler, logging.Handler):
+                handler.addFilter(log_filter)
+        if self.is_worker or self.values["preflight_only"] or self.config.option.collectonly:
+            return
+        resume = self.values["resume"]
+        try:
+            if resume:
+                self.folder = store.RunFolder.find(self.output, None if resume is True else self.path(resume))
+                stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
+                self.run_id = str(stored.get("run_id") or self.session_id)
+            else:
+                self.folder = store.RunFolder(self.output / store.run_folder_name(self.run_id, self.started))
+        except store.StoreError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.book.folder = self.folder
+
+    def engine(self) -> Engine:
+        if self._engine is None:
+            from .engine import Engine, connect
+
+            self._engine = Engine(connect(), run_id=self.session_id, worker=self.worker, owner_pid=self.owner_pid)
+        return self._engine
+
+    def prepare(self, planned: list[str], collect_only: bool = False) -> None:
+        """Pre-flight, the run folder and its lock: once, before any container, on the controller.
+
+        A failure ends the run with one message instead of one error per test.
+        """
+        if self.prepared or self.is_worker or collect_only or not (planned or self.values["preflight_only"]):
+            return
+        self.prepared = True
+        self.book.planned = planned
+        from . import preflight
+        from .engine import EngineError
+
+        try:
+            outcome = preflight.check(self.engine(), self.settings, preflight_only=self.values["preflight_only"],
+                                      cache_dir=cache_dir())
+        except (EngineError, preflight.PreflightError) as exc:
+            pytest.exit(self.redactor.redact(f"pytest-gaia2: {exc}"), returncode=EXIT_SETUP_FAILED)
+        self._image_id = outcome.image_id
+        write = self._writer()
+        if self.values["preflight_only"]:
+            for line in outcome.lines:
+                write(self.redactor.redact(line))
+            pytest.exit("pytest-gaia2: pre-flight only", returncode=0 if outcome.ok else 1)
+        try:
+            self._open_folder(outcome.facts, planned)
+        except store.StoreError as exc:
+            pytest.exit(self.redactor.redact(f"pytest-gaia2: {exc}"), returncode=EXIT_SETUP_FAILED)
+        for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
+            write(self.redactor.redact(f"gaia2: {line}"))
+        write(f"gaia2: {len(planned)} planned, run folder {self.folder.path if self.folder else '-'}")
+
+    def _writer(self) -> Callable[[str], None]:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        return reporter.write_line if reporter else print
+
+    def _open_folder(self, facts: dict[str, Any], planned: list[str]) -> None:
+        """Create (or check and lock, when resuming) the run folder and write what it ran with."""
+        assert self.folder is not None
+        holder = {"session_id": self.session_id, "started_at": self.started.isoformat(timespec="seconds")}
+        if self.values["resume"]:
+            self.folder.lock(holder)
+            self._check_resume()
+        else:
+            self.folder = self.book.folder = store.RunFolder.create(self.output, self.run_id, self.started)
+            self.folder.lock(holder)
+            store.write_json(self.folder.file(store.RUN_CONFIG_FILE), self._run_config(facts, planned))
+        store.append_jsonl(self.folder.file(store.SESSIONS_FILE), self.redactor.redact_obj(
+            {**holder, "command": provenance.command(self.config), "planned": len(planned), "provenance": self.provenance()}))
+        chosen = [item.scenario for item in self.items() if item.scenario and item.key in set(planned)]
+        if chosen:
+            from . import selection
+
+            selection.write_manifest(self.folder.file(store.MANIFEST_FILE), chosen)
+
+    def _check_resume(self) -> None:
+        """Refuse (or warn about) continuing a run made with other provenance or changed files."""
+        assert self.folder is not None
+        stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
+        hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario}
+        differences = provenance.differences(stored, self.provenance(), self.folder.records(), hashes)
+        if not differences:
+            return
+        text = f"--gaia2-resume: {self.folder.path} was run with other settings: " + "; ".join(differences)
+        if self.values["resume_mismatch"] != "warn":
+            self.folder.unlock()
+            pytest.exit(self.redactor.redact(f"{text} (use --gaia2-resume-mismatch=warn to continue anyway)"),
+                        returncode=pytest.ExitCode.USAGE_ERROR)
+        self._writer()(self.redactor.redact(f"gaia2: warning: {text}"))
+
+    def provenance(self) -> dict[str, Any]:
+        return provenance.of_session(self.settings, run_id=self.run_id, session_id=self.session_id,
+                                     image_id=self.image_id())
+
+    def _run_config(self, facts: dict[str, Any], planned: list[str]) -> dict[str, Any]:
+        roots = self._roots()
+        data = provenance.run_config(
+            self.settings, self.values, command=provenance.command(self.config), started=self.started,
+            workers=self.workers, planned=planned, session=self.provenance(),
+            dataset=self.values["dataset"] or (str(roots[0]) if len(roots) == 1 else None),
+            markexpr=self.config.option.markexpr or None, keyword=self.config.option.keyword or None,
+        )
+        return self.redactor.redact_obj({**data, **facts})
+
+    # -- one item ----------------------------------------------------------------------------
+
+    def image_id(self) -> str | None:
+        if self._image_id is None:
+            self._image_id = self.engine().image_id(self.settings.image)
+        return self._image_id
+
+    @cached_property
+    def attempt_setup(self) -> AttemptSetup:
+        settings = self.settings
+        files = []
+        for src, dest in settings.files_to_copy():
+            try:
+                files.append((dest, src.read_bytes(), 0o644))
+            except OSError as exc:
+                raise Gaia2InfraError("container_start", f"--gaia2-copy-in {src}: cannot read "
+                                      f"({exc.strerror or type(exc).__name__})") from None
+        leases = None
+        if settings.network == "host":
+            from .ports import PortLeases, worker_slice
+
+            low, high = settings.port_range
+            index = int(self.worker[2:]) if self.worker.startswith("gw") else 0
+            leases = PortLeases(Path(tempfile.gettempdir()) / "pytest-gaia2", worker_slice(low, high, index, self.workers))
+        assert self.folder is not None
+        return AttemptSetup(self.engine(), settings, settings.limits, self.redactor, self.provenance(),
+                            self.folder.path, leases, tuple(files))
+
+    def scenario_dir(self, item: plan_mod.PlannedItem) -> Path:
+        assert self.folder is not None
+        return self.folder.scenario_dir(item.split, item.name, item.repeat, item.repeats)
+
+    def stored_verdict(self, item: plan_mod.PlannedItem) -> ScenarioResult | None:
+        """A judged verdict already in the run folder is final: reported again, never re-run
+        (resume, --reruns, a rerun of the same item); unless its scenario file changed since."""
+        if self.folder is None or item.scenario is None:
+            return None
+        scenario_dir = self.scenario_dir(item)
+        record = self.folder.last_record(scenario_dir)
+        if not is_judged(record) or (record.scenario_sha256 and item.scenario.sha256
+                                     and record.scenario_sha256 != item.scenario.sha256):
+            return None
+        folder = self.folder.path / record.folder if record.folder else scenario_dir
+        return ScenarioResult(record.reused_by(self.session_id), folder)
+
+    def new_attempt(self, item: plan_mod.PlannedItem) -> ScenarioAttempt:
+        assert item.scenario is not None and self.folder is not None
+        scenario_dir = self.scenario_dir(item)
+        number = self.folder.next_attempt(scenario_dir)
+        return ScenarioAttempt(self.attempt_setup, item.scenario, self.folder.attempt_dir(scenario_dir, number),
+                               repeat=item.repeat, repeats=item.repeats, attempt=number)
+
+    def result_for(self, item: plan_mod.PlannedItem, on_attempt: Callable[[ScenarioAttempt], None]) -> ScenarioResult:
+        """The item's verdict: stored, or from attempts; an infrastructure error is retried up to
+        ``--gaia2-retries`` times, each attempt in a folder of its own; a judgment never is."""
+        stored = self.stored_verdict(item)
+        if stored is not None:
+            return stored
+        for remaining in reversed(range(self.retries + 1)):
+            attempt = self.new_attempt(item)
+            on_attempt(attempt)
+            try:
+                attempt.start()
+                result = attempt.drive()
+            except Gaia2InfraError:
+                if attempt.result is None:
+                    raise
+                result = attempt.result
+            finally:
+                attempt.remove()
+            if not result.errored or not remaining:
+                return result
+            log.warning("gaia2: %s: %s; attempt %d of %d", item.key, result.record.error_category,
+                        attempt.attempt, self.retries + 1)
+        raise AssertionError("unreachable: the last attempt returns")
+
+    def error_record(self, item: plan_mod.PlannedItem, category: str, message: str) -> AttemptRecord:
+        """The last resort: a record for an item that raised before any attempt wrote one."""
+        from dataclasses import replace
+
+        record = replace(item.error_record(self.provenance()), error=self.redactor.redact(message),
+                         error_category=category, repeat=item.repeat, repeats=item.repeats)
+        if self.folder is not None:
+            scenario_dir = self.scenario_dir(item)
+            folder = self.folder.attempt_dir(scenario_dir, self.folder.next_attempt(scenario_dir))
+            record = replace(record, folder=folder.relative_to(self.folder.path).as_posix())
+            self.folder.write_record(folder, record)
+        return record
+
+    # -- the end of the run ------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """On the controller: each final report's record becomes one results.jsonl line."""
+        data = getattr(report, "gaia2_record", None)
+        if data is None or report.outcome == "rerun" or self.is_worker:
+            return
+        try:
+            self.book.add(AttemptRecord.from_json(data))
+        except store.StoreError as exc:
+            self._writer()(f"gaia2: {exc}")
+
+    def summary_lines(self) -> list[str]:
+        if self.is_worker or not self.active or self.config.option.collectonly:
+            return []
+        if not self.book.records:
+            return ["gaia2: no scenario ran"]
+        return [self.redactor.redact(line) for line in self.book.lines()]
+
+    def finish(self, exitstatus: int) -> int | None:
+        """Remove what is left of the session, write results.jsonl and summary.json, and let
+        the gate decide the exit status. A second Ctrl-C waits for the files."""
+        from . import interrupts
+
+        self._remove_leftovers()
+        if self.is_worker or not self.prepared:
+            return None
+        self._recover()
+        if not self.book.records:
+            return None
+        extra = {"run_id": self.run_id, "session_id": self.session_id, "plugin_version": __version__}
+        try:
+            with interrupts.held():
+                decision = self.book.write(extra)
+        except store.StoreError as exc:
+            self._writer()(f"gaia2: {exc}; the records already written are kept")
+            return pytest.ExitCode.INTERNAL_ERROR
+        if decision is None or exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
+                                              pytest.ExitCode.USAGE_ERROR):
+            return None
+        return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
+
+    def _recover(self) -> None:
+        """Records this session wrote that never reached the controller (Ctrl-C mid-item, a killed worker)."""
+        index = {item.key: item for item in self.items()}
+        for key in self.book.planned:
+            item = index.get(key)
+            if key in self.book.records or item is None or item.scenario is None or self.folder is None:
+                continue
+            record = self.folder.last_record(self.scenario_dir(item))
+            if record is not None and record.session_id == self.session_id:
+                self.book.add(record)
+
+    def _remove_leftovers(self) -> None:
+        if self._engine is None and (self.is_worker or not self.prepared):
+            return
+        from .engine import EngineError
+
+        try:
+            self.engine().remove_run(worker=self.worker if self.is_worker else None)
+        except EngineError:
+            pass
+
+    def remove_worker_containers(self, worker: str) -> None:
+        """A worker that died (even by SIGKILL) leaves no container behind."""
+        from .engine import EngineError
+
+        try:
+            self.engine().remove_run(worker=worker)
+        except EngineError:
+            pass
+
+    def close(self) -> None:
+        if self.folder is not None and not self.is_worker:
+            self.folder.unlock()
+        if self._engine is not None:
+            self._engine.client.close()

@@ -1,0 +1,93 @@
+"""What pytest reports carry for a scenario: the record, JUnit properties, masked text.
+
+Called from the plugin's ``pytest_runtest_makereport`` wrapper: the record travels with the
+final report (to the xdist controller too), becomes JUnit properties, and every report's
+text (longrepr with ``-l`` locals, captured output) is masked before anyone writes it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .record import AttemptRecord
+
+if TYPE_CHECKING:
+    from .context import RunContext
+    from .plan import PlannedItem
+
+
+def mask(context: RunContext, report: pytest.TestReport) -> None:
+    """Secrets out of the report's longrepr and captured sections (only rewritten when one is there)."""
+    redact = context.redactor.redact
+    longrepr = report.longrepr
+    if longrepr is not None and not isinstance(longrepr, tuple):
+        text = str(longrepr)
+        if redact(text) != text:
+            report.longrepr = redact(text)
+    elif isinstance(longrepr, tuple):
+        report.longrepr = (longrepr[0], longrepr[1], redact(str(longrepr[2])))
+    report.sections = [(name, redact(content)) for name, content in report.sections]
+
+
+def _record(context: RunContext, planned: PlannedItem, call: pytest.CallInfo[None], result: Any,
+            attempt: Any) -> AttemptRecord:
+    """The item's record: its result's, its attempt's, its broken file's, or a harness error."""
+    if result is not None:
+        return result.record
+    if attempt is not None and attempt.result is not None:
+        return attempt.result.record
+    if planned.error is not None:
+        return context.error_record(planned, "invalid_scenario", str(planned.error))
+    excinfo = call.excinfo
+    cause = f"{excinfo.typename}: {excinfo.value}" if excinfo is not None else "no record was written"
+    return context.error_record(planned, "harness_error", f"the harness failed before any attempt: {cause}")
+
+
+def annotate(context: RunContext, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport,
+             planned: PlannedItem | None, result: Any, attempt: Any) -> None:
+    """Mask the report; on the item's final report, attach the record and its JUnit properties."""
+    if not context.active:
+        return
+    uses_scenario = planned is not None and (result is not None or attempt is not None or planned.error is not None
+                                             or "gaia2_result" in getattr(item, "fixturenames", ()))
+    final = report.when == "call" or (report.when == "setup" and report.failed)
+    if uses_scenario and final and planned is not None and not hasattr(report, "gaia2_record"):
+        record = _record(context, planned, call, result, attempt)
+        _explain(report, call, record)
+        report.gaia2_record = record.to_json()  # type: ignore[attr-defined]
+        properties = [
+            ("gaia2_scenario_id", record.scenario_id), ("gaia2_split", record.split),
+            ("gaia2_verdict", record.outcome), ("gaia2_error_category", record.error_category or ""),
+            ("gaia2_attempt", str(record.attempt)), ("gaia2_reused", str(record.reused).lower()),
+            ("gaia2_model", record.model or ""), ("gaia2_image", record.image or ""),
+            ("gaia2_judge", "/".join(str(part or "none") for part in (record.judge_provider, record.judge_model))),
+        ]
+        report.user_properties.extend(properties)
+        names = {name for name, _ in properties}
+        item.user_properties[:] = [prop for prop in item.user_properties if prop[0] not in names] + properties
+    mask(context, report)
+
+
+def _explain(report: pytest.TestReport, call: pytest.CallInfo[None], record: AttemptRecord) -> None:
+    """A short longrepr that says what happened instead of a harness traceback."""
+    from .attempt import Gaia2InfraError
+
+    if call.excinfo is None:
+        return
+    if isinstance(call.excinfo.value, Gaia2InfraError) or record.outcome == "error":
+        report.longrepr = f"[{record.error_category}] {record.message}"
+    elif record.outcome == "failed" and report.when == "call":
+        report.longrepr = f"AssertionError: {record.message}\n(files: {record.folder})"
+
+
+def add_junit_properties(config: pytest.Config, context: RunContext) -> None:
+    """Run-level JUnit properties (planned, done, not run, complete) on the controller."""
+    if context.is_worker or not context.prepared:
+        return
+    for plugin in config.pluginmanager.get_plugins():
+        add = getattr(plugin, "add_global_property", None)
+        if callable(add) and type(plugin).__name__ == "LogXML":
+            for name, value in context.book.junit_properties():
+                add(name, value)

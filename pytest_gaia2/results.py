@@ -1,0 +1,70 @@
+"""The run's records on the controller: results.jsonl as verdicts arrive, then the summary,
+summary.json and the gate, all from the same :class:`AttemptRecord` objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import report, stats, store
+from .record import AttemptRecord
+
+REUSED_LISTED = 10
+"""Reused verdicts named in the summary; the rest are counted."""
+
+
+class ResultBook:
+    """Every record of one run, keyed by scenario (and repeat): one line each, whatever happened."""
+
+    def __init__(self, gate: stats.Gate, *, allow_incomplete: bool) -> None:
+        self.gate = gate
+        self.allow_incomplete = allow_incomplete
+        self.folder: store.RunFolder | None = None
+        self.planned: list[str] = []
+        self.records: dict[str, AttemptRecord] = {}
+        self._summary: stats.Summary | None = None
+
+    def add(self, record: AttemptRecord) -> None:
+        """Keep the record and append its line at once, so a crash keeps what finished."""
+        self.records[record.key] = record
+        self._summary = None
+        if self.folder is not None:
+            store.append_jsonl(self.folder.results, record.to_json())
+
+    def summary(self) -> stats.Summary:
+        """Computed once per change (a bootstrap over 800 x 3 results takes a second)."""
+        if self._summary is None:
+            rows = [record.to_json() for record in self.records.values()]
+            self._summary = stats.summarise(rows, planned=self.planned or None)
+        return self._summary
+
+    def decision(self, summary: stats.Summary) -> stats.GateDecision | None:
+        return self.gate.decide(summary, allow_incomplete=self.allow_incomplete) if self.gate.active else None
+
+    def lines(self) -> list[str]:
+        """The terminal summary: counts, rates with intervals, errors, the gate, reused verdicts."""
+        summary = self.summary()
+        lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
+        lines += report.summary_lines(summary, self.decision(summary))
+        reused = sorted(record.key for record in self.records.values() if record.reused)
+        if reused:
+            lines.append(f"gaia2: {len(reused)} verdicts reused from earlier sessions (no container): "
+                         f"{report.first_n(reused, REUSED_LISTED)}")
+        if self.folder is not None:
+            lines.append(f"gaia2: results in {self.folder.path}")
+        return lines
+
+    def write(self, extra: dict[str, Any]) -> stats.GateDecision | None:
+        """results.jsonl rewritten one line per key, and summary.json; the gate's decision."""
+        summary = self.summary()
+        decision = self.decision(summary)
+        if self.folder is not None:
+            self.folder.rewrite_results(self.records.values())
+            report.write_summary_json(self.folder.file(store.SUMMARY_FILE), summary, decision, extra=extra)
+        return decision
+
+    def junit_properties(self) -> list[tuple[str, str]]:
+        """Run-level JUnit properties: planned, done, not run, complete."""
+        summary = self.summary()
+        return [("gaia2_planned", str(summary.planned)), ("gaia2_done", str(summary.done)),
+                ("gaia2_not_run", ",".join(summary.not_run)), ("gaia2_complete", str(summary.complete).lower())]
+

@@ -1,0 +1,335 @@
+"""The results store: one run folder per pytest run, locked while written, nothing outside it touched.
+
+Layout (gaia2-runner's inside each run folder, so its viewer and a team's scripts read it)::
+
+    <output>/
+      latest -> 20261201T091500Z-3f2a9c1d       (the newest run folder)
+      20261201T091500Z-3f2a9c1d/
+        run_config.json  sessions.jsonl  results.jsonl  summary.json  manifest.json
+        <split>/<scenario_id>/            attempt 1: result.json, events.jsonl, logs, state/
+        <split>/<scenario_id>/attempt_2/  a retry (or a resumed session's new attempt)
+        run_<k>/<split>/<scenario_id>/    with --gaia2-repeat
+
+Files are only ever created: an attempt writes into a folder no earlier attempt used, every
+write goes through a temporary file and a rename, and every path is built from validated
+parts and checked to resolve inside its parent before anything is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import re
+import socket
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from .record import AttemptRecord, is_judged
+from .safejson import JsonReadError, read_json_file
+
+RESULT_FILE = "result.json"
+RESULTS_FILE = "results.jsonl"
+RUN_CONFIG_FILE = "run_config.json"
+SESSIONS_FILE = "sessions.jsonl"
+SUMMARY_FILE = "summary.json"
+MANIFEST_FILE = "manifest.json"
+LATEST = "latest"
+LOCK_FILE = ".gaia2.lock"
+HOLDER_FILE = ".gaia2.lock.json"
+RECORD_MAX_BYTES = 64 * 2**20
+"""result.json files are read back bounded: a container cannot make the host read a huge one."""
+
+STATE_DIR = "/var/gaia2/state"
+STATE_FILES: dict[str, str] = {
+    "events.jsonl": "events.jsonl",
+    "judgments.jsonl": "daemon_judgments.jsonl",
+    "daemon_status.json": "daemon_status.json",
+    "user_details.json": "user_details.json",
+    "notifications.jsonl": "notifications.jsonl",
+}
+"""In-container state files and the names gaia2-runner gives them; the rest go under state/."""
+LOG_FILES: dict[str, str] = {
+    "/tmp/gaia2-eventd.log": "eventd.log",
+    "/tmp/entrypoint.log": "entrypoint.log",
+    "/tmp/gaia2-adapter.log": "adapter.log",
+    "/tmp/faketime.rc": "faketime.rc",
+    "/tmp/trace.jsonl": "trace.jsonl",
+}
+OPENCLAW_LOG_DIR = "/tmp/openclaw"
+
+_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_RUN_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")
+
+
+class StoreError(Exception):
+    """The results store cannot do what was asked; the message names the folder or file."""
+
+
+def safe_part(name: str) -> str:
+    """A name that may become one path component: ids, splits, file stems.
+
+    Refuses ``.``, ``..``, a leading dot, separators and anything past 128 characters,
+    so no derived path can leave its parent or pass the host's limits.
+    """
+    if not _PART.fullmatch(name) or name in {".", ".."}:
+        raise StoreError(f"{name!r} cannot be a folder name in the results store "
+                         "(letters, digits, '_', '.', '-'; no leading dot; at most 128 characters)")
+    return name
+
+
+def inside(parent: Path, *parts: str) -> Path:
+    """``parent/part/...`` after checking every part and that the result resolves inside ``parent``."""
+    path = parent.joinpath(*(safe_part(part) for part in parts))
+    root = parent.resolve()
+    if not path.resolve().is_relative_to(root):
+        raise StoreError(f"{path} resolves outside {root}; nothing was written")
+    return path
+
+
+# -- atomic files ------------------------------------------------------------------------------
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Atomic write: a hidden temporary of this process, then a rename; on failure
+    (disk full, no permission) the temporary is removed and one error names the file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write_text(path: Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def read_json(path: Path, max_bytes: int = RECORD_MAX_BYTES) -> Any:
+    """Parsed JSON, or None when the file is missing, unreadable, too big or too deep."""
+    try:
+        return read_json_file(path, max_bytes=max_bytes)
+    except JsonReadError:
+        return None
+
+
+def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
+    """One line per call, flushed at once, so a crashed run keeps what it finished."""
+    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from None
+
+
+def read_jsonl(path: Path, max_line_bytes: int = RECORD_MAX_BYTES) -> list[dict[str, Any]]:
+    """Every complete object line; torn or oversized lines are skipped."""
+    from .safejson import JsonLimitError, loads_bounded
+
+    records: list[dict[str, Any]] = []
+    try:
+        handle = open(path, "rb")
+    except OSError:
+        return records
+    with handle:
+        for line in handle:
+            try:
+                value = loads_bounded(line, max_bytes=max_line_bytes)
+            except JsonLimitError:
+                continue
+            if isinstance(value, dict):
+                records.append(value)
+    return records
+
+
+# -- run folders -------------------------------------------------------------------------------
+
+def run_folder_name(run_id: str, started: _dt.datetime) -> str:
+    """``20261201T091500Z-3f2a9c1d``: sorts by start time, unique by run id."""
+    return f"{started.astimezone(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{run_id[:8]}"
+
+
+class RunFolder:
+    """One run's folder: where its records and files go, and the lock that keeps it its own."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock: Any = None
+
+    # where things go
+
+    @property
+    def results(self) -> Path:
+        return self.path / RESULTS_FILE
+
+    def file(self, name: str) -> Path:
+        return inside(self.path, name)
+
+    def scenario_dir(self, split: str, scenario_id: str, repeat: int, repeats: int) -> Path:
+        """``<split>/<id>`` or ``run_<k>/<split>/<id>``: gaia2-runner's layout."""
+        parts = ([f"run_{repeat}"] if repeats > 1 else []) + [split, scenario_id]
+        return inside(self.path, *parts)
+
+    @staticmethod
+    def attempt_dir(scenario_dir: Path, attempt: int) -> Path:
+        return scenario_dir if attempt == 1 else inside(scenario_dir, f"attempt_{attempt}")
+
+    @staticmethod
+    def attempts(scenario_dir: Path) -> list[int]:
+        """Attempt numbers that have a folder (attempt 1 is the scenario folder itself)."""
+        if not scenario_dir.is_dir():
+            return []
+        found = [1]
+        for entry in scenario_dir.iterdir():
+            match = re.fullmatch(r"attempt_(\d+)", entry.name)
+            if match and entry.is_dir() and not entry.is_symlink():
+                found.append(int(match.group(1)))
+        return sorted(found)
+
+    def next_attempt(self, scenario_dir: Path) -> int:
+        """The first attempt number whose folder no earlier attempt used: nothing is overwritten."""
+        used = self.attempts(scenario_dir)
+        return (used[-1] + 1) if used else 1
+
+    def last_record(self, scenario_dir: Path) -> AttemptRecord | None:
+        """The record of the scenario's latest attempt that wrote one; a judged one wins."""
+        records = [self.read_record(self.attempt_dir(scenario_dir, n)) for n in self.attempts(scenario_dir)]
+        present = [record for record in records if record is not None]
+        judged = [record for record in present if is_judged(record)]
+        return (judged or present or [None])[-1]
+
+    @staticmethod
+    def read_record(folder: Path) -> AttemptRecord | None:
+        data = read_json(folder / RESULT_FILE)
+        if not isinstance(data, dict):
+            return None
+        try:
+            return AttemptRecord.from_json(data)
+        except (TypeError, ValueError):
+            return None
+
+    def write_record(self, folder: Path, record: AttemptRecord) -> None:
+        write_json(folder / RESULT_FILE, record.to_json())
+
+    def records(self) -> Iterator[AttemptRecord]:
+        """Every stored record of the run's results.jsonl, last line per key."""
+        latest: dict[str, AttemptRecord] = {}
+        for row in read_jsonl(self.results):
+            try:
+                record = AttemptRecord.from_json(row)
+            except (TypeError, ValueError):
+                continue
+            latest[record.key] = record
+        yield from latest.values()
+
+    def rewrite_results(self, records: Iterable[AttemptRecord]) -> None:
+        """One line per scenario key in a fixed order, written atomically at the end of a run."""
+        by_key = {record.key: record for record in records}
+        lines = "".join(json.dumps(by_key[key].to_json(), ensure_ascii=False, default=str) + "\n"
+                        for key in sorted(by_key))
+        write_text(self.results, lines)
+
+    # lifetime
+
+    @classmethod
+    def create(cls, output: Path, run_id: str, started: _dt.datetime) -> RunFolder:
+        """A new, empty run folder under ``output`` and the ``latest`` pointer to it."""
+        try:
+            output.mkdir(parents=True, exist_ok=True)
+            path = output / run_folder_name(run_id, started)
+            path.mkdir()
+        except OSError as exc:
+            raise StoreError(f"cannot create a run folder in --gaia2-output {output}: "
+                             f"{exc.strerror or exc}") from None
+        point_latest(output, path.name)
+        return cls(path)
+
+    @classmethod
+    def find(cls, output: Path, named: str | Path | None) -> RunFolder:
+        """The run folder to resume: the one named, else the newest under ``output``.
+
+        A folder of pytest-gaia2 0.1 (results directly in ``--gaia2-output``) is a run
+        folder too: it has run_config.json at its top.
+        """
+        if named is not None:
+            path = Path(named)
+            if not (path / RUN_CONFIG_FILE).is_file():
+                raise StoreError(f"--gaia2-resume={named}: {path} is not a run folder (no {RUN_CONFIG_FILE})")
+            return cls(path)
+        latest = resolve_latest(output)
+        if latest is not None and (latest / RUN_CONFIG_FILE).is_file():
+            return cls(latest)
+        candidates = sorted(entry for entry in output.iterdir() if _RUN_NAME.fullmatch(entry.name)
+                            and (entry / RUN_CONFIG_FILE).is_file()) if output.is_dir() else []
+        if candidates:
+            return cls(candidates[-1])
+        if (output / RUN_CONFIG_FILE).is_file():
+            return cls(output)
+        raise StoreError(f"--gaia2-resume: no run folder to resume in --gaia2-output {output}")
+
+    def lock(self, holder: Mapping[str, Any]) -> None:
+        """Hold the folder for this run; a second run into it stops at once, naming the holder."""
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(str(self.path / LOCK_FILE), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            held = read_json(self.path / HOLDER_FILE) or {}
+            who = ", ".join(f"{key} {held[key]}" for key in ("pid", "host", "session_id", "started_at")
+                            if key in held) or "another process"
+            raise StoreError(f"run folder {self.path} is in use by {who}; wait for that run to end "
+                             "or resume another folder") from None
+        except OSError as exc:
+            raise StoreError(f"cannot lock run folder {self.path}: {exc.strerror or exc}") from None
+        self._lock = lock
+        write_json(self.path / HOLDER_FILE, {**holder, "pid": os.getpid(), "host": socket.gethostname()})
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            (self.path / HOLDER_FILE).unlink(missing_ok=True)
+            self._lock.release()
+            self._lock = None
+
+
+def point_latest(output: Path, name: str) -> None:
+    """``<output>/latest`` -> the newest run folder; a symlink where the OS allows it, else a
+    one-line file. A ``latest`` that is not ours (a real folder or file) is left alone."""
+    link = output / LATEST
+    if link.exists() and not link.is_symlink() and not link.is_file():
+        return
+    tmp = output / f".{LATEST}.{os.getpid()}.tmp"
+    try:
+        tmp.unlink(missing_ok=True)
+        os.symlink(name, tmp, target_is_directory=True)
+        os.replace(tmp, link)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        if not link.is_symlink():
+            write_text(link, name + "\n")
+
+
+def resolve_latest(output: Path) -> Path | None:
+    """The folder ``latest`` points at (symlink or one-line file), if any."""
+    link = output / LATEST
+    if link.is_symlink():
+        return output / os.readlink(link)
+    if link.is_file():
+        return output / link.read_text(encoding="utf-8").strip()
+    return None

@@ -1,0 +1,239 @@
+"""Test helpers (importable: ``from gaia2_testing import ...``): paths, runs in subprocesses,
+the run folder of an output, the run's containers on the real engine, derived images."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "scenarios"
+DATA = REPO / "tests" / "data"
+
+
+def gaia2_containers(run_id: str | None = None) -> list[Any]:
+    """Containers on the engine carrying pytest-gaia2's run label (all runs, or one)."""
+    import docker
+
+    client = docker.from_env()
+    label = f"org.pytest-gaia2.run={run_id}" if run_id else "org.pytest-gaia2.run"
+    try:
+        return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+    finally:
+        client.close()
+
+
+def engine_answers() -> str | None:
+    """None when a container engine answers, else why not (checked once per process)."""
+    global _ENGINE_PROBLEM
+    if _ENGINE_PROBLEM is None:
+        try:
+            import docker
+
+            client = docker.from_env(timeout=10)
+            client.ping()
+            client.close()
+            _ENGINE_PROBLEM = ""
+        except Exception as exc:  # noqa: BLE001 - any failure means: no engine to test against
+            _ENGINE_PROBLEM = f"{type(exc).__name__}: {exc}"[:200]
+    return _ENGINE_PROBLEM or None
+
+
+_ENGINE_PROBLEM: str | None = None
+
+
+def run_folder(output: Path) -> Path:
+    """The run folder a run wrote under ``--gaia2-output`` (``latest`` points at the newest)."""
+    latest = output / "latest"
+    if latest.is_symlink():
+        return output / os.readlink(latest)
+    if latest.is_file():
+        return output / latest.read_text(encoding="utf-8").strip()
+    return output
+
+
+def run_folders(output: Path) -> list[Path]:
+    """Every run folder under ``output``, oldest first."""
+    return sorted(path for path in output.iterdir() if (path / "run_config.json").is_file() and not path.is_symlink())
+
+
+def run_id_of(output: Path) -> str:
+    """The session id of the newest run under ``output`` (its containers carry it as their run label)."""
+    return json.loads((run_folder(output) / "run_config.json").read_text(encoding="utf-8"))["session_id"]
+
+
+def results_of(output: Path) -> list[dict[str, Any]]:
+    lines = (run_folder(output) / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def run_pytest(path: Path, *args: str, output: str = "out", timeout: float = 600.0) -> pytest.RunResult:
+    """``run_gaia2`` in a folder of one's own, for a module-scoped run that several tests read."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--gaia2-output={output}", *args],
+        cwd=path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout,
+    )
+    return pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(),
+                            time.monotonic() - started)
+
+
+KEY_VARIABLES = (
+    "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY",
+    "OPENAI_COMPAT_API_KEY", "OPENAI_COMPLETIONS_API_KEY", "API_KEY", "GAIA2_JUDGE_API_KEY",
+)
+"""Every variable gaia2-cli reads a key from (contract section 1.3)."""
+HOST_SETTINGS = (
+    *KEY_VARIABLES, "GAIA2_JUDGE_PROVIDER", "GAIA2_JUDGE_MODEL", "GAIA2_JUDGE_BASE_URL", "BASE_URL",
+    "GAIA2_CA_BUNDLE", "GAIA2_PROXY_RELAY_URL",
+    "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY",
+)
+
+
+def derived_image(tag: str, *lines: str, files: Mapping[str, bytes] | None = None) -> str:
+    """Build ``tag`` FROM the reference image (built first when needed) plus Dockerfile ``lines``.
+
+    Built rather than tagged, so the image has its own id and a concurrent rebuild of the
+    reference image cannot untag it mid-test; unchanged, it comes from the build cache.
+    ``files`` (name -> bytes) are in the build context for ``COPY``.
+    """
+    import docker
+    from filelock import FileLock
+
+    from pytest_gaia2.engine import tar_files
+    from pytest_gaia2.preflight import IMAGE_BUILD_LOCK
+    from pytest_gaia2.reference import build
+
+    dockerfile = "\n".join([f"FROM {build.image_name()}", f"LABEL org.pytest-gaia2-test.image={tag}", *lines])
+    context = tar_files([("Dockerfile", f"{dockerfile}\n".encode(), 0o644),
+                         *((name, content, 0o755) for name, content in (files or {}).items())])
+    client = docker.from_env()
+    try:
+        with FileLock(str(IMAGE_BUILD_LOCK)):
+            build.ensure_image(client, log=lambda line: None)
+            image, _ = client.images.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag,
+                                           rm=True, forcerm=True, pull=False)
+        return str(image.id)
+    finally:
+        client.close()
+
+
+def engine_events(since: float, **filters: str) -> list[dict[str, Any]]:
+    """The engine's container events from ``since`` until now matching ``filters`` (``label=``,
+    ``image=``): each names its container and carries every label, even after removal."""
+    import docker
+
+    client = docker.from_env()
+    try:
+        return list(client.events(since=int(since), until=int(time.time()) + 1, decode=True,
+                                  filters={"type": "container", **filters}))
+    finally:
+        client.close()
+
+
+REAPING_LOCK = Path(tempfile.gettempdir()) / "pytest-gaia2-tests-reaping.lock"
+"""Held by tests whose runs reap with a short grace age and by the test that plants orphans,
+so one never reaps the other's planted containers."""
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of a process (xdist workers of a controller), from /proc."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text(encoding="utf-8", errors="replace").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return sorted(children)
+
+
+class BackgroundRun:
+    """A pytest-gaia2 run in its own process group, so a test can signal it as a terminal would."""
+
+    def __init__(self, process: subprocess.Popen[bytes], output: Path, log: Path) -> None:
+        self.process = process
+        self.output = output
+        self.log = log
+
+    def text(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def _until(self, what: str, timeout: float, check: Callable[[], Any]) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = check()
+            if value:
+                return value
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.3)
+        raise AssertionError(f"gave up waiting for {what} (exit code {self.process.poll()}):\n{self.text()}")
+
+    def run_id(self, timeout: float = 120.0) -> str:
+        """The run id, once pre-flight has written run_config.json."""
+        return self._until("run_config.json", timeout,
+                           lambda: (run_folder(self.output) / "run_config.json").is_file() and run_id_of(self.output))
+
+    def wait_for_containers(self, count: int, timeout: float = 120.0) -> list[Any]:
+        """The run's containers once at least ``count`` exist."""
+        run_id = self.run_id(timeout)
+
+        def enough() -> list[Any] | None:
+            found = gaia2_containers(run_id)
+            return found if len(found) >= count else None
+
+        return self._until(f"{count} container(s)", timeout, enough)
+
+    def results(self) -> list[dict[str, Any]]:
+        """The records written so far (none before the first verdict)."""
+        return results_of(self.output) if (run_folder(self.output) / "results.jsonl").is_file() else []
+
+    def interrupt_when(self, what: str, ready: Callable[[], bool], timeout: float = 120.0) -> int:
+        """Once ``ready()``, SIGINT to the process group (what a terminal's Ctrl-C does); the exit code."""
+        self._until(what, timeout, ready)
+        os.killpg(self.process.pid, signal.SIGINT)
+        return self.wait(90)
+
+    def wait(self, timeout: float = 180.0) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the run did not end within {timeout:g} s:\n{self.text()}") from None
+
+
+def make_dataset_repo(root: Path, configs: Mapping[str, list[tuple[object, object]]],
+                      columns: tuple[str, str] = ("scenario_id", "scenario")) -> Path:
+    """A Hugging Face dataset repository folder as the hub stores one (``<config>/test-*.parquet``
+    and a README whose front matter declares the configs), for ``datasets.load_dataset(<folder>)``:
+    these machines cannot reach the hub."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    front_matter = ["---", "configs:"]
+    for config, rows in configs.items():
+        (root / config).mkdir(parents=True)
+        table = pa.table({columns[0]: [r[0] for r in rows], columns[1]: [r[1] for r in rows]})
+        pq.write_table(table, root / config / "test-00000-of-00001.parquet")
+        front_matter += [
+            f"- config_name: {config}",
+            "  data_files:",
+            "  - split: test",
+            f"    path: {config}/test-*.parquet",
+        ]
+    (root / "README.md").write_text("\n".join(front_matter + ["---", "# tiny gaia2", ""]), encoding="utf-8")
+    return root

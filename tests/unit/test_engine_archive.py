@@ -1,0 +1,305 @@
+"""Streaming copy-out on tar streams built here and fed in small chunks, as the engine sends
+them: what is kept, what is skipped and why, that nothing lands outside the destination,
+that memory stays bounded, and that secrets are masked across chunk boundaries."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import re
+import subprocess
+import sys
+import tarfile
+import tracemalloc
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pytest
+
+from pytest_gaia2 import engine
+from pytest_gaia2.engine import CopyReport, extract
+
+MB = 1 << 20
+STATE_NAMES = {"events.jsonl": "events.jsonl", "judgments.jsonl": "daemon_judgments.jsonl"}
+
+
+def entry(name: str, content: bytes = b"", kind: bytes = tarfile.REGTYPE, **attrs: object) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.size = len(content) if kind == tarfile.REGTYPE else 0
+    for key, value in attrs.items():
+        setattr(info, key, value)
+    return info
+
+
+def tar_bytes(*entries: tuple[tarfile.TarInfo, bytes]) -> bytes:
+    """A PAX archive (long and non-ASCII names allowed, as the engine's are)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for info, content in entries:
+            archive.addfile(info, io.BytesIO(content) if info.isreg() else None)
+    return buffer.getvalue()
+
+
+def files(*items: tuple[str, bytes]) -> bytes:
+    return tar_bytes(*((entry(name, content), content) for name, content in items))
+
+
+def chunks(data: bytes, size: int = 4093) -> Iterator[bytes]:
+    """The stream in small, odd-sized chunks."""
+    for start in range(0, len(data), size):
+        yield data[start:start + size]
+
+
+def generated(members: Iterable[tuple[str, int]], chunk: int = MB) -> Iterator[bytes]:
+    """A tar stream of zero-filled files made on the fly: never held whole, however large."""
+    for name, size in members:
+        info = tarfile.TarInfo(name)
+        info.size = size
+        yield info.tobuf(format=tarfile.PAX_FORMAT)
+        left = size
+        while left:
+            step = min(chunk, left)
+            yield bytes(step)
+            left -= step
+        yield bytes(-size % tarfile.BLOCKSIZE)
+    yield bytes(2 * tarfile.BLOCKSIZE)
+
+
+def copy(data: bytes | Iterable[bytes], dest: Path, **kwargs: object) -> CopyReport:
+    options: dict[str, object] = {"max_file_bytes": 64 * MB, "max_total_bytes": 256 * MB, "prefix": "state",
+                                  "rename": STATE_NAMES}
+    options.update(kwargs)
+    stream = chunks(data) if isinstance(data, bytes) else data
+    return extract(stream, dest, **options)  # type: ignore[arg-type]
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` by relative path; fails on anything but files and folders."""
+    found = {}
+    for path in root.rglob("*"):
+        assert not path.is_symlink(), path
+        if path.is_file():
+            found[path.relative_to(root).as_posix()] = path.read_bytes()
+        else:
+            assert path.is_dir(), path
+    return found
+
+
+def reasons(report: CopyReport) -> dict[str, str]:
+    return dict(report.skipped)
+
+
+def test_known_files_get_top_level_names_and_the_rest_keeps_its_place_under_the_prefix(tmp_path: Path) -> None:
+    report = copy(files(("state/events.jsonl", b"e\n"), ("state/judgments.jsonl", b"j\n"),
+                        ("state/filesystem/docs/a.txt", b"aaa"), ("state/contacts.json", b"{}")), tmp_path)
+    assert tree(tmp_path) == {"events.jsonl": b"e\n", "daemon_judgments.jsonl": b"j\n",
+                              "state/filesystem/docs/a.txt": b"aaa", "state/contacts.json": b"{}"}
+    assert sorted(report.written) == [("daemon_judgments.jsonl", 2), ("events.jsonl", 2),
+                                      ("state/contacts.json", 2), ("state/filesystem/docs/a.txt", 3)]
+    assert (report.total_bytes, report.skipped, report.notes) == (9, [], [])
+
+
+def test_a_single_file_archive_is_named_by_the_map_or_kept_under_the_prefix(tmp_path: Path) -> None:
+    copy(files(("gaia2-eventd.log", b"log")), tmp_path, rename={"gaia2-eventd.log": "eventd.log"}, prefix="")
+    copy(files(("trace.jsonl", b"t")), tmp_path, rename={}, prefix="logs")
+    assert tree(tmp_path) == {"eventd.log": b"log", "logs/trace.jsonl": b"t"}
+
+
+def test_a_250_character_name_is_kept_and_a_300_byte_component_is_skipped(tmp_path: Path) -> None:
+    long_ok, accented_ok = "n" * 250, "é" * 120  # 240 bytes in UTF-8
+    too_long, accented_too_long = "x" * 300, "é" * 130  # 260 bytes, though 130 characters
+    report = copy(files((f"state/{long_ok}", b"1"), (f"state/{accented_ok}", b"2"),
+                        (f"state/{too_long}", b"3"), (f"state/d/{accented_too_long}/f", b"4")), tmp_path)
+    assert tree(tmp_path) == {f"state/{long_ok}": b"1", f"state/{accented_ok}": b"2"}
+    assert list(reasons(report).values()) == ["a path component is longer than 255 bytes"] * 2
+
+
+def test_deep_trees_and_long_host_paths_are_bounded(tmp_path: Path) -> None:
+    deep_ok = "/".join(["d"] * (engine.MAX_DEPTH - 2))  # + "state" + the file = MAX_DEPTH levels
+    too_deep = "/".join(["d"] * engine.MAX_DEPTH)
+    too_long = "/".join(["p" * 200] * 20)  # 20 short-enough components, 4000 bytes in all
+    report = copy(files((f"state/{deep_ok}/f", b"ok"), (f"state/{too_deep}/f", b"no"),
+                        (f"state/{too_long}/f", b"no")), tmp_path)
+    assert tree(tmp_path) == {f"state/{deep_ok}/f": b"ok"}
+    assert sorted(reasons(report).values()) == [f"deeper than {engine.MAX_DEPTH} levels",
+                                                f"host path longer than {engine.MAX_HOST_PATH_BYTES} bytes"]
+
+
+def test_links_devices_and_fifos_are_skipped_and_nothing_lands_outside(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "dest"
+    archive = tar_bytes(
+        (entry("state/real.json", b"{}"), b"{}"),
+        (entry("state/passwd", kind=tarfile.SYMTYPE, linkname="/etc/passwd"), b""),
+        (entry("state/escape", kind=tarfile.SYMTYPE, linkname=str(outside)), b""),
+        (entry("state/escape/pwned", b"x"), b"x"),  # through the link, if it had been made
+        (entry("state/hard", kind=tarfile.LNKTYPE, linkname="state/real.json"), b""),
+        (entry("state/fifo", kind=tarfile.FIFOTYPE), b""),
+        (entry("state/null", kind=tarfile.CHRTYPE, devmajor=1, devminor=3), b""),
+        (entry("state/sda", kind=tarfile.BLKTYPE, devmajor=8, devminor=0), b""),
+    )
+    report = copy(archive, dest)
+    assert reasons(report) == {"state/passwd": "symbolic link", "state/escape": "symbolic link",
+                               "state/hard": "hard link", "state/fifo": "FIFO", "state/null": "device",
+                               "state/sda": "device"}
+    assert tree(dest) == {"state/real.json": b"{}", "state/escape/pwned": b"x"}  # a plain folder
+    assert list(outside.iterdir()) == []
+
+
+def test_dot_dot_absolute_and_nul_names_are_skipped(tmp_path: Path) -> None:
+    dest = tmp_path / "dest"
+    nul = entry("state/ab", b"x")
+    nul.pax_headers = {"path": "state/a\0b"}
+    report = copy(tar_bytes((entry("state/../../escape", b"x"), b"x"), (entry("/etc/cron.d/x", b"x"), b"x"),
+                            (entry("state/a/../../../up", b"x"), b"x"), (nul, b"x"),
+                            (entry("state/ok", b"y"), b"y")), dest)
+    assert tree(tmp_path) == {"dest/state/ok": b"y"}
+    assert sorted(reasons(report).values()) == ["absolute name", "name contains '..'", "name contains '..'",
+                                                "name contains NUL"]
+    assert "state/a\\x00b" in reasons(report)  # shown printable
+
+
+def test_symlinks_already_in_the_destination_are_never_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("untouched")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "state").symlink_to(outside)  # a folder on the way is a link
+    (dest / "events.jsonl").symlink_to(outside / "victim")  # the target itself is a link
+    report = copy(files(("state/notes.json", b"x"), ("state/events.jsonl", b"new")), dest)
+    assert reasons(report) == {"state/notes.json": "a file, folder or symlink is in the way on the host"}
+    assert (outside / "victim").read_text() == "untouched" and list(outside.iterdir()) == [outside / "victim"]
+    assert not (dest / "events.jsonl").is_symlink() and (dest / "events.jsonl").read_bytes() == b"new"
+
+
+def test_a_file_where_a_folder_is_needed_is_skipped(tmp_path: Path) -> None:
+    report = copy(files(("state/a", b"file"), ("state/a/b", b"under a file")), tmp_path)
+    assert tree(tmp_path) == {"state/a": b"file"}
+    assert reasons(report) == {"state/a/b": "a file, folder or symlink is in the way on the host"}
+
+
+def test_file_and_total_caps(tmp_path: Path) -> None:
+    report = copy(files(("state/big", b"b" * 101), ("state/one", b"1" * 60), ("state/two", b"2" * 60),
+                        ("state/small", b"s" * 40)), tmp_path, max_file_bytes=100, max_total_bytes=100)
+    assert tree(tmp_path) == {"state/one": b"1" * 60, "state/small": b"s" * 40}  # a later small one still fits
+    assert reasons(report) == {"state/big": "101 bytes, over the 100-byte file cap",
+                               "state/two": "60 bytes, over what is left of the 100-byte total cap"}
+    assert report.total_bytes == 100
+
+
+def test_a_200_mb_file_over_the_cap_is_skipped_with_memory_bounded(tmp_path: Path) -> None:
+    stream = generated([("state/huge.bin", 200 * MB), ("state/after.json", 3)])
+    tracemalloc.start()
+    try:
+        report = copy(stream, tmp_path, max_file_bytes=10 * MB)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert reasons(report) == {"state/huge.bin": f"{200 * MB} bytes, over the {10 * MB}-byte file cap"}
+    assert tree(tmp_path) == {"state/after.json": bytes(3)}  # the stream went on past it
+    assert peak < 8 * MB, f"peak {peak / MB:.1f} MiB"
+
+
+def test_a_large_file_within_the_caps_is_streamed_to_disk_with_memory_bounded(tmp_path: Path) -> None:
+    tracemalloc.start()
+    try:
+        report = copy(generated([("state/large.bin", 64 * MB)]), tmp_path, max_file_bytes=100 * MB,
+                      transform=lambda data: data.replace(b"secret", b"***"), overlap=6)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert report.written == [("state/large.bin", 64 * MB)]
+    assert (tmp_path / "state" / "large.bin").stat().st_size == 64 * MB
+    assert peak < 8 * MB, f"peak {peak / MB:.1f} MiB"
+
+
+def test_reading_a_small_file_stops_at_the_cap_without_reading_the_rest() -> None:
+    consumed = []
+
+    def counted(stream: Iterable[bytes]) -> Iterator[bytes]:
+        for piece in stream:
+            consumed.append(len(piece))
+            yield piece
+
+    assert engine._first_file(counted(generated([("huge", 200 * MB)])), 1 * MB) == (
+        None, f"{200 * MB} bytes, over the {1 * MB}-byte cap")
+    assert sum(consumed) < 2 * MB
+    assert engine._first_file(chunks(files(("daemon_status.json", b'{"status": "complete"}'))), 1024) == (
+        b'{"status": "complete"}', None)
+    assert engine._first_file(chunks(tar_bytes((entry("state", kind=tarfile.DIRTYPE), b""))), 1024) == (
+        None, "not a regular file")
+
+
+SECRETS = [b"sk-live-0123456789abcdef", b"judge-token-XYZ987", b"hunter22"]
+SECRET_PATTERN = re.compile(b"|".join(map(re.escape, sorted(SECRETS, key=len, reverse=True))))
+
+
+def mask(data: bytes) -> bytes:
+    return SECRET_PATTERN.sub(b"***", data)
+
+
+def test_secrets_spanning_every_chunk_boundary_are_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows of 16 bytes, so almost every secret crosses one; the result is the whole-file mask."""
+    monkeypatch.setattr(engine, "COPY_CHUNK", 16)
+    rng = random.Random(7)
+    pieces = []
+    for _ in range(400):
+        pieces.append(bytes(rng.choice(b"abcdefghij \n") for _ in range(rng.randrange(0, 40))))
+        pieces.append(rng.choice(SECRETS))
+    content = b"".join(pieces)
+    report = copy(files(("state/events.jsonl", content)), tmp_path, transform=mask,
+                  overlap=max(map(len, SECRETS)))
+    written = (tmp_path / "events.jsonl").read_bytes()
+    assert written == mask(content)
+    assert not any(secret in written for secret in SECRETS)
+    assert report.written == [("events.jsonl", len(written))]
+
+
+def test_a_secret_across_a_real_chunk_boundary_of_a_large_file_is_masked(tmp_path: Path) -> None:
+    secret = SECRETS[0]
+    content = bytearray(b"x" * (3 * engine.COPY_CHUNK))
+    for boundary in (engine.COPY_CHUNK, 2 * engine.COPY_CHUNK):
+        content[boundary - 7:boundary - 7 + len(secret)] = secret
+    copy(files(("state/big.log", bytes(content))), tmp_path, transform=mask, overlap=len(secret))
+    written = (tmp_path / "state" / "big.log").read_bytes()
+    assert secret not in written and written.count(b"***") == 2
+    assert written == mask(bytes(content))
+
+
+def test_a_broken_stream_keeps_what_was_written_and_says_so(tmp_path: Path) -> None:
+    data = files(("state/first.json", b"1" * 5000), ("state/second.json", b"2" * 50_000))
+
+    def breaking() -> Iterator[bytes]:
+        yield data[:20_000]  # the first file whole, the second one in part
+        raise ConnectionResetError("engine went away")
+
+    report = copy(breaking(), tmp_path)
+    assert tree(tmp_path) == {"state/first.json": b"1" * 5000}  # and no temporary left
+    assert report.written == [("state/first.json", 5000)]
+    assert report.notes == ["the engine's archive stream broke, the copy is partial: "
+                            "ConnectionResetError: engine went away"]
+
+
+def test_a_truncated_archive_keeps_what_was_written_and_says_so(tmp_path: Path) -> None:
+    data = files(("state/first.json", b"1" * 5000), ("state/second.json", b"2" * 50_000))
+    report = copy(data[:20_000], tmp_path)
+    assert tree(tmp_path) == {"state/first.json": b"1" * 5000}
+    assert len(report.notes) == 1 and report.notes[0].startswith("the archive is unreadable, the copy is partial")
+
+
+def test_the_number_of_entries_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "MAX_ENTRIES", 5)
+    report = copy(files(*((f"state/f{i}", b"x") for i in range(20))), tmp_path)
+    assert len(report.written) == 5 and report.notes == ["stopped after 5 archive entries"]
+
+
+def test_importing_the_engine_does_not_import_the_sdk() -> None:
+    code = ("import sys, pytest_gaia2.engine, pytest_gaia2.preflight; "
+            "print(sorted(m for m in ('docker', 'requests', 'urllib3') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(engine.__file__).parents[1])})
+    assert done.stdout.strip() == "[]"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from . import __version__, options, plan as plan_mod, provenance, settings as settings_mod, stats, store
+from . import __version__, options, plan as plan_mod, provenance, selection, settings as settings_mod, stats, store
 from .attempt import AttemptSetup, Gaia2InfraError, ScenarioAttempt, ScenarioResult
 from .record import AttemptRecord, is_judged
 from .redact import RedactingFilter, Redactor
@@ -141,10 +141,8 @@ class RunContext:
 
     def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
         """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left."""
-        keep, notes = plan_mod.narrow(planned, sample=self.values["sample"], seed=self.values["seed"],
-                                      first_n=self.values["first_n"])
-        self.notes.extend(note for note in notes if note not in self.notes)
-        return keep
+        return plan_mod.narrow(planned, sample=self.values["sample"], seed=self.values["seed"],
+                               first_n=self.values["first_n"])
 
     def header_lines(self) -> list[str]:
         if not self.active:
@@ -154,7 +152,8 @@ class RunContext:
         lines = [f"gaia2: session {self.session_id[:8]}, image {self.settings.image}, {found} scenarios found"
                  f"{f' ({broken} files cannot run)' if broken else ''}, network {self.settings.network}, "
                  f"output {self.output}"]
-        return [self.redactor.redact(line) for line in lines + [f"gaia2: {note}" for note in self.notes]]
+        notes = [*self.notes, *([selection.FIRST_N_WARNING] if self.values["first_n"] else [])]
+        return [self.redactor.redact(line) for line in lines + [f"gaia2: {note}" for note in notes]]
 
     def worker_input(self) -> dict[str, Any]:
         return {"gaia2_session_id": self.session_id, "gaia2_run_id": self.run_id,
@@ -223,6 +222,10 @@ class RunContext:
             pytest.exit(self.redactor.redact(f"pytest-gaia2: {exc}"), returncode=EXIT_SETUP_FAILED)
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
             write(self.redactor.redact(f"gaia2: {line}"))
+        scenarios = len({key.split("/run_")[0] for key in planned})
+        if self.values["sample"] and scenarios < self.values["sample"]:
+            write(f"gaia2: --gaia2-sample {self.values['sample']}: only {scenarios} scenarios to choose from "
+                  "after -k/-m, running all of them")
         write(f"gaia2: {len(planned)} planned, run folder {self.folder.path if self.folder else '-'}")
 
     def _writer(self) -> Callable[[str], None]:
@@ -244,8 +247,6 @@ class RunContext:
             {**holder, "command": provenance.command(self.config), "planned": len(planned), "provenance": self.provenance()}))
         chosen = [item.scenario for item in self.items() if item.scenario and item.key in set(planned)]
         if chosen:
-            from . import selection
-
             selection.write_manifest(self.folder.file(store.MANIFEST_FILE), chosen)
 
     def _check_resume(self) -> None:

@@ -123,9 +123,8 @@ def filtered(scenarios: Sequence[Scenario], values: dict[str, Any], resolve: Any
     )
 
 
-def narrow(items: Sequence[PlannedItem], *, sample: int | None, seed: int,
-           first_n: int | None) -> tuple[set[str], list[str]]:
-    """The keys to keep after a seeded sample or a prefix of the surviving scenarios, and notes.
+def narrow(items: Sequence[PlannedItem], *, sample: int | None, seed: int, first_n: int | None) -> set[str]:
+    """The keys to keep after a seeded sample or a prefix of the surviving scenarios.
 
     Repeats of a chosen scenario stay together; broken files are always kept (they report
     themselves).
@@ -133,11 +132,10 @@ def narrow(items: Sequence[PlannedItem], *, sample: int | None, seed: int,
     runnable = {item.scenario.scenario_id: item.scenario for item in items if item.scenario}
     scenarios = list(runnable.values())
     if sample is None and first_n is None:
-        return {item.key for item in items}, []
+        return {item.key for item in items}
     chosen = selection.select(scenarios, sample=sample, seed=seed, first_n=first_n)
     ids = {s.scenario_id for s in chosen.scenarios}
-    keep = {item.key for item in items if item.scenario is None or item.name in ids}
-    return keep, list(chosen.notes)
+    return {item.key for item in items if item.scenario is None or item.name in ids}
 
 
 def universe_markers(items: Sequence[PlannedItem]) -> list[str]:

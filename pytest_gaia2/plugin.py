@@ -104,7 +104,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
-def narrow_after_deselection(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.Item]) -> None:
     """--gaia2-sample and --gaia2-first-n choose among what -k, -m and --deselect left."""
     planned = {id(item): item.callspec.params[ITEM_PARAMETER] for item in items
                if ITEM_PARAMETER in getattr(getattr(item, "callspec", None), "params", {})}

@@ -7,6 +7,7 @@ text (longrepr with ``-l`` locals, captured output) is masked before anyone writ
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -55,7 +56,7 @@ def annotate(context: RunContext, item: pytest.Item, call: pytest.CallInfo[None]
     final = report.when == "call" or (report.when == "setup" and report.failed)
     if uses_scenario and final and planned is not None and not hasattr(report, "gaia2_record"):
         record = _record(context, planned, call, result, attempt)
-        _explain(report, call, record)
+        _explain(report, call, record, context.folder.path / record.folder if context.folder else None)
         report.gaia2_record = record.to_json()  # type: ignore[attr-defined]
         properties = [
             ("gaia2_scenario_id", record.scenario_id), ("gaia2_split", record.split),
@@ -70,7 +71,8 @@ def annotate(context: RunContext, item: pytest.Item, call: pytest.CallInfo[None]
     mask(context, report)
 
 
-def _explain(report: pytest.TestReport, call: pytest.CallInfo[None], record: AttemptRecord) -> None:
+def _explain(report: pytest.TestReport, call: pytest.CallInfo[None], record: AttemptRecord,
+             folder: Path | None) -> None:
     """A short longrepr that says what happened instead of a harness traceback."""
     from .attempt import Gaia2InfraError
 
@@ -79,7 +81,7 @@ def _explain(report: pytest.TestReport, call: pytest.CallInfo[None], record: Att
     if isinstance(call.excinfo.value, Gaia2InfraError) or record.outcome == "error":
         report.longrepr = f"[{record.error_category}] {record.message}"
     elif record.outcome == "failed" and report.when == "call":
-        report.longrepr = f"AssertionError: {record.message}\n(files: {record.folder})"
+        report.longrepr = f"AssertionError: {record.message}" + (f"\n(files: {folder})" if folder else "")
 
 
 def add_junit_properties(config: pytest.Config, context: RunContext) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+import docker  # imported before pytester snapshots sys.modules: a re-import would split requests' classes
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,8 +28,6 @@ DATA = REPO / "tests" / "data"
 
 def gaia2_containers(run_id: str | None = None) -> list[Any]:
     """Containers on the engine carrying pytest-gaia2's run label (all runs, or one)."""
-    import docker
-
     client = docker.from_env()
     label = f"org.pytest-gaia2.run={run_id}" if run_id else "org.pytest-gaia2.run"
     try:
@@ -41,8 +41,6 @@ def engine_answers() -> str | None:
     global _ENGINE_PROBLEM
     if _ENGINE_PROBLEM is None:
         try:
-            import docker
-
             client = docker.from_env(timeout=10)
             client.ping()
             client.close()
@@ -68,6 +66,18 @@ def run_folder(output: Path) -> Path:
 def run_folders(output: Path) -> list[Path]:
     """Every run folder under ``output``, oldest first."""
     return sorted(path for path in output.iterdir() if (path / "run_config.json").is_file() and not path.is_symlink())
+
+
+def session_prefix(text: str) -> str:
+    """The 8-character session id a run prints in its header (``gaia2: session 1a2b3c4d, ...``)."""
+    match = re.search(r"gaia2: session ([0-9a-f]{8})", text)
+    assert match, f"no session in:\n{text}"
+    return match.group(1)
+
+
+def session_containers(prefix: str) -> list[Any]:
+    """Containers whose run label (the session id) starts with ``prefix``."""
+    return [c for c in gaia2_containers() if (c.labels or {}).get("org.pytest-gaia2.run", "").startswith(prefix)]
 
 
 def run_id_of(output: Path) -> str:
@@ -110,7 +120,6 @@ def derived_image(tag: str, *lines: str, files: Mapping[str, bytes] | None = Non
     reference image cannot untag it mid-test; unchanged, it comes from the build cache.
     ``files`` (name -> bytes) are in the build context for ``COPY``.
     """
-    import docker
     from filelock import FileLock
 
     from pytest_gaia2.engine import tar_files
@@ -134,8 +143,6 @@ def derived_image(tag: str, *lines: str, files: Mapping[str, bytes] | None = Non
 def engine_events(since: float, **filters: str) -> list[dict[str, Any]]:
     """The engine's container events from ``since`` until now matching ``filters`` (``label=``,
     ``image=``): each names its container and carries every label, even after removal."""
-    import docker
-
     client = docker.from_env()
     try:
         return list(client.events(since=int(since), until=int(time.time()) + 1, decode=True,

@@ -16,9 +16,9 @@ def _with_shipped(pytester: pytest.Pytester) -> None:
 def test_default_scenarios_folder_without_paths(pytester: pytest.Pytester) -> None:
     _with_shipped(pytester)
     result = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
-    ids = [line for line in result.outlines if line.startswith("gaia2::")]
+    ids = [line for line in result.outlines if line.startswith("gaia2/")]
     assert len(ids) == len(list(SHIPPED.rglob("*.json")))
-    assert "gaia2::test_scenario[search/scenario_universe_21_7kww6e]" in ids
+    assert "gaia2/search::test_scenario[scenario_universe_21_7kww6e]" in ids
 
 
 def test_explicit_test_paths_collect_no_scenario(pytester: pytest.Pytester) -> None:
@@ -27,22 +27,22 @@ def test_explicit_test_paths_collect_no_scenario(pytester: pytest.Pytester) -> N
     pytester.makepyfile(test_unit="def test_one():\n    assert True\n")
     result = pytester.runpytest("test_unit.py", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    assert "gaia2::" not in result.stdout.str()
+    assert "gaia2/" not in result.stdout.str()
 
 
 def test_strict_markers_and_split_selection(pytester: pytest.Pytester) -> None:
     _with_shipped(pytester)
     result = pytester.runpytest("--collect-only", "-q", "--strict-markers", "-m", "ambiguity_split",
                                 "-p", "no:cacheprovider")
-    ids = [line for line in result.outlines if line.startswith("gaia2::")]
-    assert ids and all("[ambiguity/" in line for line in ids)
+    ids = [line for line in result.outlines if line.startswith("gaia2/")]
+    assert ids and all(line.startswith("gaia2/ambiguity::") for line in ids)
 
 
 def test_folder_outside_the_splits_gets_its_own_marker(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--collect-only", "-q", "--strict-markers", "-m", "custom_split",
                                 f"--gaia2-scenarios={DATA / 'scenarios' / 'other_split'}", "-p", "no:cacheprovider")
-    ids = [line for line in result.outlines if line.startswith("gaia2::")]
-    assert len(ids) == 1 and "[custom/" in ids[0]
+    ids = [line for line in result.outlines if line.startswith("gaia2/")]
+    assert len(ids) == 1 and ids[0].startswith("gaia2/custom::")
 
 
 def test_user_tests_are_parametrized_per_scenario(pytester: pytest.Pytester) -> None:
@@ -55,3 +55,48 @@ def test_user_tests_are_parametrized_per_scenario(pytester: pytest.Pytester) -> 
     result = pytester.runpytest("test_mine.py", "--gaia2-scenarios=scenarios", "-p", "no:cacheprovider",
                                 "-k", "test_task_is_known")
     result.assert_outcomes(passed=len(list(SHIPPED.rglob("*.json"))))
+
+
+def test_universe_markers_are_registered_and_select(pytester: pytest.Pytester) -> None:
+    _with_shipped(pytester)
+    result = pytester.runpytest("--collect-only", "-q", "--strict-markers", "-m", "universe_21",
+                                "-p", "no:cacheprovider")
+    ids = [line for line in result.outlines if line.startswith("gaia2/")]
+    expected = [path for path in SHIPPED.rglob("*.json") if "universe_21_" in path.name]
+    assert result.ret == 0 and len(ids) == len(expected) >= 2
+    assert all("universe_21_" in line for line in ids)
+    markers = pytester.runpytest("--markers", "-p", "no:cacheprovider")
+    markers.stdout.fnmatch_lines(["@pytest.mark.universe_21: Gaia2 scenarios of universe_21"])
+
+
+def test_help_works_where_the_plugin_is_installed(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--help")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*--gaia2-gate-on=*", "*95% interval*"])
+
+
+def test_junit_classname_is_the_split_with_model_image_and_judge(pytester: pytest.Pytester) -> None:
+    """The JUnit file groups scenarios by split and carries what judged them, from stored verdicts."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    _with_shipped(pytester)
+    run = pytester.path / "run"
+    for path in SHIPPED.glob("search/*.json"):
+        folder = run / "search" / path.stem
+        folder.mkdir(parents=True)
+        record = {"scenario_id": path.stem, "split": "search", "success": True, "model": "m1",
+                  "image": "img:1", "judge_provider": "p", "judge_model": "j"}
+        (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+    (run / "run_config.json").write_text("{}", encoding="utf-8")
+    result = pytester.runpytest_subprocess("-m", "search_split", "--gaia2-resume=run", "--junitxml=j.xml",
+                                           "-p", "no:cacheprovider")
+    assert result.ret == 0
+    tree = ET.parse(pytester.path / "j.xml")
+    cases = tree.findall(".//testcase")
+    assert cases and {case.get("classname") for case in cases} == {"gaia2.search"}
+    props = {p.get("name"): p.get("value") for p in cases[0].findall(".//property")}
+    assert (props["gaia2_model"], props["gaia2_image"], props["gaia2_judge"]) == ("m1", "img:1", "p/j")
+    suite = {p.get("name"): p.get("value") for p in tree.findall("./testsuite/properties/property")}
+    assert (suite["gaia2_planned"], suite["gaia2_done"], suite["gaia2_complete"]) == (
+        str(len(cases)), str(len(cases)), "true")

@@ -1,8 +1,8 @@
 """The gate decides a run's exit status: met, missed, lower bound, judged rate, error rate;
 without gate options pytest's usual status; with nothing selected pytest's "no tests" code.
 
-Verdicts are set by hand as stored result.json files that ``--gaia2-resume`` reports again,
-so no scenario container starts. Errors come from unreadable scenario files, which never
+Verdicts are set by hand as stored result.json files in a run folder that ``--gaia2-resume=run``
+reports again, so no scenario container starts. Errors come from unreadable scenario files, which never
 reach a container (a stored error would be re-run instead).
 """
 
@@ -15,7 +15,7 @@ from typing import Callable
 
 import pytest
 
-from gaia2_testing import DATA, gaia2_containers, run_id_of
+from gaia2_testing import DATA, gaia2_containers
 
 MANY = DATA / "scenarios" / "many" / "search"
 MALFORMED = DATA / "scenarios" / "malformed"
@@ -40,18 +40,20 @@ def stored_run(pytester: pytest.Pytester, run_gaia2) -> Callable[..., pytest.Run
                 "error": None, "error_category": None,
                 "failure_reasons": [] if success else ["stored failure"], "wall_time_s": 3.0, "num_agent_events": 2,
             }
-            folder = pytester.path / "out" / "search" / source.stem
+            folder = pytester.path / "run" / "search" / source.stem
             folder.mkdir(parents=True)
             (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+        (pytester.path / "run" / "run_config.json").write_text(json.dumps({"run_id": "stored"}), encoding="utf-8")
         broken = pytester.path / "scenarios" / "broken"
         broken.mkdir()
         for name in UNREADABLE[:errors]:
             shutil.copy(MALFORMED / name, broken)
 
         def run(*args: str) -> pytest.RunResult:
-            result = run_gaia2("--gaia2-scenarios=scenarios", "--gaia2-resume", *args)
-            if (pytester.path / "out" / "run_config.json").is_file():
-                assert gaia2_containers(run_id_of(pytester.path / "out")) == []
+            result = run_gaia2("--gaia2-scenarios=scenarios", "--gaia2-resume=run", *args)
+            sessions = pytester.path / "run" / "sessions.jsonl"
+            for line in sessions.read_text(encoding="utf-8").splitlines() if sessions.is_file() else []:
+                assert gaia2_containers(json.loads(line)["session_id"]) == []
             return result
 
         return run
@@ -80,7 +82,7 @@ def test_pass_rate_gate(pytester: pytest.Pytester, stored_run, options: tuple[st
         assert "gate:" not in result.stdout.str()
     else:
         result.stdout.fnmatch_lines([line, "gaia2: results in *"])
-        summary = json.loads((pytester.path / "out" / "summary.json").read_text(encoding="utf-8"))
+        summary = json.loads((pytester.path / "run" / "summary.json").read_text(encoding="utf-8"))
         assert summary["gate"] == {"met": status == 0, "lines": [line]}
 
 

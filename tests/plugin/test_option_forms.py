@@ -31,7 +31,7 @@ import pytest
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """What this process (controller or worker) would run; then nothing runs."""
-    name = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = getattr(config, "workerinput", {}).get("workerid", "main")
     seen = {"rootdir": str(config.rootpath), "ids": sorted(item.nodeid for item in items)}
     (config.invocation_params.dir / f"seen-{name}.json").write_text(json.dumps(seen))
     items[:] = []

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from gaia2_testing import SHIPPED, derived_image, engine_events, gaia2_containers, run_id_of
+from gaia2_testing import (SHIPPED, derived_image, engine_events, gaia2_containers, run_folder, run_id_of,
+                           session_containers, session_prefix)
 from pytest_gaia2.engine import RUN_LABEL
 
 HERMES = "pytest-gaia2-test/gaia2-hermes-envprobe:1"
@@ -43,9 +44,8 @@ def test_report_lists_every_check_and_records_engine_and_image(
         f"  [[]ok[]] model endpoint host.docker.internal:{port} reachable from a container",
     ])
     assert "FAIL" not in result.stdout.str() and "passed" not in result.stdout.str()
-    run_config = json.loads((pytester.path / "out" / "run_config.json").read_text(encoding="utf-8"))
-    assert run_config["engine"]["version"] and run_config["image"]["id"].startswith("sha256:")
-    assert gaia2_containers(run_id_of(pytester.path / "out")) == []
+    assert not (pytester.path / "out").exists()  # pre-flight only: no run folder
+    assert session_containers(session_prefix(result.stdout.str())) == []
 
 
 def test_each_failed_check_comes_with_its_fix(
@@ -73,7 +73,7 @@ def test_each_failed_check_comes_with_its_fix(
         "  [[]ok[]] entrypoint scripts have Unix line endings",
         f"  [[]warn[]] model endpoint host.docker.internal:{port} did not accept a TCP connection *",
     ])
-    assert gaia2_containers(run_id_of(pytester.path / "out")) == []
+    assert session_containers(session_prefix(result.stdout.str())) == []
 
 
 def test_without_preflight_only_the_same_problems_are_one_usage_error(
@@ -107,8 +107,9 @@ def test_missing_image_is_named_with_how_to_get_it(
 
 @pytest.mark.parametrize("preflight_only", [True, False], ids=["preflight-only", "run"])
 def test_crlf_scripts_in_the_image_are_caught_before_any_scenario(
-    preflight_only: bool, run_gaia2: Any, clean_env: pytest.MonkeyPatch
+    preflight_only: bool, run_gaia2: Any, clean_env: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
+    clean_env.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no per-image result cached yet
     image = f"pytest-gaia2-test/gaia2-oracle-crlf:{'preflight' if preflight_only else 'run'}"
     derived_image(image, "COPY helper.sh /opt/helper.sh", files={"helper.sh": b"#!/usr/bin/bash\r\necho hello\r\n"})
     flags = ("--gaia2-preflight-only",) if preflight_only else ()
@@ -126,9 +127,27 @@ def test_crlf_scripts_in_the_image_are_caught_before_any_scenario(
         result.stdout.fnmatch_lines(["*CRLF line endings: opt/helper.sh; convert them to LF and rebuild the image*"])
         assert "PASSED" not in result.stdout.str()
     # The check's own container: found through the engine's record (a failed pre-flight
-    # writes no run_config.json), and gone.
-    runs = {event["Actor"]["Attributes"][RUN_LABEL] for event in engine_events(started, image=image)}
+    # writes no run folder), and gone.
+    prefix = session_prefix(result.stdout.str())
+    runs = {event["Actor"]["Attributes"][RUN_LABEL] for event in engine_events(started, label=RUN_LABEL)
+            if event["Actor"]["Attributes"][RUN_LABEL].startswith(prefix)}
     assert runs and all(gaia2_containers(run_id) == [] for run_id in runs)
+
+
+def test_a_second_run_on_the_same_image_reuses_the_line_ending_check(
+    run_gaia2: Any, clean_env: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Per-image checks are cached by image id: the second pre-flight starts no helper container."""
+    clean_env.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    helpers = []
+    for _ in range(2):
+        started = time.time()
+        result = run_gaia2("--gaia2-preflight-only", SCENARIOS)
+        assert result.ret == 0
+        prefix = session_prefix(result.stdout.str())
+        helpers.append([e for e in engine_events(started, label=RUN_LABEL)
+                        if e["Actor"]["Attributes"][RUN_LABEL].startswith(prefix) and e.get("Action") == "create"])
+    assert len(helpers[0]) >= 1 and helpers[1] == []
 
 
 def test_unreachable_endpoint_warns_and_the_run_goes_on(
@@ -140,3 +159,5 @@ def test_unreachable_endpoint_warns_and_the_run_goes_on(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"gaia2: warning: model endpoint host.docker.internal:{port} did not accept*"])
     assert gaia2_containers(run_id_of(pytester.path / "out")) == []
+    run_config = json.loads((run_folder(pytester.path / "out") / "run_config.json").read_text(encoding="utf-8"))
+    assert run_config["engine"]["version"] and run_config["provenance"]["image_id"].startswith("sha256:")

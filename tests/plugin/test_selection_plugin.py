@@ -11,16 +11,16 @@ from pathlib import Path
 import datasets
 import pytest
 
-from gaia2_testing import DATA, SHIPPED, make_dataset_repo
+from gaia2_testing import DATA, SHIPPED, make_dataset_repo, run_folder
 from pytest_gaia2 import dataset
 
 MANY = DATA / "scenarios" / "many"
-ITEM = re.compile(r"test_scenario\[([^\]]+)\]")
+ITEM = re.compile(r"gaia2/([^:\s]+)::test_scenario\[([^\]]+)\]")
 
 
 def collected(text: str) -> list[str]:
     """The ``<split>/<id>`` of every scenario item named in ``text`` (pytest's output), in order."""
-    return ITEM.findall(text)
+    return [f"{split}/{scenario}" for split, scenario in ITEM.findall(text)]
 
 
 def universe(test_id: str) -> str:
@@ -53,12 +53,11 @@ def test_sample_is_reproducible_and_depends_on_the_seed(run_gaia2) -> None:
 
 
 SKIP_ALL_PLUGIN = '''
-import os
 import pytest
 
 def pytest_collection_finish(session):
     """Each process writes what it collected, so the test can compare them."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
     with open(f"collected-{worker}.txt", "w", encoding="utf-8") as handle:
         handle.write("\\n".join(item.nodeid for item in session.items))
 
@@ -82,27 +81,45 @@ def test_sample_is_identical_on_two_workers(pytester: pytest.Pytester, run_gaia2
     assert len(set(per_worker.values())) == 1
     single = collect(run_gaia2, *args, output="single")
     assert collected(per_worker["collected-gw0.txt"]) == single
-    manifest = json.loads((pytester.path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((run_folder(pytester.path / "out") / "manifest.json").read_text(encoding="utf-8"))
     assert sorted(f"{s}/{i}" for s, ids in manifest["splits"].items() for i in ids) == sorted(single)
 
 
+def test_sample_is_drawn_after_k_and_m(pytester: pytest.Pytester, run_gaia2) -> None:
+    """-m search_split --gaia2-sample 4 runs 4 search scenarios; -k universe_21 with a sample of 40
+    runs all 4 that match, and the manifest lists exactly what was planned."""
+    pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
+    roots = (f"--gaia2-scenarios={MANY}", f"--gaia2-scenarios={SHIPPED}")
+    by_mark = collect(run_gaia2, *roots, "-m", "universe_22", "--gaia2-sample=3", "--gaia2-seed=5")
+    assert len(by_mark) == 3 and all("universe_22" in test_id for test_id in by_mark)
+    everything = collect(run_gaia2, *roots, "-k", "universe_21", "--gaia2-sample=40", output="k")
+    matching = [p for root in (MANY, SHIPPED) for p in root.rglob("*.json") if "universe_21_" in p.name]
+    assert len(everything) == len(matching) and all("universe_21" in test_id for test_id in everything)
+    result = run_gaia2("-p", "skip_all", *roots, "-m", "search_split", "--gaia2-sample=4", output="run")
+    result.assert_outcomes(skipped=4)
+    manifest = json.loads((run_folder(pytester.path / "run") / "manifest.json").read_text(encoding="utf-8"))
+    assert len(manifest["splits"]["search"]) == 4 and set(manifest["splits"]) == {"search"}
+
+
 def test_manifest_round_trips(pytester: pytest.Pytester, run_gaia2) -> None:
+    pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
     roots = (f"--gaia2-scenarios={MANY}", f"--gaia2-scenarios={SHIPPED}")
     sampled = collect(run_gaia2, *roots, "--gaia2-sample=9", "--gaia2-seed=11", output="first")
-    manifest = pytester.path / "first" / "manifest.json"
+    run_gaia2("-p", "skip_all", *roots, "--gaia2-sample=9", "--gaia2-seed=11", output="first").assert_outcomes(skipped=9)
+    manifest = run_folder(pytester.path / "first") / "manifest.json"
     assert set(json.loads(manifest.read_text(encoding="utf-8"))) == {"splits"}  # upstream's format
     again = collect(run_gaia2, *roots, f"--gaia2-subset={manifest}", output="second")
     assert again == sampled
-    assert not (pytester.path / "second" / "manifest.json").exists()  # nothing sampled, nothing to record
 
 
 def test_first_n_is_a_prefix_and_warns_about_universe_bias(pytester: pytest.Pytester, run_gaia2) -> None:
-    result = run_gaia2("--collect-only", f"--gaia2-scenarios={MANY}", "--gaia2-first-n=8")
-    assert result.ret == 0
+    pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
+    result = run_gaia2("-p", "skip_all", "-v", f"--gaia2-scenarios={MANY}", "--gaia2-first-n=8")
+    result.assert_outcomes(skipped=8)
     prefix = collected(result.stdout.str())
     assert Counter(map(universe, prefix)) == {"universe_21": 4, "universe_22": 4}
     result.stdout.fnmatch_lines(["gaia2: --gaia2-first-n takes the first N*universe*--gaia2-sample N*"])
-    manifest = json.loads((pytester.path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((run_folder(pytester.path / "out") / "manifest.json").read_text(encoding="utf-8"))
     assert [f"search/{i}" for i in manifest["splits"]["search"]] == prefix
 
 
@@ -121,8 +138,8 @@ def test_ids_file(pytester: pytest.Pytester, run_gaia2) -> None:
     ids_file = pytester.path / "ids.txt"
     ids_file.write_text("# re-run these\nscenario_universe_24_zqzvsf\n\nscenario_universe_26_quwx1e  # flaky\n"
                         "scenario_universe_99_gone\n", encoding="utf-8")
+    assert collect(run_gaia2, f"--gaia2-scenarios={SHIPPED}", f"--gaia2-ids-file={ids_file}") == wanted
     result = run_gaia2("--collect-only", f"--gaia2-scenarios={SHIPPED}", f"--gaia2-ids-file={ids_file}")
-    assert collected(result.stdout.str()) == wanted
     result.stdout.fnmatch_lines(["gaia2: 1 ids in ids.txt not found: scenario_universe_99_gone"])
 
 

@@ -42,3 +42,21 @@ def test_failure_message_starts_with_judge_reason() -> None:
 def test_duration_timeout_names_duration() -> None:
     verdict = decide({"status": "running"}, timed_out=True, timeout_seconds=180.0, duration=120.0)
     assert "declared duration (120 s" in verdict.message
+
+
+def test_sources_that_disagree_are_a_verdict_conflict_even_with_a_pass() -> None:
+    from pytest_gaia2.verdict import conflict_of
+
+    fault = conflict_of({"/status": True, "daemon_status.json": True, "daemon_judgments.jsonl (last line)": False})
+    assert fault is not None and fault.category == "verdict_conflict"
+    assert "daemon_judgments.jsonl (last line): fail" in fault.message
+    verdict = decide({"status": "complete", "judgment": {"success": True, "failure_reason": ""}},
+                     timed_out=False, timeout_seconds=600, duration=None, conflict=fault)
+    assert (verdict.outcome, verdict.category) == ("error", "verdict_conflict")
+
+
+def test_missing_sources_are_no_conflict() -> None:
+    from pytest_gaia2.verdict import conflict_of
+
+    assert conflict_of({"/status": None, "daemon_status.json": False, "judgments": False}) is None
+    assert conflict_of({"/status": None, "daemon_status.json": None}) is None

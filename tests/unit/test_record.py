@@ -1,0 +1,40 @@
+"""The one record: gaia2-runner's keys first, a lossless round trip, files of version 0.1."""
+
+from __future__ import annotations
+
+import json
+
+from pytest_gaia2.record import RUNNER_KEYS, AttemptRecord, is_judged, scenario_key
+
+
+def _record(**extra: object) -> AttemptRecord:
+    values: dict[str, object] = dict(
+        scenario_id="scenario_universe_21_abc", success=False, reward=0.0, num_agent_events=5,
+        agent_response="done", judged_in_container=True, timed_out=False, timeout_seconds=600.0,
+        daemon_status={"status": "stopped"}, scenario_file="/x.json", failure_reasons=["nope"], error=None,
+        split="search", universe="universe_21", outcome="failed",
+    )
+    values.update(extra)
+    return AttemptRecord(**values)  # type: ignore[arg-type]
+
+
+def test_json_starts_with_the_runners_keys_in_its_order_and_round_trips() -> None:
+    record = _record(repeat=2, repeats=3, attempt=2, skipped_files=[{"path": "/a", "reason": "fifo"}])
+    data = json.loads(json.dumps(record.to_json()))
+    assert tuple(data)[: len(RUNNER_KEYS)] == RUNNER_KEYS
+    assert AttemptRecord.from_json(data) == record
+    assert record.key == "search/scenario_universe_21_abc/run_2"
+
+
+def test_a_version_0_1_row_reads_with_its_repeat_and_outcome() -> None:
+    old = {"scenario_id": "s", "success": None, "run": 2, "split": "time", "error": "x", "extra": 1}
+    record = AttemptRecord.from_json(old)
+    assert (record.repeat, record.outcome, record.error) == (2, "error", "x")
+    assert not is_judged(record) and is_judged(_record())
+
+
+def test_keys_are_spelled_once() -> None:
+    assert scenario_key("search", "s", 1, 1) == "search/s"
+    assert scenario_key("search", "s", 1, 2) == "search/s/run_1"
+    assert _record().message == "nope"
+    assert _record(outcome="error", success=None, error="[x] y").message == "[x] y"

@@ -254,7 +254,7 @@ class ScenarioAttempt:
 
             raise Gaia2InfraError(
                 "port_unreachable",
-                f"the adapter answers /health inside the container (127.0.0.1:{self.adapter_port}) "
+                f"the adapter answers /health inside the container (curl 127.0.0.1:{self.adapter_port}) "
                 f"but not from the host through the published port 127.0.0.1:{self.container.host_port} -> "
                 f"{self.adapter_port}/tcp (network {self.setup.settings.network}, engine {engine_address()}); "
                 "the container's port is not reachable from this host (Docker Desktop with host networking, "

@@ -168,7 +168,6 @@ def check(engine: Engine, settings: RunSettings, *, preflight_only: bool, cache_
             raise
         outcome.check(False, f"image {settings.image} present", str(exc))
         return outcome  # the remaining checks need the image
-    outcome.facts["image"] = {"name": settings.image, "id": outcome.image_id}
     outcome.check(True, f"image {settings.image} present ({outcome.image_id[:19]})")
     crlf = _image_checks(engine, outcome.image_id, cache_dir)["crlf_scripts"]
     outcome.check(not crlf, "entrypoint scripts have Unix line endings",

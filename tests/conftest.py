@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from gaia2_testing import HOST_SETTINGS, BackgroundRun, engine_answers, gaia2_containers, run_folder
+from gaia2_testing import HOST_SETTINGS, BackgroundRun, engine_answers, gaia2_containers, run_folder, run_id_of
 
 pytest_plugins = ["pytester"]
 

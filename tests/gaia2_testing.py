@@ -81,8 +81,18 @@ def session_containers(prefix: str) -> list[Any]:
 
 
 def run_id_of(output: Path) -> str:
-    """The session id of the newest run under ``output`` (its containers carry it as their run label)."""
-    return json.loads((run_folder(output) / "run_config.json").read_text(encoding="utf-8"))["session_id"]
+    """The newest session's id in the newest run under ``output`` (its containers carry it as
+    their run label); a resumed run adds a session each time."""
+    lines = (run_folder(output) / "sessions.jsonl").read_text(encoding="utf-8").splitlines()
+    return json.loads(lines[-1])["session_id"]
+
+
+def file_sums(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root``: what a later run must leave exactly as it was."""
+    import hashlib
+
+    return {path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(root.rglob("*")) if path.is_file() and not path.is_symlink()}
 
 
 def results_of(output: Path) -> list[dict[str, Any]]:

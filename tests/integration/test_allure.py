@@ -17,14 +17,15 @@ from typing import Any
 import docker
 import pytest
 
-from gaia2_testing import DATA, SHIPPED, gaia2_containers, run_id_of, run_pytest
+from gaia2_testing import DATA, SHIPPED, gaia2_containers, run_folder, run_id_of, run_pytest
 from pytest_gaia2 import __version__
-from pytest_gaia2.allure_report import ATTACHMENT_CAP, INFRA_PREFIX, JUDGE_FAILURES
+from pytest_gaia2.allure_report import ATTACHMENT_CAP, INFRA_PREFIX, JUDGE_PREFIX, categories, category_of
 from pytest_gaia2.verdict import CATEGORIES
 
 SECRET = "allure-test-token-5f3a9c"
 PASSING = ("scenario_universe_21_7kww6e", "scenario_universe_24_zqzvsf")
 JUDGE_FAIL = "scenario_universe_22_ygzpjz"
+JUDGE_KIND = f"{JUDGE_PREFIX}tool count mismatch"  # the kind of judge failure it is
 DAEMON_ERROR = "scenario_universe_23_wuprci"  # tests/data/scenarios/no_events
 INVALID = "not_json"  # tests/data/scenarios/malformed/not_json.json: never reaches a container
 STATUS = {**{sid: "passed" for sid in PASSING}, JUDGE_FAIL: "failed", DAEMON_ERROR: "broken", INVALID: "broken"}
@@ -81,17 +82,20 @@ def _check_statuses_titles_and_labels(folder: Path) -> None:
         assert _labels(result, "suite") == ["malformed" if name == INVALID else "search"]
         universe = re.search(r"universe_\d+", name)
         assert _labels(result, "subSuite") == [universe.group(0) if universe else "no universe"]
-        assert {"gaia2"} <= set(_labels(result, "tag"))
+        assert _labels(result, "feature") == _labels(result, "suite")
+        assert _labels(result, "story") == _labels(result, "subSuite")
     assert "contacts" in _labels(results[PASSING[0]], "tag")  # the scenario's own tags
+    description = results[PASSING[0]]["description"]
+    assert "**Task**" in description and "213" in description  # the task and the oracle's expected answer
 
 
 def _check_parameters_masked_and_no_secret_written(folder: Path) -> None:
-    run_config = json.loads((folder / "out" / "run_config.json").read_text(encoding="utf-8"))
+    run_config = json.loads((run_folder(folder / "out") / "run_config.json").read_text(encoding="utf-8"))
     for name, result in _results(folder).items():
         params = {param["name"]: param for param in result["parameters"]}
-        assert params["gaia2_plan"]["mode"] == "hidden"
+        assert params["gaia2_item"]["mode"] == "hidden"
         assert params["image"]["value"] == repr(run_config["settings"]["image"])
-        assert params["image id"]["value"] == repr(run_config["image"]["id"])
+        assert params["image id"]["value"] == repr(run_config["provenance"]["image_id"])
         assert {"model", "provider", "judge"} <= params.keys()
         if name != DAEMON_ERROR:  # the first run's tests carry the secret-looking variable
             assert params["env GAIA2_TEST_TOKEN"]["mode"] == "masked"
@@ -114,36 +118,35 @@ def _check_attachments_on_every_outcome_and_capped(folder: Path) -> None:
         assert len(trace.encode("utf-8")) > ATTACHMENT_CAP
         note = trace.splitlines()[0]
         assert f"cut to the first {ATTACHMENT_CAP // 1024} KiB" in note
-        assert str(folder / "out" / "search" / name / "trace.jsonl") in note
+        assert str(run_folder(folder / "out") / "search" / name / "trace.jsonl") in note
     assert "trace.jsonl" not in _attachments(folder, results[DAEMON_ERROR])  # only when present
     invalid = _attachments(folder, results[INVALID])
     assert json.loads(invalid["result.json"])["error_category"] == "invalid_scenario"
 
 
 def _check_categories_and_environment(folder: Path) -> None:
-    categories = json.loads((folder / "allure" / "categories.json").read_text(encoding="utf-8"))
-    by_name = {category["name"]: category for category in categories}
-    assert by_name.keys() == {JUDGE_FAILURES} | {f"{INFRA_PREFIX}{name}" for name in CATEGORIES}
-    assert by_name[JUDGE_FAILURES]["matchedStatuses"] == ["failed"]
+    written = json.loads((folder / "allure" / "categories.json").read_text(encoding="utf-8"))
+    assert {group["name"] for group in written} == {group["name"] for group in categories()}
+    assert {f"{INFRA_PREFIX}{name}" for name in CATEGORIES} <= {group["name"] for group in written}
     results = _results(folder)
-    for name, category in ((DAEMON_ERROR, "daemon_error"), (INVALID, "invalid_scenario")):
-        message = results[name]["statusDetails"]["message"]
-        matching = [group["name"] for group in categories if "messageRegex" in group
-                    and re.fullmatch(group["messageRegex"], message)]
-        assert matching == [f"{INFRA_PREFIX}{category}"]
-        assert by_name[f"{INFRA_PREFIX}{category}"]["matchedStatuses"] == ["broken"]
+    expected = {JUDGE_FAIL: JUDGE_KIND, DAEMON_ERROR: f"{INFRA_PREFIX}daemon_error",
+                INVALID: f"{INFRA_PREFIX}invalid_scenario"}
+    for name, category in expected.items():
+        details = results[name]["statusDetails"]
+        assert category_of(results[name]["status"], details.get("message"), details.get("trace")) == category
 
     lines = (folder / "allure" / "environment.properties").read_text(encoding="utf-8").splitlines()
     environment = dict(line.split("=", 1) for line in lines)
-    last = json.loads((folder / "out-fault" / "run_config.json").read_text(encoding="utf-8"))
+    first = json.loads((run_folder(folder / "out") / "run_config.json").read_text(encoding="utf-8"))
+    last = json.loads((run_folder(folder / "out-fault") / "run_config.json").read_text(encoding="utf-8"))
     client = docker.from_env()
     try:
         engine_version = client.version()["Version"]
     finally:
         client.close()
-    assert environment["run.id"] == last["run_id"]  # written at the end of the last run
+    assert environment["run.id"] == f"{first['run_id']}, {last['run_id']}"  # both runs, merged
     assert environment["image"] == last["settings"]["image"]
-    assert environment["image.id"] == last["image"]["id"]
+    assert environment["image.id"] == last["provenance"]["image_id"]
     assert environment["engine.version"] == engine_version
     assert environment["plugin.version"] == __version__
     assert {"model", "provider", "judge"} <= environment.keys()
@@ -167,7 +170,7 @@ def _check_generated_report(folder: Path, allure: str) -> None:
     assert {name: status for name, (_, status) in suites.items()} == STATUS
     assert suites[JUDGE_FAIL][0] == ("suites", "Gaia2", "search", "universe_22")
     categories = _tree_leaves(json.loads((data / "categories.json").read_text(encoding="utf-8")))
-    assert categories[JUDGE_FAIL][0][:2] == ("categories", JUDGE_FAILURES)
+    assert categories[JUDGE_FAIL][0][:2] == ("categories", JUDGE_KIND)
     assert categories[DAEMON_ERROR][0][:2] == ("categories", f"{INFRA_PREFIX}daemon_error")
     assert categories[INVALID][0][:2] == ("categories", f"{INFRA_PREFIX}invalid_scenario")
     assert PASSING[0] not in categories

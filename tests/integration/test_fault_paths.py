@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import pytest
 
-from gaia2_testing import DATA, SHIPPED, BackgroundRun, gaia2_containers, results_of, run_id_of
+from gaia2_testing import run_folder, DATA, SHIPPED, BackgroundRun, gaia2_containers, results_of, run_id_of
 from pytest_gaia2.engine import SCENARIO_LABEL
 
 ONE = "scenario_universe_21_7kww6e"  # the quickest shipped scenario: one turn, one answer
@@ -107,7 +107,7 @@ def run_one(pytester: pytest.Pytester, run_gaia2: Callable[..., pytest.RunResult
     def run(*args: str, scenarios: Path = SHIPPED, scenario_id: str = ONE) -> Ran:
         result = run_gaia2(f"--gaia2-scenarios={scenarios}", "-k", scenario_id, *args)
         output = pytester.path / "out"
-        folder = output / "search" / scenario_id
+        folder = run_folder(output) / "search" / scenario_id
         record = json.loads((folder / "result.json").read_text(encoding="utf-8"))
         assert results_of(output) == [record]
         assert gaia2_containers(run_id_of(output)) == []
@@ -216,14 +216,22 @@ def test_early_exit_is_container_exited_with_code_and_last_lines(run_one: Callab
     ran.result.stdout.fnmatch_lines(["*RuntimeError: gaia2-ref simulated fault (exit code 3)"])
 
 
-def test_container_ignoring_sigterm_is_removed_within_the_stop_timeout(run_one: Callable[..., Ran]) -> None:
+@pytest.mark.parametrize("keep", [False, True], ids=["killed", "--gaia2-keep"])
+def test_container_ignoring_sigterm_is_removed_within_the_stop_timeout(run_one: Callable[..., Ran], keep: bool) -> None:
+    """After the verdict is collected the container is killed at once; --gaia2-keep stops it
+    gracefully, waiting the stop timeout for a process that ignores SIGTERM, then kills it."""
     stop_timeout = 3
-    ran = run_one(*fault(IGNORE_SIGTERM=1), f"--gaia2-stop-timeout={stop_timeout}", "--durations=0", "-vv")
+    ran = run_one(*fault(IGNORE_SIGTERM=1), f"--gaia2-stop-timeout={stop_timeout}", "--durations=0", "-vv",
+                  *(["--gaia2-keep"] if keep else []))
     ran.passed()
-    teardown = re.search(rf"([\d.]+)s teardown +gaia2::test_scenario\[search/{ONE}\]", ran.result.stdout.str())
-    assert teardown, ran.result.stdout.str()
-    # It waited the whole stop timeout (SIGTERM was ignored), then SIGKILL: bounded, not hung.
-    assert stop_timeout <= float(teardown.group(1)) < stop_timeout + 5
+    durations = {phase: float(seconds) for seconds, phase in re.findall(
+        rf"([\d.]+)s (setup|call|teardown) +gaia2/search::test_scenario\[{ONE}\]", ran.result.stdout.str())}
+    elapsed = sum(durations.values())
+    assert durations, ran.result.stdout.str()
+    if keep:
+        assert stop_timeout <= elapsed - ran.record["wall_time_s"] < stop_timeout + 5
+    else:
+        assert elapsed - ran.record["wall_time_s"] < 2
 
 
 def test_scripted_agent_gives_a_judged_failure(pytester: pytest.Pytester, run_one: Callable[..., Ran]) -> None:
@@ -268,7 +276,7 @@ def test_pytest_timeout_bound_ends_a_stuck_test_and_still_removes_its_container(
     ran = run_one(*fault(HANG=1), "--gaia2-timeout=60", "--gaia2-health-timeout=30", "-o", "timeout_method=thread",
                   scenarios=variant(pytester))
     bounds = json.loads((pytester.path / "bounds.json").read_text(encoding="utf-8"))
-    assert bounds == {f"gaia2::test_scenario[search/{ONE}]": [[60 + 30 + 15 + 5 + 60], {"method": "signal"}]}
+    assert bounds == {f"gaia2/search::test_scenario[{ONE}]": [[60 + 30 + 15 + 5 + 60], {"method": "signal"}]}
     ran.error("interrupted", "stopped before a verdict by Failed: Timeout (>10.0s) from pytest-timeout",
               "container.log")
     ran.files(*EARLY)
@@ -296,17 +304,19 @@ def test_ctrl_c_keeps_finished_results_and_removes_containers(
 
     exit_code = run.interrupt_when("the quick results and the slow adapter", quick_ones_done_slow_one_running)
     assert exit_code == pytest.ExitCode.INTERRUPTED, run.text()
-    records = results_of(run.output)
-    assert sorted(r["scenario_id"] for r in records) == sorted(QUICK)
+    records = results_of(run.output)  # every planned scenario has its one line, the interrupted one too
+    assert sorted(r["scenario_id"] for r in records) == sorted([*QUICK, SLOW])
     for record in records:
-        assert record["outcome"] == "passed"
-        folder = run.output / "search" / record["scenario_id"]
+        assert record["outcome"] == ("error" if record["scenario_id"] == SLOW else "passed")
+        folder = run_folder(run.output) / "search" / record["scenario_id"]
         assert json.loads((folder / "result.json").read_text(encoding="utf-8")) == record
     assert gaia2_containers(run_id) == []
-    slow = json.loads((run.output / "search" / SLOW / "result.json").read_text(encoding="utf-8"))
+    slow = json.loads((run_folder(run.output) / "search" / SLOW / "result.json").read_text(encoding="utf-8"))
     assert (slow["outcome"], slow["error_category"]) == ("error", "interrupted"), slow
+    summary = json.loads((run_folder(run.output) / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["planned"], summary["done"]) == (3, 3)
     assert "stopped before a verdict by KeyboardInterrupt" in slow["error"]
-    assert (run.output / "search" / SLOW / "container.log").is_file()
+    assert (run_folder(run.output) / "search" / SLOW / "container.log").is_file()
 
 
 def test_container_removed_from_outside_is_a_harness_error_with_a_result(
@@ -322,7 +332,7 @@ def test_container_removed_from_outside_is_a_harness_error_with_a_result(
         time.sleep(0.3)
     container.remove(force=True)
     assert run.wait(60) == pytest.ExitCode.TESTS_FAILED, run.text()
-    record = json.loads((run.output / "search" / ONE / "result.json").read_text(encoding="utf-8"))
+    record = json.loads((run_folder(run.output) / "search" / ONE / "result.json").read_text(encoding="utf-8"))
     assert (record["outcome"], record["error_category"]) == ("error", "harness_error"), record
     assert "stopped before a verdict by NotFound" in record["error"]
     assert results_of(run.output) == [record]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gaia2_testing import SHIPPED, gaia2_containers, results_of, run_id_of
+from gaia2_testing import run_folder, SHIPPED, gaia2_containers, results_of, run_id_of
 
 
 def test_search_split_on_two_workers(pytester: pytest.Pytester, run_gaia2) -> None:
@@ -18,7 +18,7 @@ def test_search_split_on_two_workers(pytester: pytest.Pytester, run_gaia2) -> No
     assert sorted(r["scenario_id"] for r in records) == searches
     assert all(r["success"] is True and r["split"] == "search" for r in records)
     for record in records:
-        folder = output / "search" / record["scenario_id"]
+        folder = run_folder(output) / "search" / record["scenario_id"]
         result_json = json.loads((folder / "result.json").read_text(encoding="utf-8"))
         assert result_json["daemon_status"]["judgment"]["success"] is True
         for name in ("events.jsonl", "daemon_status.json", "daemon_judgments.jsonl", "entrypoint.log"):
@@ -30,7 +30,7 @@ def test_search_split_on_two_workers(pytester: pytest.Pytester, run_gaia2) -> No
 def test_time_split_marker_and_k_selection(run_gaia2) -> None:
     times = sorted(p.stem for p in (SHIPPED / "time").glob("*.json"))
     result = run_gaia2("--collect-only", "-q", "-m", "time_split", f"--gaia2-scenarios={SHIPPED}")
-    result.stdout.fnmatch_lines([f"gaia2::test_scenario[[]time/{sid}[]]" for sid in times])
+    result.stdout.fnmatch_lines([f"gaia2/time::test_scenario[[]{sid}[]]" for sid in times])
     assert "search/" not in result.stdout.str()
     one = times[0]
     result = run_gaia2("-k", one, f"--gaia2-scenarios={SHIPPED}", "--strict-markers")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 from filelock import FileLock
 
-from gaia2_testing import (
+from gaia2_testing import (run_folder, 
     DATA, REAPING_LOCK, SHIPPED, BackgroundRun, child_pids, gaia2_containers, results_of, run_id_of,
 )
 from pytest_gaia2 import engine
@@ -174,7 +174,7 @@ def test_host_network_shipped_scenarios_on_two_workers(pytester: pytest.Pytester
         port = record["adapter_port"]
         assert record["host_port"] == port and port in worker_slice(low, high, int(record["worker"][2:]), 2)
         # The adapter itself says which port it listens on: the environment reached the container.
-        log = (output / record["split"] / record["scenario_id"] / "entrypoint.log").read_text(encoding="utf-8")
+        log = (run_folder(output) / record["split"] / record["scenario_id"] / "entrypoint.log").read_text(encoding="utf-8")
         assert f"on port {port}" in log, log
     assert gaia2_containers(run_id_of(output)) == []
 

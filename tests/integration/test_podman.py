@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from gaia2_testing import SHIPPED, results_of, run_id_of
+from gaia2_testing import run_folder, SHIPPED, results_of, run_id_of
 
 pytestmark = pytest.mark.skipif(
     shutil.which("podman") is None,
@@ -101,7 +101,7 @@ def test_search_split_on_podman_with_two_workers(
     assert sorted(r["scenario_id"] for r in results_of(output)) == searches
     client = _podman_client(podman_socket)
     try:
-        engine = json.loads((output / "run_config.json").read_text(encoding="utf-8"))["engine"]
+        engine = json.loads((run_folder(output) / "run_config.json").read_text(encoding="utf-8"))["engine"]
         assert engine["address"] == podman_socket and engine["version"] == client.version()["Version"]
         label = f"org.pytest-gaia2.run={run_id_of(output)}"
         assert client.containers.list(all=True, filters={"label": label}) == []

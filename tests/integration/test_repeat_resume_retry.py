@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gaia2_testing import (DATA, REPO, SHIPPED, BackgroundRun, engine_events, gaia2_containers, results_of, run_id_of,
-                      run_pytest)
+from gaia2_testing import (DATA, REPO, SHIPPED, BackgroundRun, engine_events, file_sums, gaia2_containers, results_of,
+                           run_folder, run_id_of, run_pytest)
 from pytest_gaia2.engine import RUN_LABEL, SCENARIO_LABEL
 
 SEARCH = SHIPPED / "search"
@@ -36,11 +36,6 @@ def created(output: Path, since: float) -> list[tuple[str, str]]:
     return sorted((a[SCENARIO_LABEL], a["name"]) for a in attributes if a[SCENARIO_LABEL] != PREFLIGHT)
 
 
-def tree(root: Path) -> list[str]:
-    """Every file and folder name under ``root``: the shape of an output folder, not its content."""
-    return sorted(path.relative_to(root).as_posix() for path in root.rglob("*"))
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[pytest.RunResult, Path]:
     """The shipped search split in one go, configured by the upstream example TOML: the
@@ -58,7 +53,7 @@ def test_upstream_example_config_runs_the_shipped_search_split(
     result, output = uninterrupted
     result.assert_outcomes(passed=len(SEARCH_IDS))
     assert sorted(r["scenario_id"] for r in results_of(output)) == SEARCH_IDS
-    config = json.loads((output / "run_config.json").read_text(encoding="utf-8"))
+    config = json.loads((run_folder(output) / "run_config.json").read_text(encoding="utf-8"))
     assert config["selection"]["scenarios"] == [str(SHIPPED)]  # dataset_root, relative to the TOML file
     assert (config["settings"]["timeout"], config["settings"]["health_timeout"]) == (600.0, 120.0)
     # The files are in ./out: the command line's --gaia2-output won over the TOML's output_dir.
@@ -69,12 +64,13 @@ def test_repeat_makes_k_items_laid_out_as_run_k(pytester: pytest.Pytester, run_g
     result.assert_outcomes(passed=3)
     output = pytester.path / "out"
     for run in (1, 2, 3):
-        result.stdout.fnmatch_lines([f"*PASSED gaia2::test_scenario[[]search/{ONE}/run_{run}[]]*"])
-        record = json.loads((output / f"run_{run}" / "search" / ONE / "result.json").read_text(encoding="utf-8"))
-        assert (record["run"], record["outcome"]) == (run, "passed")
-    assert sorted(path.relative_to(output).as_posix() for path in output.glob("*/*/*")) == [
+        result.stdout.fnmatch_lines([f"*PASSED gaia2/search::test_scenario[[]{ONE}/run_{run}[]]*"])
+        folder = run_folder(output)
+        record = json.loads((folder / f"run_{run}" / "search" / ONE / "result.json").read_text(encoding="utf-8"))
+        assert (record["repeat"], record["outcome"]) == (run, "passed")
+    assert sorted(path.relative_to(folder).as_posix() for path in folder.glob("*/*/*")) == [
         f"run_{run}/search/{ONE}" for run in (1, 2, 3)]
-    assert sorted(r["run"] for r in results_of(output)) == [1, 2, 3]
+    assert sorted(r["repeat"] for r in results_of(output)) == [1, 2, 3]
     result.stdout.fnmatch_lines(["3 results (1 scenarios x 3 runs): 3 passed*", "pass@3 (1 scenarios x 3 runs;*"])
     assert gaia2_containers(run_id_of(output)) == []
 
@@ -98,28 +94,37 @@ def test_interrupted_run_resumed_runs_only_the_rest(
     exit_code = first.interrupt_when("two results and a third container", two_done_third_running, timeout=180)
     assert exit_code == pytest.ExitCode.INTERRUPTED, first.text()
     assert gaia2_containers(run_id) == []
-    done = sorted(r["scenario_id"] for r in results_of(first.output))
+    first_records = results_of(first.output)
+    done = sorted(r["scenario_id"] for r in first_records if r["outcome"] == "passed")
     assert len(done) == 2, first.text()
+    (interrupted,) = [r["scenario_id"] for r in first_records if r["outcome"] == "error"]
+    assert [r["error_category"] for r in first_records if r["outcome"] == "error"] == ["interrupted"]
     rest = sorted(set(SEARCH_IDS) - set(done))
-    (interrupted,) = [sid for sid in rest if (first.output / "search" / sid).exists()]
-    stopped = json.loads((first.output / "search" / interrupted / "result.json").read_text(encoding="utf-8"))
-    assert stopped["outcome"] == "error"
+    folder = run_folder(first.output)
+    before = file_sums(folder)
 
     since = time.time()
     resumed = run_gaia2("-n", "2", *args, "--gaia2-resume")
     resumed.assert_outcomes(passed=len(SEARCH_IDS))
     output = pytester.path / "out"
+    assert run_folder(output) == folder  # continued, not a new run
     assert [scenario for scenario, _ in created(output, since)] == rest
     records = results_of(output)
     assert sorted(r["scenario_id"] for r in records) == SEARCH_IDS  # one line each, no duplicates
     assert sorted(r["scenario_id"] for r in records if r["reused"]) == done
     resumed.stdout.fnmatch_lines([
         f"{len(SEARCH_IDS)} scenarios: {len(SEARCH_IDS)} passed, 0 failed, 0 errors, {len(done)} reused",
-        f"gaia2: {len(done)} verdicts reused from {output} (no container): "
+        f"gaia2: {len(done)} verdicts reused from earlier sessions (no container): "
         + ", ".join(f"search/{sid}" for sid in done),
     ])
     assert gaia2_containers(run_id_of(output)) == []
-    assert tree(output) == tree(uninterrupted[1])
+    after = file_sums(folder)
+    changed = {name for name in before if after.get(name) != before[name]}
+    assert changed <= {"results.jsonl", "summary.json", "sessions.jsonl"}, changed  # rewritten or appended, never lost
+    again = next(r for r in records if r["scenario_id"] == interrupted)
+    assert again["folder"] == f"search/{interrupted}/attempt_2"  # the interrupted attempt 1 is still there
+    assert json.loads((folder / "search" / interrupted / "result.json").read_text())["error_category"] == "interrupted"
+    assert len(json.loads((folder / "sessions.jsonl").read_text().splitlines()[-1])["session_id"]) == 32
 
 
 def test_infrastructure_error_is_retried_and_resume_runs_it_again(pytester: pytest.Pytester, run_gaia2) -> None:
@@ -128,24 +133,31 @@ def test_infrastructure_error_is_retried_and_resume_runs_it_again(pytester: pyte
     crashing = run_gaia2(*args, "--gaia2-retries=1", "--gaia2-env=GAIA2_FAULT_EXIT_CODE=3",
                          "--gaia2-env=GAIA2_FAULT_EXIT_AFTER=0")
     output = pytester.path / "out"
-    assert crashing.parseoutcomes() == {"errors": 1, "rerun": 1, "deselected": len(SEARCH_IDS) - 1}
-    crashing.stdout.fnmatch_lines(["gaia2 RE*"])
+    # Retries happen inside the one test: one report, one JUnit case, one results line.
+    assert crashing.parseoutcomes() == {"errors": 1, "deselected": len(SEARCH_IDS) - 1}
     run_id = run_id_of(output)
     assert created(output, since) == [(ONE, f"gaia2-{ONE}-{run_id[:8]}-r1a{attempt}") for attempt in (1, 2)]
-    folder = output / "search" / ONE
-    kept = json.loads((folder / "attempt_1" / "result.json").read_text(encoding="utf-8"))
-    final = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    folder = run_folder(output) / "search" / ONE
+    kept = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    final = json.loads((folder / "attempt_2" / "result.json").read_text(encoding="utf-8"))
     assert (kept["attempt"], kept["error_category"]) == (1, "container_exited")
     assert (final["attempt"], final["error_category"]) == (2, "container_exited")
     assert [(r["attempt"], r["outcome"]) for r in results_of(output)] == [(2, "error")]  # no line for attempt 1
     assert gaia2_containers(run_id) == []
+    before = file_sums(folder)
 
+    # Resumed without the fault's --gaia2-env: refused, naming the difference, unless told to go on.
+    refused = run_gaia2(*args, "--gaia2-resume")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stdout.fnmatch_lines(["*--gaia2-resume: * was run with other settings: env_digest: *"
+                                  "(use --gaia2-resume-mismatch=warn to continue anyway)*"])
     since = time.time()
-    resumed = run_gaia2(*args, "--gaia2-resume")
+    resumed = run_gaia2(*args, "--gaia2-resume", "--gaia2-resume-mismatch=warn")
     resumed.assert_outcomes(passed=1)
+    resumed.stdout.fnmatch_lines(["gaia2: warning: --gaia2-resume: * was run with other settings: env_digest: *"])
     assert [scenario for scenario, _ in created(output, since)] == [ONE]
-    assert [(r["outcome"], r["reused"]) for r in results_of(output)] == [("passed", False)]
-    assert not (folder / "attempt_1").exists()  # shaped like a run that never errored
+    assert [(r["outcome"], r["reused"], r["attempt"]) for r in results_of(output)] == [("passed", False, 3)]
+    assert {name: digest for name, digest in file_sums(folder).items() if name in before} == before  # kept
     assert gaia2_containers(run_id_of(output)) == []
 
 
@@ -157,7 +169,7 @@ def test_judge_failure_is_never_retried_and_resume_reuses_it(pytester: pytest.Py
     (record,) = results_of(output)
     assert (record["outcome"], record["attempt"]) == ("failed", 1)
     assert len(created(output, since)) == 1
-    assert not list(output.glob("search/*/attempt_*"))
+    assert not list(run_folder(output).glob("search/*/attempt_*"))
 
     since = time.time()
     resumed = run_gaia2(f"--gaia2-scenarios={JUDGE_FAIL}", "--gaia2-retries=2", "--gaia2-resume")

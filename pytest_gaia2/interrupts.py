@@ -9,35 +9,35 @@ from __future__ import annotations
 
 import signal
 import threading
-from contextlib import contextmanager
 from types import FrameType
-from typing import Any, Iterator
+from typing import Any
 
 _SIGNALS = tuple(sig for sig in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if sig is not None)
 
 
-@contextmanager
-def held() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM inside the block; raise KeyboardInterrupt after it if one came.
+class held:  # noqa: N801 - used like a function: ``with interrupts.held():``
+    """Hold SIGINT/SIGTERM inside the block; deliver the first one that came once it ends.
 
-    Outside the main thread signals cannot be handled there, so the block just runs.
+    Outside the main thread signals cannot be handled there, so the block just runs. The held
+    signal is delivered again with ``signal.raise_signal`` after the handlers are back, so it
+    raises where a signal normally would (a class, not a generator: a KeyboardInterrupt raised
+    from a generator frame leaves a traceback entry pytest cannot format).
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    arrived: list[int] = []
 
-    def note(signum: int, frame: FrameType | None) -> None:
-        arrived.append(signum)
+    def __enter__(self) -> None:
+        self.arrived: list[int] = []
+        self.previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {sig: signal.signal(sig, self._note) for sig in _SIGNALS}
 
-    previous: dict[int, Any] = {sig: signal.signal(sig, note) for sig in _SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        self.arrived.append(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
             signal.signal(sig, handler)
-    if arrived:
-        raise KeyboardInterrupt(f"signal {arrived[0]} (held while results were written)")
+        if self.arrived:
+            signal.raise_signal(self.arrived[0])
 
 
 def end_like_ctrl_c(signum: int, frame: FrameType | None) -> None:

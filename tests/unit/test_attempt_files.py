@@ -36,7 +36,7 @@ def test_the_last_judgment_line_is_read_from_the_end_only(tmp_path: Path) -> Non
 
 def test_a_second_ctrl_c_waits_for_the_block_then_raises() -> None:
     done = []
-    with pytest.raises(KeyboardInterrupt, match="held"):
+    with pytest.raises(KeyboardInterrupt):
         with interrupts.held():
             os.kill(os.getpid(), signal.SIGINT)
             done.append("written")

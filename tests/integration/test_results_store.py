@@ -1,0 +1,105 @@
+"""The results store as a hostile but ordinary user meets it: many runs into one output, two at
+once, resume, retries and repeats, odd ids and ``--gaia2-output .``. Every verdict of every run
+is still on disk afterwards, and nothing outside a run's own folder changes (checksummed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gaia2_testing import SHIPPED, file_sums, gaia2_containers, run_folders
+
+ONE = "scenario_universe_21_7kww6e"
+TWO = "scenario_universe_24_zqzvsf"
+
+
+def _pytest(folder: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=folder,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+
+
+def _finish(process: subprocess.Popen[str]) -> tuple[int, str]:
+    out, _ = process.communicate(timeout=600)
+    return process.returncode, out
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "scenarios" / "search").mkdir(parents=True)
+    for sid in (ONE, TWO):
+        shutil.copy(SHIPPED / "search" / f"{sid}.json", tmp_path / "scenarios" / "search")
+    (tmp_path / "notes.txt").write_text("the team's own file\n")
+    return tmp_path
+
+
+def _verdicts(output: Path) -> dict[str, dict[str, bool]]:
+    """Run folder name -> scenario id -> success, read from each run's own results.jsonl."""
+    found = {}
+    for folder in run_folders(output):
+        lines = (folder / "results.jsonl").read_text().splitlines()
+        found[folder.name] = {json.loads(line)["scenario_id"]: json.loads(line)["success"] for line in lines}
+    return found
+
+
+def test_ten_runs_into_one_output_keep_every_verdict(project: Path) -> None:
+    sums_before: dict[str, str] = {}
+    for n in range(10):
+        code, out = _finish(_pytest(project, "--gaia2-output=results", "-k", ONE if n % 2 else TWO))
+        assert code == 0, out
+        folders = run_folders(project / "results")
+        assert len(folders) == n + 1
+        earlier = {name: digest for name, digest in file_sums(project / "results").items()
+                   if not name.startswith(folders[-1].name) and not name.startswith("latest")}
+        assert {name: earlier.get(name) for name in sums_before} == sums_before  # nothing earlier changed
+        sums_before = earlier
+    verdicts = _verdicts(project / "results")
+    assert len(verdicts) == 10 and all(list(v.values()) == [True] for v in verdicts.values())
+    assert (project / "results" / "latest").resolve() == run_folders(project / "results")[-1]
+
+
+def test_two_runs_at_once_get_a_folder_each_and_resuming_a_held_folder_is_refused(project: Path) -> None:
+    first = _pytest(project, "--gaia2-output=results", "--gaia2-env=GAIA2_FAULT_JUDGE_DELAY=4", "-k", ONE)
+    second = _pytest(project, "--gaia2-output=results", "-k", TWO)
+    assert _finish(second)[0] == 0
+    # The first run still holds its folder: a resume into it stops at once, naming the holder.
+    while len(run_folders(project / "results")) < 2 or not any(
+            (folder / ".gaia2.lock.json").is_file() for folder in run_folders(project / "results")):
+        assert first.poll() is None, first.communicate()[0]
+    held = next(folder for folder in run_folders(project / "results") if (folder / ".gaia2.lock.json").is_file())
+    code, out = _finish(_pytest(project, "--gaia2-output=results", f"--gaia2-resume={held}",
+                                "--gaia2-resume-mismatch=warn", "-k", ONE))
+    assert code != 0 and f"run folder {held} is in use by" in out and "pid" in out, out
+    assert _finish(first)[0] == 0
+    verdicts = _verdicts(project / "results")
+    assert sorted(tuple(v) for v in verdicts.values()) == [(ONE,), (TWO,)]
+
+
+def test_odd_ids_and_output_dot_touch_nothing_outside_the_run_folder(project: Path) -> None:
+    for name, sid in (("dots.json", ".."), ("dot.json", "."), ("hidden.json", ".x")):
+        data = json.loads((SHIPPED / "search" / f"{ONE}.json").read_text())
+        data["metadata"]["definition"]["scenario_id"] = sid
+        (project / "scenarios" / "search" / name).write_text(json.dumps(data))
+    before = file_sums(project)
+    code, out = _finish(_pytest(project, "--gaia2-output=."))
+    assert code == 1, out  # three invalid files are errors; the two good scenarios pass
+    assert "2 passed" in out and "3 errors" in out and "starts with '.'" in out
+    code, out = _finish(_pytest(project, "--gaia2-output=.", "--gaia2-resume"))
+    assert "2 reused" in out, out
+    runs = {folder.name for folder in run_folders(project)}
+    after = {name: digest for name, digest in file_sums(project).items() if name.split("/")[0] not in runs}
+    assert after == before  # the project's own files, byte for byte
+    assert gaia2_containers() == [] or all(
+        not any(run in (c.labels or {}).get("org.pytest-gaia2.run", "") for run in runs) for c in gaia2_containers())
+
+
+def test_an_unwritable_output_is_one_message(project: Path) -> None:
+    (project / "blocked").write_text("a file where the output folder should be\n")
+    code, out = _finish(_pytest(project, "--gaia2-output=blocked/results"))
+    assert code == 3, out
+    assert "cannot create a run folder in --gaia2-output" in out and "INTERNALERROR" not in out
+    assert (project / "blocked").read_text() == "a file where the output folder should be\n"

@@ -84,6 +84,10 @@ RUNS = {
                         {"errors": 1}),
     # The engine refuses to start the container (the image has no bash).
     "start_failure": Run((Path("leak"),), (), {"errors": 1}, "container_start", NO_BASH_IMAGE),
+    # An unexpected problem before any container (a folder given to --gaia2-copy-in), shown
+    # with -l (locals) and -vv: the settings in those locals hold every key.
+    "before_any_container": Run((Path("leak"),), ("-l", "--gaia2-copy-in=leak:/opt/leak"), {"errors": 1},
+                                "container_start"),
 }
 
 
@@ -136,13 +140,14 @@ def test_no_key_in_anything_the_run_wrote(
     captured = "\n".join(result.outlines + result.errlines)
     assert MARK not in captured
     events = engine_events(started, label=f"{RUN_LABEL}={run_id}")
-    assert any(e.get("Action") == "create" for e in events), "the engine recorded no container of the run"
+    assert name == "before_any_container" or any(e.get("Action") == "create" for e in events), \
+        "the engine recorded no container of the run"
     assert MARK not in json.dumps(events)
 
     # The keys were really there, and masked: not a clean run that proves nothing.
     masked = "\n".join(p.read_text(encoding="utf-8") for p in output.rglob("*.log"))
     masked += "\n".join(str(r.get("error")) + str(r.get("failure_reasons")) + r["agent_response"] for r in records)
-    if name != "start_failure":
+    if name not in ("start_failure", "before_any_container"):
         assert "API_KEY=***" in masked and "HTTPS_PROXY=http://team:***@proxy.example:3128" in masked
     if name == "scripted":
         assert "'job': '***'" in masked and "my key is ***" in masked

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import time
+from pathlib import Path
 from typing import Callable
 
 import docker
@@ -107,3 +108,53 @@ def test_impossible_option_stops_the_run_at_start_up_naming_it(
     result.stderr.fnmatch_lines([f"ERROR: {option}: {glob.escape(problem)}*"])
     assert "Traceback" not in result.stderr.str()
     assert not (pytester.path / "out").exists()  # nothing started: no run folder, so no container either
+
+
+def test_unreadable_files_are_errors_of_their_own_and_the_rest_runs(
+    pytester: pytest.Pytester, run_gaia2: Callable[..., pytest.RunResult]
+) -> None:
+    """Invalid UTF-8, nesting 200,000 deep, a FIFO named x.json (never opened: start-up does not
+    hang) and a folder named y.json: one invalid_scenario record each; the good scenario passes."""
+    import os
+    import shutil
+
+    split = pytester.path / "scenarios" / "search"
+    split.mkdir(parents=True)
+    shutil.copy(SHIPPED / "search" / f"{ONE}.json", split)
+    (split / "latin1.json").write_bytes(b'{"metadata": {"definition": {"scenario_id": "caf\xe9"}}}')
+    (split / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    os.mkfifo(split / "x.json")
+    (split / "y.json").mkdir()
+    result = run_gaia2("--gaia2-scenarios=scenarios")
+    result.assert_outcomes(passed=1, errors=4)
+    assert "INTERNALERROR" not in result.stdout.str()
+    records = {record["scenario_id"]: record for record in results_of(pytester.path / "out")}
+    expected = {"latin1": "not valid UTF-8", "deep": "nested deeper than", "x": "not a regular file (fifo)",
+                "y": "not a regular file (directory)"}
+    for name, problem in expected.items():
+        assert records[name]["error_category"] == "invalid_scenario" and problem in records[name]["error"], records[name]
+    assert records[ONE]["outcome"] == "passed"
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("--gaia2-timeout=inf", "--gaia2-timeout: expected a finite number"),
+    ("--gaia2-judge-grace=nan", "--gaia2-judge-grace: expected a finite number"),
+    ("--gaia2-health-timeout=1e999", "--gaia2-health-timeout: expected a finite number"),
+    ("--gaia2-max-file-size=0", "--gaia2-max-file-size"),
+])
+def test_impossible_numbers_stop_at_start_up_naming_the_option(
+    run_gaia2: Callable[..., pytest.RunResult], option: str, message: str
+) -> None:
+    result = run_gaia2(f"--gaia2-scenarios={SHIPPED}", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str() and "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("url", ["http://$(touch /tmp/pwned):80/v1", "http://a'b:80", "ftp://host/x", "http://"])
+def test_a_base_url_that_is_not_a_plain_url_is_refused_before_any_container(
+    run_gaia2: Callable[..., pytest.RunResult], url: str
+) -> None:
+    result = run_gaia2(f"--gaia2-scenarios={SHIPPED / 'search' / f'{ONE}.json'}", f"--gaia2-base-url={url}")
+    assert result.ret == 3, result.stdout.str()
+    result.stdout.fnmatch_lines(["*pytest-gaia2: *--gaia2-base-url*"])
+    assert "PASSED" not in result.stdout.str() and not Path("/tmp/pwned").exists()

@@ -1,92 +1,235 @@
-"""How much the harness costs: collection of 800 scenarios, and each phase of one container run.
+"""What the harness costs over the container's own work, measured side by side in one run.
 
-Prints its figures; run it with the engine up and the reference image built:
-    .venv/bin/python benchmarks/harness_overhead.py [--runs 5]
+These machines are noisy, so every figure is a median of whole processes measured in the same
+run as its reference, and the goals are ratios:
+
+- per scenario, serial: pytest-gaia2 vs the floor (create, copy the scenario in, start, poll
+  /status until terminal, remove) for the same image and scenario (goal <= 1.15x);
+- throughput of waiting-bound scenarios at -n 1, 2, 4, 8 (scenarios per minute, vs ideal scaling);
+- collection of 800 real-sized scenario files (2.5 MB each): the whole pytest start, warm, serial
+  (goal <= 2 s); selecting 2 of the 800 with -k under -n 2 and -n 4 vs the same 2 in a folder of
+  their own (goal <= 1.2x); peak RSS per process (goal <= 100 MB per worker);
+- the plugin idle (a project that never uses it) vs bare pytest start-up (goal <= 1.05x).
+
+    .venv/bin/python benchmarks/harness_overhead.py [--image IMAGE] [--runs 5] [--files 800]
+
+The table is printed and appended, with the machine's description, to benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
+import os
+import platform
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-import tracemalloc
+import urllib.request
 import uuid
 from pathlib import Path
-
-from pytest_gaia2 import selection
-from pytest_gaia2.engine import Engine, connect
-from pytest_gaia2.reference import build
-from pytest_gaia2.run import Launch, Limits, ScenarioRun
-from pytest_gaia2.scenarios import discover
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
+SCENARIO = REPO / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
 SPLITS = ("execution", "search", "adaptability", "time", "ambiguity")
+RSS_PROBE = ("import pytest, resource, sys\n"
+             "code = pytest.main(sys.argv[1:])\n"
+             "sys.stderr.write(f'PEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
+             "sys.exit(int(code))\n")
 
 
-def bench_collection(count: int) -> None:
-    """Discovery and a stratified sample over ``count`` scenario files, with peak memory."""
-    template = json.loads(next((REPO / "scenarios" / "search").glob("*.json")).read_text(encoding="utf-8"))
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        for index in range(count):
-            split = SPLITS[index % len(SPLITS)]
-            sid = f"scenario_universe_{21 + index % 10}_{index:06d}"
-            template["metadata"]["definition"]["scenario_id"] = sid
-            (root / split).mkdir(exist_ok=True)
-            (root / split / f"{sid}.json").write_text(json.dumps(template), encoding="utf-8")
-        tracemalloc.start()
-        started = time.perf_counter()
-        scenarios, errors = discover([root])
-        discovered = time.perf_counter()
-        chosen = selection.sample(scenarios, 160, seed=1)
-        sampled = time.perf_counter()
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    print(f"collection: {len(scenarios)} scenarios discovered in {discovered - started:.3f} s, "
-          f"stratified sample of {len(chosen)} in {(sampled - discovered) * 1000:.1f} ms, "
-          f"peak memory {peak / 2**20:.1f} MiB, {len(errors)} errors")
+def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Wall time of one whole process, and its combined output."""
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
+    return time.perf_counter() - started, done.stdout + done.stderr
 
 
-def bench_runs(runs: int) -> None:
-    """Wall time of each phase of a scenario run on the reference image."""
-    client = connect()
-    image = build.ensure_image(client)
-    engine = Engine(client, run_id=uuid.uuid4().hex, worker="bench", owner_pid=0)
-    scenario = discover([REPO / "scenarios" / "search"])[0][0]
-    phases: dict[str, list[float]] = {"start+health": [], "drive+collect": [], "remove": []}
-    out = Path(tempfile.mkdtemp())
+def pytest_command(*args: str) -> list[str]:
+    return [sys.executable, "-c", RSS_PROBE, "-p", "no:cacheprovider", "-q", *args]
+
+
+def peak_rss_mb(output: str) -> float:
+    values = [int(line.split()[1]) for line in output.splitlines() if line.startswith("PEAK_RSS_KB")]
+    return max(values, default=0) / 1024
+
+
+def median_of(runs: int, measure: Callable[[], float]) -> float:
+    return statistics.median(measure() for _ in range(runs))
+
+
+# -- per scenario ---------------------------------------------------------------------------------
+
+def floor_once(image: str, scenario: Path) -> float:
+    """The container's own work, driven by the docker CLI: nothing a harness could skip."""
+    name = f"gaia2-bench-floor-{uuid.uuid4().hex[:8]}"
+    started = time.perf_counter()
+    subprocess.run(["docker", "create", "--name", name, "-p", "127.0.0.1::8090", "--entrypoint", "bash",
+                    "-e", "GAIA2_JUDGE_PROVIDER=none", "-e", "GAIA2_JUDGE_MODEL=none",
+                    image, "/opt/gaia2-init-entrypoint.sh"], check=True, capture_output=True)
     try:
-        for attempt in range(1, runs + 1):
-            launch = Launch(image=build.image_name(), env={"GAIA2_ADAPTER_PORT": "8090", "GAIA2_JUDGE_FINAL_TURN": "1"},
-                            image_id=image)
-            run = ScenarioRun(scenario, engine, launch, Limits(), out / str(attempt), attempt=attempt)
-            t0 = time.perf_counter()
-            run.start()
-            t1 = time.perf_counter()
-            result = run.drive()
-            t2 = time.perf_counter()
-            run.remove()
-            t3 = time.perf_counter()
-            assert result.passed, result.verdict.message
-            for name, value in zip(phases, (t1 - t0, t2 - t1, t3 - t2)):
-                phases[name].append(value)
+        subprocess.run(["docker", "cp", str(scenario), f"{name}:/var/gaia2/custom_scenario.json"],
+                       check=True, capture_output=True)
+        subprocess.run(["docker", "start", name], check=True, capture_output=True)
+        port = subprocess.run(["docker", "port", name, "8090/tcp"], check=True, capture_output=True,
+                              text=True).stdout.split(":")[-1].strip()
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=2) as answer:
+                    if json.load(answer).get("status") in {"complete", "stopped", "error"}:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.1)
     finally:
-        engine.remove_run()
-        shutil.rmtree(out, ignore_errors=True)
-    for name, values in phases.items():
-        print(f"run phase {name:14s}: median {statistics.median(values):.2f} s, max {max(values):.2f} s over {runs} runs")
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+    return time.perf_counter() - started
+
+
+def per_scenario(image: str, runs: int, work: Path) -> list[tuple[str, str]]:
+    (work / "one" / "search").mkdir(parents=True)
+    shutil.copy(SCENARIO, work / "one" / "search")
+    floor = median_of(runs, lambda: floor_once(image, SCENARIO))
+    harness_args = ("--gaia2-scenarios=one", f"--gaia2-image={image}", "--gaia2-output=out",
+                    "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
+    timed(pytest_command(*harness_args), work)  # warm: image checks cached, scenario index written
+    serial = median_of(runs, lambda: timed(pytest_command(*harness_args), work)[0])
+    return [("floor: one scenario, docker CLI (median)", f"{floor:.2f} s"),
+            ("pytest-gaia2 serial, same scenario (median)", f"{serial:.2f} s"),
+            ("per-scenario ratio (goal <= 1.15)", f"{serial / floor:.2f} x")]
+
+
+# -- throughput -----------------------------------------------------------------------------------
+
+def throughput(image: str, count: int, delay: float, work: Path) -> list[tuple[str, str]]:
+    """Waiting-bound scenarios (the daemon holds its verdict ``delay`` s): scenarios per minute."""
+    root = work / "wait" / "search"
+    root.mkdir(parents=True)
+    data = json.loads(SCENARIO.read_text(encoding="utf-8"))
+    for index in range(count):
+        data["metadata"]["definition"]["scenario_id"] = f"scenario_universe_{21 + index % 10}_w{index:04d}"
+        (root / f"w{index:04d}.json").write_text(json.dumps(data), encoding="utf-8")
+    rows, base = [], 0.0
+    for workers in (1, 2, 4, 8):
+        args = ["--gaia2-scenarios=wait", f"--gaia2-image={image}", "--gaia2-output=out",
+                f"--gaia2-env=GAIA2_FAULT_JUDGE_DELAY={delay}", "--gaia2-judge-provider=none",
+                "--gaia2-judge-model=none", *(["-n", str(workers)] if workers > 1 else [])]
+        seconds, _ = timed(pytest_command(*args), work)
+        rate = count / seconds * 60
+        base = base or rate
+        rows.append((f"throughput -n {workers} ({count} scenarios, {delay:g} s wait each)",
+                     f"{rate:.1f}/min, {rate / (base * workers):.2f} of ideal"))
+    return rows
+
+
+# -- collection -----------------------------------------------------------------------------------
+
+def real_sized(template: dict, size_mb: float) -> str:
+    """A scenario padded with app state to a real export's size (the universe's data)."""
+    padded = dict(template)
+    apps = list(padded.get("apps") or [])
+    filler = {"name": "Padding", "class_name": "Padding", "app_state": {
+        "rows": [{"id": i, "text": "lorem ipsum dolor sit amet " * 4} for i in range(int(size_mb * 2**20 / 130))]}}
+    padded["apps"] = [*apps, filler]
+    return json.dumps(padded)
+
+
+def collection(files: int, size_mb: float, runs: int, work: Path) -> list[tuple[str, str]]:
+    template = json.loads(SCENARIO.read_text(encoding="utf-8"))
+    many, two = work / "many", work / "two"
+    chosen = []
+    for index in range(files):
+        split = SPLITS[index % len(SPLITS)]
+        sid = f"scenario_universe_{21 + index % 10}_c{index:05d}"
+        template["metadata"]["definition"]["scenario_id"] = sid
+        text = real_sized(template, size_mb)
+        (many / split).mkdir(parents=True, exist_ok=True)
+        (many / split / f"{sid}.json").write_text(text, encoding="utf-8")
+        if index < 2:
+            (two / split).mkdir(parents=True, exist_ok=True)
+            (two / split / f"{sid}.json").write_text(text, encoding="utf-8")
+            chosen.append(sid)
+    env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache")}
+    cold, _ = timed(pytest_command("--gaia2-scenarios=many", "--co"), work, env)
+    warm = median_of(runs, lambda: timed(pytest_command("--gaia2-scenarios=many", "--co"), work, env)[0])
+    rows = [(f"collection of {files} x {size_mb:g} MB, serial, cold (first run builds the index)", f"{cold:.2f} s"),
+            (f"collection of {files} x {size_mb:g} MB, serial, warm (goal <= 2 s)", f"{warm:.2f} s")]
+    for workers in (2, 4):
+        # --co does not start xdist workers: a run whose items are all deselected does.
+        pick = ["-k", " or ".join(chosen), "-n", str(workers), "--gaia2-output=out", "-p", "no:randomly"]
+        skip = ["-p", "bench_skip"]
+        (work / "bench_skip.py").write_text(
+            "import pytest\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_setup(item):\n"
+            "    pytest.skip('collection only')\n", encoding="utf-8")
+        penv = {**env, "PYTHONPATH": str(work)}
+        big = median_of(runs, lambda: timed(pytest_command("--gaia2-scenarios=many", *pick, *skip), work, penv)[0])
+        small = median_of(runs, lambda: timed(pytest_command("--gaia2-scenarios=two", *pick, *skip), work, penv)[0])
+        _, output = timed(pytest_command("--gaia2-scenarios=many", *pick, *skip), work, penv)
+        rows.append((f"2 of {files} vs the same 2 alone, -n {workers} (goal <= 1.2)",
+                     f"{big:.2f} s vs {small:.2f} s = {big / small:.2f} x"))
+        rows.append((f"peak RSS, -n {workers} with {files} files (controller; goal <= 100 MB per worker)",
+                     f"{peak_rss_mb(output):.0f} MB"))
+    return rows
+
+
+# -- idle -----------------------------------------------------------------------------------------
+
+def idle(runs: int, work: Path) -> list[tuple[str, str]]:
+    """A project that never uses the plugin: pytest start-up with and without it loaded."""
+    project = work / "idle"
+    project.mkdir()
+    (project / "test_plain.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
+    with_plugin = median_of(runs, lambda: timed([sys.executable, "-m", "pytest", "--co", "-q", "-p",
+                                                 "no:cacheprovider"], project)[0])
+    without = median_of(runs, lambda: timed([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider",
+                                             "-p", "no:gaia2"], project)[0])
+    return [("idle: pytest --co with the plugin / without (goal <= 1.05)",
+             f"{with_plugin:.3f} s / {without:.3f} s = {with_plugin / without:.2f} x")]
+
+
+def machine() -> str:
+    return f"{platform.node()}: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--scenarios", type=int, default=800)
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
-    bench_collection(args.scenarios)
-    bench_runs(args.runs)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--image", help="runtime image (default: the reference image, built when missing)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per median")
+    parser.add_argument("--files", type=int, default=800, help="scenario files for the collection figures")
+    parser.add_argument("--size-mb", type=float, default=2.5, help="size of each of those files")
+    parser.add_argument("--throughput-scenarios", type=int, default=16)
+    parser.add_argument("--wait", type=float, default=5.0, help="seconds each throughput scenario waits")
+    parser.add_argument("--skip", nargs="*", default=[], choices=("scenario", "throughput", "collection", "idle"))
+    options = parser.parse_args()
+    image = options.image
+    if image is None:
+        from pytest_gaia2.engine import connect
+        from pytest_gaia2.reference import build
+
+        image = build.image_name()
+        build.ensure_image(connect())
+    rows: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory(prefix="gaia2-bench-") as tmp:
+        work = Path(tmp)
+        if "idle" not in options.skip:
+            rows += idle(options.runs, work)
+        if "scenario" not in options.skip:
+            rows += per_scenario(image, options.runs, work)
+        if "collection" not in options.skip:
+            rows += collection(options.files, options.size_mb, options.runs, work)
+        if "throughput" not in options.skip:
+            rows += throughput(image, options.throughput_scenarios, options.wait, work)
+    width = max(len(label) for label, _ in rows)
+    table = "\n".join(f"{label.ljust(width)}  {value}" for label, value in rows)
+    print(table)
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    with open(REPO / "benchmarks" / "RESULTS.md", "a", encoding="utf-8") as results:
+        results.write(f"\n## {stamp} — {machine()}\n\nimage `{image}`, medians of {options.runs}\n\n```\n{table}\n```\n")
 
 
 if __name__ == "__main__":

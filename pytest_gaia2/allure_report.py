@@ -11,26 +11,9 @@ provider and judge as parameters; the attempt's files as attachments, each cut t
 ``ATTACHMENT_CAP`` and masked.
 
 Per run, on the controller at the very end (``--clean-alluredir`` empties the folder at
-start-up, so both files survive it):
-
-``categories.json`` (:func:`categories`). Allure puts a result in *every* category whose
-regexes fully match (DOTALL), so the groups are disjoint by construction. A judge failure
-(status failed, message ``AssertionError: <the judge's reason>``) is grouped by the kind of
-reason, matched on its fixed words only (never an event id, tool or path): count
-mismatches, an oracle action the agent never attempted, or attempted with other arguments,
-a checker's rejection, a causality or timing violation, the declared duration exceeded, no
-reason; anything else is "Judge failures: other". An infrastructure error is grouped by its
-category, matched on the trace, which the plugin sets to ``[<category>] <message>`` for
-every error whatever raised it; in status broken or failed, since pytest-timeout's hard
-bound fails a test instead of breaking it.
-
-``environment.properties`` (:func:`environment`, :func:`merge_environment`). Several runs
-may write into one results folder (a CI job with a retry step), and Allure reads one value
-per key, so the file is merged, not replaced: each key keeps every distinct value seen, in
-order, joined by ``", "`` (``model=qwen3, llama3``; ``run.id`` lists every run). Per-run
-keys (``run.<id>.model``) would keep which run used what, but grow the widget by a dozen
-rows per run; that pairing is already in each test's parameters and in each run folder's
-run_config.json.
+start-up, so both files survive it): ``categories.json`` (:mod:`~pytest_gaia2.allure_categories`)
+and ``environment.properties``, merged with what earlier runs wrote there
+(:mod:`~pytest_gaia2.allure_environment`).
 """
 
 from __future__ import annotations
@@ -44,13 +27,14 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 import pytest
 
-from . import settings as settings_mod, store
-from .plan import PlannedItem
-from .plugin import ITEM_PARAMETER
+from . import settings as settings_mod
+from . import store
+from .allure_categories import CATEGORIES_FILE, categories
+from .allure_environment import write_environment
+from .plan import ITEM_PARAMETER, PlannedItem
 from .redact import MASK
-from .safejson import JsonReadError, read_json_file, read_regular_file
+from .safejson import JsonReadError, read_json_file
 from .scenarios import MAX_SCENARIO_BYTES, Scenario, arg_value
-from .verdict import CATEGORIES
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -66,82 +50,9 @@ FILES: tuple[str, ...] = (
 
 PLUGIN_NAME = "gaia2-allure"
 NO_UNIVERSE = "no universe"
-JUDGE_PREFIX = "Judge failures: "
-JUDGE_OTHER = f"{JUDGE_PREFIX}other"
-INFRA_PREFIX = "Infrastructure error: "
-ENVIRONMENT_FILE = "environment.properties"
-CATEGORIES_FILE = "categories.json"
-VALUE_SEPARATOR = ", "
-ENVIRONMENT_MAX_BYTES = 1024 * 1024
-"""A merged environment.properties stays small; anything larger is not ours and is replaced."""
 ALLURE_MISSING = "--alluredir needs allure-pytest: pip install 'pytest-gaia2[allure]'"
 
 _SETUP_STARTED = pytest.StashKey[float]()
-
-# -- categories ------------------------------------------------------------------------------
-
-_EXCEPTION = r"(?:[\w.]+: )?"  # Allure's message starts with the exception's type
-_CANNOT_MATCH = r"Cannot match \S+ \([^)]*\): "  # "Cannot match <tool> (<oracle event id>): "
-_CANDIDATE = r"[^\s:;]+: "  # the first rejected candidate's event id (reasons are joined by "; ")
-_INFRA_TRACE = r"\[\w+\] .*"
-
-JUDGE_KINDS: tuple[tuple[str, str, str], ...] = (
-    ("SMU count mismatch", "the agent messaged the user fewer times than the oracle, or more than once extra",
-     r"SMU count mismatch\b.*"),
-    ("tool count mismatch", "the agent called some write tool a different number of times than the oracle",
-     r"Tool count mismatch\b.*"),
-    ("oracle action never attempted", "no agent call of the oracle's tool was left to compare (no candidates)",
-     _CANNOT_MATCH + r"no candidates.*"),
-    ("arguments differ", "the agent called the oracle's tool with other arguments",
-     _CANNOT_MATCH + _CANDIDATE + r"arg .*"),
-    ("rejected by a checker", "a tool checker (exact or LLM) rejected the agent's call",
-     _CANNOT_MATCH + _CANDIDATE + r"\w*checker\b.*"),
-    ("causality violation", "the agent acted before the action the oracle's event depends on",
-     _CANNOT_MATCH + _CANDIDATE + r"causality violation.*"),
-    ("timing", "the agent acted outside the oracle's delay window",
-     _CANNOT_MATCH + _CANDIDATE + r"time check failed.*"),
-    ("declared duration exceeded", "the scenario ran past its declared duration without a judgment "
-     "(upstream counts the agent as too slow)", r"ran past the scenario's declared duration.*"),
-    ("no reason given", "the judge rejected the run without a reason", r"judge rejected the run.*"),
-)
-"""(kind, what it means, regex of the judge's reason): the judge's failure messages
-(contract section 7, ``reference/gaia2_ref_judge.py``, ``verdict.decide``)."""
-
-
-def categories() -> list[dict[str, Any]]:
-    """categories.json: one failed group per kind of judge failure, a catch-all, and one group
-    per infrastructure error category (``verdict.CATEGORIES``, the README's table)."""
-    not_infra = f"(?!{_INFRA_TRACE})"
-    groups = [{
-        "name": f"{JUDGE_PREFIX}{kind}", "description": what, "matchedStatuses": ["failed"],
-        "messageRegex": _EXCEPTION + reason, "traceRegex": f"{not_infra}.*",
-    } for kind, what, reason in JUDGE_KINDS]
-    any_kind = "|".join(_EXCEPTION + reason for _, _, reason in JUDGE_KINDS)
-    groups.append({
-        "name": JUDGE_OTHER, "description": "a failed test whose message is none of the judge's known kinds",
-        "matchedStatuses": ["failed"], "messageRegex": f"(?!{any_kind}).*", "traceRegex": f"{not_infra}.*",
-    })
-    groups += [{
-        "name": f"{INFRA_PREFIX}{category}", "description": f"{what}; look at {where}",
-        "matchedStatuses": ["broken", "failed"], "traceRegex": rf"\[{category}\] .*",
-    } for category, (what, where) in CATEGORIES.items()]
-    return groups
-
-
-def matches(group: Mapping[str, Any], status: str, message: str | None, trace: str | None) -> bool:
-    """Allure's rule (``CategoriesPlugin.matches``): the status is listed, and each regex given
-    matches the whole text, ``.`` matching line breaks too."""
-    def fits(regex: str | None, text: str | None) -> bool:
-        return regex is None or (text is not None and re.fullmatch(regex, text, re.DOTALL) is not None)
-
-    return (status in group["matchedStatuses"] and fits(group.get("messageRegex"), message)
-            and fits(group.get("traceRegex"), trace))
-
-
-def category_of(status: str, message: str | None, trace: str | None) -> str | None:
-    """The category Allure will put a result in (the groups are disjoint), or None."""
-    return next((group["name"] for group in categories() if matches(group, status, message, trace)), None)
-
 
 # -- labels, title, description, parameters ----------------------------------------------------
 
@@ -267,106 +178,11 @@ def capped_text(data: bytes, size: int, where: str, *, keep_end: bool,
     return f"{note}\n{text}", True
 
 
-# -- environment.properties ------------------------------------------------------------------
-
-def environment(run_config: Mapping[str, Any]) -> dict[str, str]:
-    """The Environment widget's values for one run, from its run_config.json (no secret in it)."""
-    def part(key: str) -> Mapping[str, Any]:
-        value = run_config.get(key)
-        return value if isinstance(value, Mapping) else {}
-
-    settings, provenance, engine = part("settings"), part("provenance"), part("engine")
-    values = {
-        "image": settings.get("image"),
-        "image.id": provenance.get("image_id"),
-        "engine.version": engine.get("version"),
-        "profile": settings.get("profile"),
-        "model": settings.get("model"),
-        "provider": settings.get("provider"),
-        "judge": "/".join(str(settings.get(key) or "none") for key in ("judge_provider", "judge_model")),
-        "network": settings.get("network"),
-        "workers": run_config.get("workers"),
-        "plugin.version": run_config.get("plugin_version"),
-        "run.id": run_config.get("run_id"),
-        "run.started": run_config.get("started_at"),
-    }
-    return {key: "none" if value is None else str(value) for key, value in values.items()}
-
-
-def merge_environment(existing: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
-    """Every key of both, each with every distinct value in the order first seen (see the
-    module's docstring); keys another tool wrote are kept."""
-    merged: dict[str, str] = {}
-    for key in dict.fromkeys([*existing, *new]):
-        values: list[str] = []
-        for text in (existing.get(key), new.get(key)):
-            for value in text.split(VALUE_SEPARATOR) if text is not None else ():
-                if value not in values:
-                    values.append(value)
-        merged[key] = VALUE_SEPARATOR.join(values)
-    return merged
-
-
-_CONTROL = {"n": "\n", "r": "\r", "t": "\t", "f": "\f"}
-_ESCAPED = {char: f"\\{code}" for code, char in _CONTROL.items()}
-_UNESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
-
-
-def _escape(text: str, *, key: bool = False) -> str:
-    """Java properties escaping (the file is read as Latin-1): backslashes, line breaks,
-    non-ASCII as UTF-16 ``\\uXXXX`` units; in keys also the separators and comment marks."""
-    out = []
-    for index, char in enumerate(text):
-        if char == "\\":
-            out.append("\\\\")
-        elif char in _ESCAPED:
-            out.append(_ESCAPED[char])
-        elif ord(char) >= 128:
-            units = char.encode("utf-16-be", "surrogatepass")
-            out.extend(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
-        elif (key and char in "=: #!") or (char == " " and index == 0):
-            out.append(f"\\{char}")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-_PROPERTY = re.compile(r"((?:\\.|[^\\=:\s])+)\s*[=:]?\s*(.*)")
-
-
-def _unescape(text: str) -> str:
-    def one(match: re.Match[str]) -> str:
-        code = match.group(1)
-        return chr(int(code[1:], 16)) if len(code) == 5 else _CONTROL.get(code, code)
-
-    # \uXXXX pairs of a character beyond the BMP become one character again.
-    return _UNESCAPE.sub(one, text).encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
-
-
-def format_properties(values: Mapping[str, str]) -> str:
-    return "".join(f"{_escape(key, key=True)}={_escape(value)}\n" for key, value in values.items())
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """``key=value`` lines as :func:`format_properties` writes them (and ``key: value``,
-    ``key value``, comments); continuation lines are not supported."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.lstrip()
-        match = _PROPERTY.fullmatch(line) if line and line[0] not in "#!" else None
-        if match:
-            values[_unescape(match.group(1))] = _unescape(match.group(2))
-    return values
-
+# -- the run's files -------------------------------------------------------------------------
 
 def write_run_files(alluredir: Path, run_config: Mapping[str, Any]) -> None:
     """categories.json, and environment.properties merged with what earlier runs wrote there."""
-    path = alluredir / ENVIRONMENT_FILE
-    try:
-        existing = parse_properties(read_regular_file(path, max_bytes=ENVIRONMENT_MAX_BYTES).decode("latin-1"))
-    except JsonReadError:
-        existing = {}
-    store.write_text(path, format_properties(merge_environment(existing, environment(run_config))))
+    write_environment(alluredir, run_config)
     store.write_json(alluredir / CATEGORIES_FILE, categories())
 
 

@@ -1,8 +1,9 @@
-"""The life of one attempt at one scenario: launch, health, [notify], poll, collect, verdict, record.
+"""The life of one attempt at one scenario: launch, health, [notify], poll, collect, decide.
 
-Plain calls with plain data; pytest only sees the :class:`ScenarioResult` at the end. Every
-path, however it ends, copies out what the container holds and writes ``result.json`` into
-a folder no earlier attempt used, before the container is removed.
+Plain calls with plain data; pytest only sees the :class:`~pytest_gaia2.evidence.ScenarioResult`
+at the end. Every path, however it ends, copies out what the container holds and writes
+``result.json`` into a folder no earlier attempt used, before the container is removed. The
+verdict such facts make is :func:`~pytest_gaia2.attempt_record.build_record`'s to decide.
 """
 
 from __future__ import annotations
@@ -14,26 +15,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import interrupts, settings as settings_mod, store
+from . import container_env, interrupts, store
+from .attempt_record import AttemptFacts, build_record
+from .evidence import STATUS_MAX_BYTES, Evidence, ScenarioResult, status_in_container
 from .limits import Limits
-from .record import AttemptRecord
 from .redact import Redactor
-from .safejson import JsonReadError, loads_bounded, read_json_file
+from .safejson import JsonReadError, loads_bounded
 from .scenarios import Scenario
-from .verdict import Fault, conflict_of, decide, is_terminal, judgment_of
+from .verdict import Fault, is_terminal, judgment_of
 
 if TYPE_CHECKING:
     from .adapter import AdapterClient
-    from .engine import Container, Engine
+    from .container import Container
+    from .engine import Engine
     from .ports import PortLeases
+    from .settings import RunSettings
 
 log = logging.getLogger("pytest_gaia2")
 
 CONTAINER_SCENARIO_PATH = "/var/gaia2/custom_scenario.json"
 ADAPTER_PORT = 8090
-STATUS_FILE = f"{store.STATE_DIR}/daemon_status.json"
-STATUS_MAX_BYTES = 4 * 2**20
-"""daemon_status.json and judgment lines are small; a bigger one is not the contract."""
 STATUS_FAILURES_BEFORE_FILE = 3
 """Consecutive /status failures before the state file is read instead."""
 LOG_TAIL_LINES = 20
@@ -63,7 +64,7 @@ class AttemptSetup:
     """What every attempt of one session shares: the engine, settings, limits and provenance."""
 
     engine: Engine
-    settings: settings_mod.RunSettings
+    settings: RunSettings
     limits: Limits
     redactor: Redactor
     provenance: Mapping[str, Any]
@@ -71,47 +72,6 @@ class AttemptSetup:
     host_ports: PortLeases | None = None
     files: tuple[tuple[str, bytes, int], ...] = field(default=())
     """``--gaia2-copy-in`` files and the CA bundle, read once per session."""
-
-
-@dataclass(frozen=True)
-class ScenarioResult:
-    """What an attempt produced: its record and its folder (what the fixtures hand to tests)."""
-
-    record: AttemptRecord
-    folder: Path
-
-    @property
-    def passed(self) -> bool:
-        return self.record.outcome == "passed"
-
-    @property
-    def failed(self) -> bool:
-        return self.record.outcome == "failed"
-
-    @property
-    def errored(self) -> bool:
-        return self.record.outcome == "error"
-
-    @property
-    def message(self) -> str:
-        return self.record.message
-
-    @property
-    def daemon_status(self) -> dict[str, Any] | None:
-        return self.record.daemon_status
-
-    @property
-    def agent_response(self) -> str:
-        return self.record.agent_response
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        """The events.jsonl lines the attempt left (agent actions, ENV events, turn boundaries)."""
-        return store.read_jsonl(self.folder / "events.jsonl")
-
-    @property
-    def judgments(self) -> list[dict[str, Any]]:
-        return store.read_jsonl(self.folder / "daemon_judgments.jsonl")
 
 
 def container_name(scenario: Scenario, session_id: str, repeat: int, attempt: int) -> str:
@@ -179,15 +139,16 @@ class ScenarioAttempt:
 
     def _launch(self) -> Container:
         from .adapter import AdapterClient
-        from .engine import ContainerExited, EngineError, LaunchSpec
+        from .container import LaunchSpec
+        from .engine_errors import ContainerExited, EngineError
 
         setup, settings = self.setup, self.setup.settings
         gateway_port = None
         if settings.network == "host" and setup.host_ports is not None:
             self.ports = setup.host_ports.acquire(2)
             self.adapter_port, gateway_port = self.ports
-        env = settings_mod.container_env(settings, adapter_port=self.adapter_port, gateway_port=gateway_port,
-                                         start_time=self.scenario.start_time)
+        env = container_env.container_env(settings, adapter_port=self.adapter_port, gateway_port=gateway_port,
+                                          start_time=self.scenario.start_time)
         try:
             scenario_bytes = self.scenario.path.read_bytes()
         except OSError as exc:
@@ -200,12 +161,12 @@ class ScenarioAttempt:
             adapter_port=self.adapter_port,
             network=settings.network,
             files=((CONTAINER_SCENARIO_PATH, scenario_bytes, 0o644), *setup.files),
-            extra_hosts=settings_mod.extra_hosts(),  # host network too: same base URL everywhere
+            extra_hosts=container_env.extra_hosts(),  # host network too: same base URL everywhere
             memory_bytes=setup.limits.memory or None,
             pids_limit=setup.limits.pids_limit or None,
             # Meta's agent images give tools to the agent through a setuid wrapper, which
             # no-new-privileges would defeat; the oracle images have no such wrapper.
-            no_new_privileges=settings.profile is settings_mod.ORACLE,
+            no_new_privileges=settings.profile is container_env.ORACLE,
         )
         try:
             container = setup.engine.launch(spec)
@@ -302,22 +263,11 @@ class ScenarioAttempt:
         status, timed_out, fault = self._poll()
         return self.finish_with(fault, status=status, timed_out=timed_out)
 
-    def _status_from_container(self) -> dict[str, Any] | None:
-        assert self.container is not None
-        raw, _ = self.container.read_file(STATUS_FILE, max_bytes=STATUS_MAX_BYTES)
-        if raw is None:
-            return None
-        try:
-            value = loads_bounded(raw, max_bytes=STATUS_MAX_BYTES)
-        except JsonReadError:
-            return None
-        return value if isinstance(value, dict) else None
-
     def _poll(self) -> tuple[dict[str, Any] | None, bool, Fault | None]:
         """Poll /status (the state file when the endpoint is gone) until a verdict or the deadline."""
         from .adapter import AdapterUnavailable
 
-        assert self.client is not None
+        assert self.container is not None and self.client is not None
         deadline = self.started + self.timeout
         status: dict[str, Any] | None = None
         failures = 0
@@ -331,7 +281,7 @@ class ScenarioAttempt:
             except AdapterUnavailable:
                 failures += 1
                 if failures >= STATUS_FAILURES_BEFORE_FILE:
-                    current = self._status_from_container()
+                    current = status_in_container(self.container)
             if current is not None:
                 interval = FIRST_POLL if current != status else min(LAST_POLL, interval * 1.5)
                 status = current
@@ -347,7 +297,7 @@ class ScenarioAttempt:
             if failures >= STATUS_FAILURES_BEFORE_FILE:
                 exited = self._exited_fault()
                 if exited is not None:
-                    return self._status_from_container() or status, False, Fault(exited.category, exited.detail)
+                    return status_in_container(self.container) or status, False, Fault(exited.category, exited.detail)
             if time.monotonic() >= deadline:
                 if failures >= STATUS_FAILURES_BEFORE_FILE and status is None:
                     return None, False, Fault(
@@ -407,7 +357,8 @@ class ScenarioAttempt:
                 skipped = self._collect()
             except Exception as exc:  # noqa: BLE001 - the record is written whatever the copy did
                 skipped = [{"path": store.STATE_DIR, "reason": f"copy-out failed: {type(exc).__name__}"}]
-            record = self._record(fault, status, timed_out, skipped)
+            record = build_record(self._facts(fault, status, timed_out, skipped), Evidence.read(self.folder),
+                                  self.setup.redactor)
             store.write_json(self.folder / store.RESULT_FILE, record.to_json())
             if record.agent_response:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)
@@ -416,72 +367,16 @@ class ScenarioAttempt:
             self.result = ScenarioResult(record, self.folder)
             return self.result
 
-    def _on_file(self) -> tuple[dict[str, Any] | None, bool | None]:
-        """The daemon status the state file holds, and the last judgment line's ``success``."""
-        try:
-            on_file = read_json_file(self.folder / "daemon_status.json", max_bytes=STATUS_MAX_BYTES)
-        except JsonReadError:
-            on_file = None
-        last = last_json_line(self.folder / "daemon_judgments.jsonl")
-        judged = last.get("success") if isinstance(last, dict) else None
-        return (on_file if isinstance(on_file, dict) else None), (judged if isinstance(judged, bool) else None)
-
-    def _record(self, fault: Fault | None, status: dict[str, Any] | None, timed_out: bool,
-                skipped: list[dict[str, Any]]) -> AttemptRecord:
-        redact = self.setup.redactor
-        endpoint = status
-        on_file, last_judgment = self._on_file()
-        # The file is the daemon's own record: prefer it when it knows more than the endpoint did.
-        if judgment_of(on_file) is not None or (status is None and on_file is not None):
-            status = on_file
-        sources = {"/status": judgment_of(endpoint), "daemon_status.json": judgment_of(on_file)}
-        conflict = conflict_of({
-            **{name: (judgment["success"] if judgment else None) for name, judgment in sources.items()},
-            "daemon_judgments.jsonl (last line)": last_judgment,
-        })
-        if status is not None:  # the endpoint's copy was never written to disk, so never redacted
-            status = redact.redact_obj(status)
-        verdict = decide(status, timed_out=timed_out, timeout_seconds=self.timeout,
-                         duration=self.scenario.duration, fault=fault, conflict=conflict)
-        message = redact.redact(verdict.message)
-        if verdict.outcome == "error" and verdict.category != "container_start":
-            message = f"{message} (files: {self.folder})"
-        count, last_response = scan_events(self.folder / "events.jsonl")
-        response = str((status or {}).get("last_response") or last_response)
-        return AttemptRecord(
-            scenario_id=self.scenario.scenario_id,
-            success=verdict.success,
-            reward={True: 1.0, False: 0.0, None: None}[verdict.success],
-            num_agent_events=count,
-            agent_response=redact.redact(response),
-            judged_in_container=judgment_of(status) is not None,
-            timed_out=timed_out,
-            timeout_seconds=self.timeout,
-            daemon_status=status,
-            scenario_file=str(self.scenario.path),
-            failure_reasons=[redact.redact(verdict.failure_reason)] if verdict.failure_reason else [],
-            error=message if verdict.outcome == "error" else None,
-            split=self.scenario.split,
-            universe=self.scenario.universe,
-            repeat=self.repeat,
-            repeats=self.repeats,
-            attempt=self.attempt,
-            outcome=verdict.outcome,
-            error_category=verdict.category,
-            folder=self.folder.relative_to(self.setup.run_root).as_posix(),
-            scenario_sha256=self.scenario.sha256,
-            started_at=self.started_at,
-            ended_at=now_iso(),
-            wall_time_s=round(time.monotonic() - self.started, 3),
-            container=self.container.name if self.container else None,
-            worker=self.setup.engine.worker,
-            adapter_port=self.adapter_port,
-            host_port=self.container.host_port if self.container else None,
-            verdict_sources=({**sources, "daemon_judgments.jsonl (last line)": last_judgment}
-                             if conflict else None),
-            skipped_files=skipped,
-            **self.setup.provenance,
-        )
+    def _facts(self, fault: Fault | None, status: dict[str, Any] | None, timed_out: bool,
+               skipped: list[dict[str, Any]]) -> AttemptFacts:
+        container = self.container
+        return AttemptFacts(
+            scenario=self.scenario, repeat=self.repeat, repeats=self.repeats, attempt=self.attempt,
+            folder=self.folder, run_root=self.setup.run_root, timeout=self.timeout, started_at=self.started_at,
+            ended_at=now_iso(), wall_time_s=round(time.monotonic() - self.started, 3),
+            container=container.name if container else None, host_port=container.host_port if container else None,
+            adapter_port=self.adapter_port, worker=self.setup.engine.worker, provenance=self.setup.provenance,
+            skipped_files=skipped, endpoint_status=status, timed_out=timed_out, fault=fault)
 
     def remove(self) -> None:
         """Remove the container (killed: after collection it is disposable) and free its ports."""
@@ -495,44 +390,3 @@ class ScenarioAttempt:
                 self.setup.host_ports.release(self.ports)
                 self.ports = []
 
-
-def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int, str]:
-    """gaia2-runner's ``num_agent_events`` (every parseable line of events.jsonl) and the
-    content of the last turn boundary the agent wrote, in one streamed pass."""
-    count, response = 0, ""
-    try:
-        handle = open(path, "rb")
-    except OSError:
-        return 0, ""
-    with handle:
-        for line in handle:
-            try:
-                event = loads_bounded(line, max_bytes=max_line_bytes)
-            except JsonReadError:
-                continue
-            count += 1
-            if isinstance(event, dict) and event.get("app") == "AgentUserInterface" \
-                    and event.get("fn") == "send_message_to_user":
-                args = event.get("args")
-                if isinstance(args, dict) and args.get("content") is not None:
-                    response = str(args["content"])
-    return count, response
-
-
-def last_json_line(path: Path, window: int = STATUS_MAX_BYTES) -> Any:
-    """The last complete JSON line of a file, reading only its end."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - window))
-            tail = handle.read()
-    except OSError:
-        return None
-    for line in reversed(tail.splitlines()):
-        if line.strip():
-            try:
-                return loads_bounded(line, max_bytes=window)
-            except JsonReadError:
-                return None
-    return None

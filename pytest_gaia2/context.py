@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
-import tempfile
 import uuid
 from functools import cached_property
 from pathlib import Path
@@ -18,20 +17,19 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from . import __version__, options, plan as plan_mod, provenance, selection, settings as settings_mod, stats, store
-from .attempt import AttemptSetup, Gaia2InfraError, ScenarioAttempt, ScenarioResult
-from .record import AttemptRecord, is_judged
+from . import __version__, options, provenance, selection, store
+from . import plan as plan_mod
+from . import settings as settings_mod
+from .gate import Gate
+from .record import AttemptRecord
 from .redact import RedactingFilter, Redactor
 from .results import ResultBook
+from .scenario_runs import ScenarioRunner, scenario_dir
 
 if TYPE_CHECKING:
     from .engine import Engine
-    from .ports import PortLeases
-
-log = logging.getLogger("pytest_gaia2")
 
 EXIT_SETUP_FAILED = 3
-
 
 
 def cache_dir() -> Path:
@@ -65,11 +63,10 @@ class RunContext:
         self.repeat: int = self.values["repeat"]
         folder = worker_input.get("gaia2_folder")
         self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
-        self.book = ResultBook(stats.Gate.from_options(self.values),
+        self.book = ResultBook(Gate.from_options(self.values),
                                allow_incomplete=self.values["allow_incomplete"])
         self.prepared = False
         self._engine: Engine | None = None
-        self._leases: PortLeases | None = None
         self._image_id: str | None = None
         if self.active:
             self.notes.extend(self.settings.warnings)
@@ -278,7 +275,7 @@ class RunContext:
         )
         return self.redactor.redact_obj({**data, **facts})
 
-    # -- one item ----------------------------------------------------------------------------
+    # -- the items' runs ---------------------------------------------------------------------
 
     def image_id(self) -> str | None:
         if self._image_id is None:
@@ -286,86 +283,11 @@ class RunContext:
         return self._image_id
 
     @cached_property
-    def attempt_setup(self) -> AttemptSetup:
-        settings = self.settings
-        files = []
-        for src, dest in settings.files_to_copy():
-            try:
-                files.append((dest, src.read_bytes(), 0o644))
-            except OSError as exc:
-                raise Gaia2InfraError("container_start", f"--gaia2-copy-in {src}: cannot read "
-                                      f"({exc.strerror or type(exc).__name__})") from None
-        leases = None
-        if settings.network == "host":
-            from .ports import PortLeases, worker_slice
-
-            low, high = settings.port_range
-            index = int(self.worker[2:]) if self.worker.startswith("gw") else 0
-            leases = PortLeases(Path(tempfile.gettempdir()) / "pytest-gaia2", worker_slice(low, high, index, self.workers))
-        assert self.folder is not None
-        return AttemptSetup(self.engine(), settings, settings.limits, self.redactor, self.provenance(),
-                            self.folder.path, leases, tuple(files))
-
-    def scenario_dir(self, item: plan_mod.PlannedItem) -> Path:
-        assert self.folder is not None
-        return self.folder.scenario_dir(item.split, item.name, item.repeat, item.repeats)
-
-    def stored_verdict(self, item: plan_mod.PlannedItem) -> ScenarioResult | None:
-        """A judged verdict already in the run folder is final: reported again, never re-run
-        (resume, --reruns, a rerun of the same item); unless its scenario file changed since."""
-        if self.folder is None or item.scenario is None:
-            return None
-        scenario_dir = self.scenario_dir(item)
-        record = self.folder.last_record(scenario_dir)
-        if not is_judged(record) or (record.scenario_sha256 and item.scenario.sha256
-                                     and record.scenario_sha256 != item.scenario.sha256):
-            return None
-        folder = self.folder.path / record.folder if record.folder else scenario_dir
-        return ScenarioResult(record.reused_by(self.session_id), folder)
-
-    def new_attempt(self, item: plan_mod.PlannedItem) -> ScenarioAttempt:
-        assert item.scenario is not None and self.folder is not None
-        scenario_dir = self.scenario_dir(item)
-        number = self.folder.next_attempt(scenario_dir)
-        return ScenarioAttempt(self.attempt_setup, item.scenario, self.folder.attempt_dir(scenario_dir, number),
-                               repeat=item.repeat, repeats=item.repeats, attempt=number)
-
-    def result_for(self, item: plan_mod.PlannedItem, on_attempt: Callable[[ScenarioAttempt], None]) -> ScenarioResult:
-        """The item's verdict: stored, or from attempts; an infrastructure error is retried up to
-        ``--gaia2-retries`` times, each attempt in a folder of its own; a judgment never is."""
-        stored = self.stored_verdict(item)
-        if stored is not None:
-            return stored
-        for remaining in reversed(range(self.retries + 1)):
-            attempt = self.new_attempt(item)
-            on_attempt(attempt)
-            try:
-                attempt.start()
-                result = attempt.drive()
-            except Gaia2InfraError:
-                if attempt.result is None:
-                    raise
-                result = attempt.result
-            finally:
-                attempt.remove()
-            if not result.errored or not remaining:
-                return result
-            log.warning("gaia2: %s: %s; attempt %d of %d", item.key, result.record.error_category,
-                        attempt.attempt, self.retries + 1)
-        raise AssertionError("unreachable: the last attempt returns")
-
-    def error_record(self, item: plan_mod.PlannedItem, category: str, message: str) -> AttemptRecord:
-        """The last resort: a record for an item that raised before any attempt wrote one."""
-        from dataclasses import replace
-
-        record = replace(item.error_record(self.provenance()), error=self.redactor.redact(message),
-                         error_category=category, repeat=item.repeat, repeats=item.repeats)
-        if self.folder is not None:
-            scenario_dir = self.scenario_dir(item)
-            folder = self.folder.attempt_dir(scenario_dir, self.folder.next_attempt(scenario_dir))
-            record = replace(record, folder=folder.relative_to(self.folder.path).as_posix())
-            self.folder.write_record(folder, record)
-        return record
+    def runner(self) -> ScenarioRunner:
+        """Made on first use, once pre-flight has settled the run folder and the image id."""
+        return ScenarioRunner(self.engine(), self.settings, self.redactor, self.folder, self.provenance(),
+                              retries=self.retries, session_id=self.session_id, worker=self.worker,
+                              workers=self.workers)
 
     # -- the end of the run ------------------------------------------------------------------
 
@@ -416,7 +338,7 @@ class RunContext:
             item = index.get(key)
             if key in self.book.records or item is None or item.scenario is None or self.folder is None:
                 continue
-            record = self.folder.last_record(self.scenario_dir(item))
+            record = self.folder.last_record(scenario_dir(self.folder, item))
             if record is not None and record.session_id == self.session_id:
                 self.book.add(record)
 

@@ -22,9 +22,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from filelock import FileLock
 
-from .store import write_text
-from .options import OptionError
+from .option_values import OptionError
 from .scenarios import SPLITS
+from .store import write_text
 
 DEFAULT_DATASET = "meta-agents-research-environments/gaia2-cli"
 CACHE_ENV = "GAIA2_HF_CACHE"

@@ -2,29 +2,26 @@
 
 Everything goes through the engine API (no bind mounts, no host CLI), so a local socket,
 a remote engine, Docker Desktop and Podman's Docker-compatible socket all work the same.
-This is the only module that talks to the SDK, and it imports ``docker`` and ``requests``
-only inside the functions that need them: a pytest run that never uses the plugin does not
-pay for them.
-
-Containers are hostile input: what is copied out is streamed with caps on sizes, names and
-depth, and written only inside the destination folder (see :func:`extract`).
+This module holds the client: it creates, lists, probes and removes containers. One running
+container is a :class:`~pytest_gaia2.container.Container`; what is copied out of one is
+hostile input, handled by :mod:`pytest_gaia2.archive`. ``docker`` and ``requests`` are
+imported only inside the functions that need them: a pytest run that never uses the plugin
+does not pay for them.
 """
 
 from __future__ import annotations
 
-import collections
-import errno
-import io
-import itertools
 import os
 import re
 import socket
 import tarfile
 import time
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from types import MappingProxyType
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+from .archive import ARCHIVE_CHUNK, StreamBroken, tar_entries, tar_files
+from .container import Container, LaunchSpec, exit_of
+from .engine_errors import EngineError, sdk_errors
 
 if TYPE_CHECKING:
     import docker
@@ -59,49 +56,7 @@ CAPABILITIES = (
     "KILL",  # su stays root and forwards `docker stop`'s SIGTERM to its child of another user
 )
 
-LOG_TAIL_LINES = 20
-LOG_MAX_BYTES = 4 << 20
-"""Container logs kept in memory: the last 4 MiB (a chatty image must not fill the host)."""
-
-ARCHIVE_CHUNK = 256 << 10
-COPY_CHUNK = 1 << 20
-"""Bytes read per step when copying a file out; also the window a redaction transform sees."""
-MAX_NAME_BYTES = 255
-MAX_HOST_PATH_BYTES = 3800
-MAX_DEPTH = 32
-MAX_ENTRIES = 10_000
-"""Archive entries looked at per copy: bounds time and inodes against a tree of tiny files."""
-
-_NO_RENAME: Mapping[str, str] = MappingProxyType({})
 _PLAIN_HOST = re.compile(r"[A-Za-z0-9_.-]{1,253}|[0-9A-Fa-f:.]{2,45}")
-_temp_names = itertools.count()
-
-
-class EngineError(Exception):
-    """The engine cannot be reached or refused an operation."""
-
-
-class ContainerExited(EngineError):
-    """The container's main process ended (a wrong image, a missing entrypoint script, an
-    entrypoint that exits): raised by :meth:`Engine.launch` when it ended before its port was
-    published, returned by :meth:`Container.exited` after that. ``logs`` is the whole output."""
-
-    def __init__(self, image: str, exit_code: int | None, logs: str) -> None:
-        self.exit_code = exit_code
-        self.logs = logs
-        self.tail = "\n".join(logs.rstrip().splitlines()[-LOG_TAIL_LINES:])
-        super().__init__(
-            f"the main process of the container ({image}) exited with code {exit_code}; "
-            f"last log lines:\n{self.tail or '(no output)'}"
-        )
-
-
-def _engine_errors() -> tuple[type[Exception], ...]:
-    """What the SDK raises when the engine or its connection fails (evaluated only on failure)."""
-    import docker.errors
-    import requests
-
-    return docker.errors.DockerException, requests.RequestException
 
 
 def plain_host(host: str) -> bool:
@@ -122,457 +77,13 @@ def connect(timeout: float = 30.0) -> docker.DockerClient:
     try:
         client = docker.from_env(timeout=int(timeout))
         client.ping()
-    except _engine_errors() + (OSError,) as exc:
+    except sdk_errors() + (OSError,) as exc:
         raise EngineError(
             f"the Docker engine at {engine_address()} does not answer ({type(exc).__name__}). "
             "Start it (Linux: `sudo dockerd` or `systemctl start docker`; Docker Desktop: start the app; "
             "Podman: `podman system service --time=0 unix:///path.sock` and DOCKER_HOST=unix:///path.sock)."
         ) from None
     return client
-
-
-def tar_files(files: Iterable[tuple[str, bytes, int]]) -> bytes:
-    """A tar archive of ``(path, content, mode)`` entries, paths relative to the extraction dir."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for name, content, mode in files:
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            info.mode = mode
-            info.mtime = int(time.time())
-            archive.addfile(info, io.BytesIO(content))
-    return buffer.getvalue()
-
-
-# -- streaming archives out of containers -------------------------------------------------------
-
-
-class _StreamBroken(Exception):
-    """The engine's archive stream failed mid-way (not an OSError: those are local write errors)."""
-
-
-class _ChunkStream(io.RawIOBase):
-    """A read-only file over the engine's chunk iterator, so tarfile's stream mode can read it
-    without the archive ever being held whole."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        super().__init__()
-        self._chunks = chunks
-        self._rest = memoryview(b"")
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._rest:
-            try:
-                chunk = next(self._chunks)
-            except StopIteration:
-                return 0
-            except Exception as exc:  # noqa: BLE001 - any transport failure ends the stream alike
-                raise _StreamBroken(f"{type(exc).__name__}: {exc}") from exc
-            self._rest = memoryview(chunk)
-        size = min(len(buffer), len(self._rest))
-        buffer[:size] = self._rest[:size]
-        self._rest = self._rest[size:]
-        return size
-
-
-def _entries(chunks: Iterable[bytes]) -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
-    """Each entry of a tar stream with the archive to read its data from, in order, once."""
-    with tarfile.open(fileobj=_ChunkStream(iter(chunks)), mode="r|") as archive:
-        while (member := archive.next()) is not None:
-            archive.members.clear()  # type: ignore[attr-defined]  # stream mode keeps every header seen
-            yield member, archive
-
-
-@dataclass
-class CopyReport:
-    """What a copy out wrote (host-relative name, bytes), skipped (archive name, why) and noted."""
-
-    written: list[tuple[str, int]] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    total_bytes: int = 0
-    notes: list[str] = field(default_factory=list)
-
-
-def _shown(name: str) -> str:
-    """A hostile archive name made printable and short enough for a report."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    text = "".join(char if char.isprintable() else f"\\x{ord(char):02x}" for char in text)
-    return text if len(text) <= 300 else f"{text[:297]}..."
-
-
-def _type_problem(member: tarfile.TarInfo) -> str | None:
-    """Why an entry is not copied for its type; None for regular files (and directories)."""
-    if member.isreg() or member.isdir():
-        return None
-    if member.issym():
-        return "symbolic link"
-    if member.islnk():
-        return "hard link"
-    if member.ischr() or member.isblk():
-        return "device"
-    if member.isfifo():
-        return "FIFO"
-    return f"unsupported entry type {member.type!r}"
-
-
-def _destination(
-    name: str, root: str, rename: Mapping[str, str], prefix: tuple[str, ...]
-) -> tuple[tuple[str, ...], str | None]:
-    """Where an archive entry goes below ``root`` (its path below the archive's top folder,
-    renamed or under ``prefix``; a single-file archive keeps the file's name), or why not."""
-    if "\0" in name:
-        return (), "name contains NUL"
-    if name.startswith("/"):
-        return (), "absolute name"
-    parts = tuple(part for part in name.split("/") if part not in ("", "."))
-    if ".." in parts:
-        return (), "name contains '..'"
-    relative = parts[1:] if len(parts) > 1 else parts
-    mapped = rename.get("/".join(relative))
-    host = tuple(mapped.split("/")) if mapped is not None else (*prefix, *relative)
-    if not host or any(part in ("", ".", "..") or "\0" in part for part in host):
-        return (), "not a plain relative name"
-    if any(len(os.fsencode(part)) > MAX_NAME_BYTES for part in host):
-        return (), f"a path component is longer than {MAX_NAME_BYTES} bytes"
-    if len(host) > MAX_DEPTH:
-        return (), f"deeper than {MAX_DEPTH} levels"
-    if len(os.fsencode(os.path.join(root, *host))) > MAX_HOST_PATH_BYTES:
-        return (), f"host path longer than {MAX_HOST_PATH_BYTES} bytes"
-    return host, None
-
-
-def _open_dirs(root_fd: int, names: Sequence[str]) -> int:
-    """A descriptor of ``root/names...``, created as needed, never through a symlink."""
-    fd = root_fd
-    try:
-        for name in names:
-            try:
-                os.mkdir(name, 0o755, dir_fd=fd)
-            except FileExistsError:
-                pass
-            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            if fd != root_fd:
-                os.close(fd)
-            fd = child
-    except BaseException:
-        if fd != root_fd:
-            os.close(fd)
-        raise
-    return fd
-
-
-def _read_chunks(source: IO[bytes]) -> Iterator[bytes]:
-    while chunk := source.read(COPY_CHUNK):
-        yield chunk
-
-
-def _masked(
-    chunks: Iterable[bytes], transform: Callable[[bytes], bytes] | None, overlap: int
-) -> Iterator[bytes]:
-    """``chunks`` through ``transform``: the last ``overlap`` bytes of each transformed window
-    are carried into the next one, so a secret split by a chunk boundary is still seen whole."""
-    if transform is None:
-        yield from chunks
-        return
-    carry = b""
-    for chunk in chunks:
-        data = transform(carry + chunk)
-        cut = max(0, len(data) - overlap)
-        yield data[:cut]
-        carry = data[cut:]
-    yield carry
-
-
-def _capped(pieces: Iterable[bytes], max_bytes: int) -> Iterator[bytes]:
-    """At most ``max_bytes`` of ``pieces``, then a line saying the rest was cut."""
-    left = max_bytes
-    for piece in pieces:
-        if len(piece) > left:
-            yield piece[:left]
-            yield f"\n[pytest-gaia2: cut here, over {max_bytes} bytes]\n".encode()
-            return
-        left -= len(piece)
-        yield piece
-
-
-def _write_file(root_fd: int, parts: Sequence[str], pieces: Iterable[bytes]) -> int:
-    """Write atomically (a temporary name in the same folder, then a rename); bytes written."""
-    parent = _open_dirs(root_fd, parts[:-1])
-    temp = f".gaia2-copy-{os.getpid()}-{next(_temp_names)}.tmp"
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o644, dir_fd=parent)
-        try:
-            size = 0
-            with os.fdopen(fd, "wb") as out:
-                for piece in pieces:
-                    out.write(piece)
-                    size += len(piece)
-            os.replace(temp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
-        except BaseException:
-            try:
-                os.unlink(temp, dir_fd=parent)
-            except OSError:
-                pass
-            raise
-        return size
-    finally:
-        if parent != root_fd:
-            os.close(parent)
-
-
-def _write_problem(exc: OSError) -> str:
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.EEXIST):
-        return "a file, folder or symlink is in the way on the host"
-    return f"could not write on the host: {exc.strerror or exc}"
-
-
-def extract(
-    chunks: Iterable[bytes],
-    dest: Path,
-    *,
-    max_file_bytes: int,
-    max_total_bytes: int,
-    rename: Mapping[str, str] = _NO_RENAME,
-    prefix: str = "",
-    transform: Callable[[bytes], bytes] | None = None,
-    overlap: int = 0,
-) -> CopyReport:
-    """Write the regular files of a tar stream under ``dest``; everything else is listed as skipped.
-
-    A file's archive path below the top folder (``state/a/b.json`` -> ``a/b.json``) goes to
-    ``rename[path]`` when mapped, else to ``prefix/path``. Names are checked before anything
-    is written (no NUL, absolute path or ``..``; components, depth and host path bounded), and
-    folders are opened one by one with ``O_NOFOLLOW`` from ``dest``, so nothing lands outside
-    it. Files over ``max_file_bytes``, or over what is left of ``max_total_bytes``, are
-    skipped. Memory stays at a few chunks whatever the archive holds. ``transform`` (e.g.
-    masking secrets) sees every file in windows of :data:`COPY_CHUNK` bytes, consecutive
-    windows overlapping by ``overlap`` bytes (at least the longest value it replaces).
-    A broken stream ends the copy with a note; what was written stays.
-    """
-    report = CopyReport()
-    dest.mkdir(parents=True, exist_ok=True)
-    root = os.path.abspath(dest)
-    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    prefix_parts = tuple(part for part in prefix.split("/") if part)
-    try:
-        for count, (member, archive) in enumerate(_entries(chunks), start=1):
-            if count > MAX_ENTRIES:
-                report.notes.append(f"stopped after {MAX_ENTRIES} archive entries")
-                break
-            if member.isdir():
-                continue
-            shown = _shown(member.name)
-            host_parts, problem = _destination(member.name, root, rename, prefix_parts)
-            problem = _type_problem(member) or problem
-            if problem is None and member.size > max_file_bytes:
-                problem = f"{member.size} bytes, over the {max_file_bytes}-byte file cap"
-            if problem is None and report.total_bytes + member.size > max_total_bytes:
-                problem = f"{member.size} bytes, over what is left of the {max_total_bytes}-byte total cap"
-            if problem is not None:
-                report.skipped.append((shown, problem))
-                continue
-            source = archive.extractfile(member)
-            assert source is not None  # a regular file
-            try:
-                size = _write_file(root_fd, host_parts, _masked(_read_chunks(source), transform, overlap))
-            except OSError as exc:
-                report.skipped.append((shown, _write_problem(exc)))
-                continue
-            report.written.append(("/".join(host_parts), size))
-            report.total_bytes += size
-    except _StreamBroken as exc:
-        report.notes.append(f"the engine's archive stream broke, the copy is partial: {exc}")
-    except tarfile.TarError as exc:
-        report.notes.append(f"the archive is unreadable, the copy is partial: {exc}")
-    finally:
-        os.close(root_fd)
-    return report
-
-
-def _first_file(chunks: Iterable[bytes], max_bytes: int) -> tuple[bytes | None, str | None]:
-    """The content of a single-file archive, unless it is larger than ``max_bytes``."""
-    for member, archive in _entries(chunks):
-        if not member.isreg():
-            return None, "not a regular file"
-        if member.size > max_bytes:
-            return None, f"{member.size} bytes, over the {max_bytes}-byte cap"
-        source = archive.extractfile(member)
-        assert source is not None
-        return source.read(), None
-    return None, "empty archive"
-
-
-# -- containers ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """Everything needed to create one scenario container.
-
-    ``pids_limit`` and ``memory_bytes`` bound a runaway agent (None: the engine's default,
-    unlimited). ``no_new_privileges`` must stay False for images whose agent reaches the state
-    through a setuid helper (gaia2-cli's Hermes and OpenClaw images: ``gaia2-exec`` is
-    setuid-gaia2, and with no-new-privileges every tool call runs as ``agent`` and fails); the
-    reference image and oracle images have none and can take it.
-    """
-
-    image: str
-    name: str
-    env: Mapping[str, str]
-    labels: Mapping[str, str]
-    adapter_port: int
-    network: str = "bridge"
-    files: tuple[tuple[str, bytes, int], ...] = ()  # (absolute container path, content, mode)
-    extra_hosts: Mapping[str, str] = field(default_factory=dict)
-    pids_limit: int | None = None
-    memory_bytes: int | None = None
-    no_new_privileges: bool = False
-
-
-def _log_chunks(handle: Handle, tail: int | str = "all") -> Iterator[bytes]:
-    """The container's output (stdout and stderr) as it streams; a broken stream ends with a note."""
-    try:
-        yield from handle.logs(stdout=True, stderr=True, tail=tail, stream=True, follow=False)
-    except _engine_errors() as exc:
-        yield f"\n[pytest-gaia2: the engine's log stream broke: {type(exc).__name__}]\n".encode()
-
-
-def _bounded_logs(handle: Handle, tail: int | str, max_bytes: int = LOG_MAX_BYTES) -> str:
-    """The container's output, at most its last ``max_bytes`` (a chatty image must not fill memory)."""
-    kept: collections.deque[bytes] = collections.deque()
-    size = 0
-    cut = False
-    for chunk in _log_chunks(handle, tail):
-        kept.append(chunk)
-        size += len(chunk)
-        while size - len(kept[0]) >= max_bytes:
-            size -= len(kept.popleft())
-            cut = True
-    text = b"".join(kept)[-max_bytes:].decode("utf-8", errors="replace")
-    return f"[pytest-gaia2: earlier output cut, the last {max_bytes} bytes follow]\n{text}" if cut else text
-
-
-class Container:
-    """One running scenario container and what the host needs to reach it."""
-
-    def __init__(self, handle: Handle, spec: LaunchSpec, host_port: int) -> None:
-        self.handle = handle
-        self.spec = spec
-        self.host_port = host_port
-
-    @property
-    def id(self) -> str:
-        return str(self.handle.id)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def adapter_url(self) -> str:
-        return f"http://127.0.0.1:{self.host_port}"
-
-    def state(self) -> tuple[str, int | None]:
-        """The engine's view: (status, exit code when exited)."""
-        self.handle.reload()
-        state = self.handle.attrs.get("State") or {}
-        status = str(state.get("Status") or self.handle.status)
-        code = state.get("ExitCode")
-        return status, (int(code) if status in {"exited", "dead"} and code is not None else None)
-
-    def exited(self) -> ContainerExited | None:
-        """The early exit, as :meth:`Engine.launch` raises it, once the main process has ended."""
-        return _exit_of(self.handle, self.spec.image)
-
-    def logs(self, tail: int | str = "all") -> str:
-        """Stdout and stderr so far, bounded to the last :data:`LOG_MAX_BYTES`."""
-        return _bounded_logs(self.handle, tail)
-
-    def save_logs(
-        self, path: Path, *, max_bytes: int,
-        transform: Callable[[bytes], bytes] | None = None, overlap: int = 0,
-    ) -> int:
-        """Stream the whole output into ``path`` (atomically), through ``transform`` as
-        :func:`extract` does, cut after ``max_bytes`` of it; bytes written."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        parent_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            pieces = _capped(_masked(_log_chunks(self.handle), transform, overlap), max_bytes)
-            return _write_file(parent_fd, (path.name,), pieces)
-        finally:
-            os.close(parent_fd)
-
-    def exec(self, cmd: list[str], user: str = "") -> tuple[int, str]:
-        """Run a command inside; ``(exit code, output)``; -1 when the container cannot exec."""
-        try:
-            result = self.handle.exec_run(cmd, user=user, demux=False)
-        except _engine_errors() as exc:
-            return -1, str(exc)
-        output = result.output.decode("utf-8", errors="replace") if result.output else ""
-        return int(result.exit_code if result.exit_code is not None else -1), output
-
-    def copy_out(
-        self,
-        path: str,
-        dest: Path,
-        *,
-        max_file_bytes: int,
-        max_total_bytes: int,
-        rename: Mapping[str, str] = _NO_RENAME,
-        prefix: str = "",
-        transform: Callable[[bytes], bytes] | None = None,
-        overlap: int = 0,
-    ) -> CopyReport:
-        """Stream ``path`` (a file or folder; running or stopped container) into ``dest``.
-
-        See :func:`extract` for the rules. A missing path gives an empty report; an engine
-        failure gives what was written so far plus a note, never an exception.
-        """
-        from docker.errors import NotFound
-
-        try:
-            chunks, _ = self.handle.get_archive(path, chunk_size=ARCHIVE_CHUNK)
-        except NotFound:
-            return CopyReport()
-        except _engine_errors() as exc:
-            return CopyReport(notes=[f"the engine could not archive {path}: {exc}"])
-        try:
-            return extract(chunks, dest, max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
-                           rename=rename, prefix=prefix, transform=transform, overlap=overlap)
-        finally:
-            chunks.close()
-
-    def read_file(self, path: str, max_bytes: int) -> tuple[bytes | None, str | None]:
-        """A small file's content (e.g. daemon_status.json), or None and why: absent, not a
-        regular file, larger than ``max_bytes`` (then only its header was read)."""
-        from docker.errors import NotFound
-
-        try:
-            chunks, _ = self.handle.get_archive(path, chunk_size=ARCHIVE_CHUNK)
-        except NotFound:
-            return None, "not found"
-        except _engine_errors() as exc:
-            return None, f"the engine could not archive {path}: {exc}"
-        try:
-            return _first_file(chunks, max_bytes)
-        except (_StreamBroken, tarfile.TarError) as exc:
-            return None, f"the engine's archive stream broke: {exc}"
-        finally:
-            chunks.close()
-
-
-def _exit_of(handle: Handle, image: str) -> ContainerExited | None:
-    """The exit, with code and logs, if the container's main process has ended; None while it runs."""
-    handle.reload()
-    state = handle.attrs.get("State") or {}
-    if state.get("Status") not in {"exited", "dead"}:
-        return None
-    code = state.get("ExitCode")
-    return ContainerExited(image, int(code) if code is not None else None, _bounded_logs(handle, "all"))
 
 
 def _published_port(handle: Handle, port: int) -> int | None:
@@ -622,7 +133,7 @@ class Engine:
         """The engine's version record (``Version``, ``Os``, ``Arch``, ...)."""
         try:
             return dict(self.client.version())
-        except _engine_errors() as exc:
+        except sdk_errors() as exc:
             raise EngineError(f"the engine at {engine_address()} did not report its version: {exc}") from None
 
     def image_id(self, image: str) -> str | None:
@@ -633,7 +144,7 @@ class Engine:
             return str(self.client.images.get(image).id)
         except ImageNotFound:
             return None
-        except _engine_errors() as exc:
+        except sdk_errors() as exc:
             raise EngineError(f"could not inspect image {image!r}: {exc}") from None
 
     def launch(self, spec: LaunchSpec) -> Container:
@@ -674,13 +185,13 @@ class Engine:
                 return Container(handle, spec, spec.adapter_port)
             host_port = _published_port(handle, spec.adapter_port)
             if host_port is None:
-                raise _exit_of(handle, spec.image) or EngineError(
+                raise exit_of(handle, spec.image) or EngineError(
                     f"the engine published no host port for {spec.adapter_port}/tcp")
             return Container(handle, spec, host_port)
         except ImageNotFound:
             self._discard(handle)
             raise EngineError(f"image {spec.image!r} is not present on the engine at {engine_address()}") from None
-        except _engine_errors() as exc:
+        except sdk_errors() as exc:
             self._discard(handle)
             raise EngineError(f"could not start a container from {spec.image!r}: {exc}") from None
         except BaseException:
@@ -707,7 +218,7 @@ class Engine:
                 api.stop(container_id, timeout=int(max(1, stop_timeout)))
             except NotFound:
                 return
-            except _engine_errors():
+            except sdk_errors():
                 pass  # removal below forces it
         try:
             api.remove_container(container_id, force=True, v=True)
@@ -736,7 +247,7 @@ class Engine:
             except NotFound:
                 return files
             try:
-                for member, archive in _entries(chunks):
+                for member, archive in tar_entries(chunks):
                     if member.isreg() and select(member.name) and total + member.size <= max_total_bytes:
                         source = archive.extractfile(member)
                         assert source is not None  # a regular file
@@ -744,7 +255,7 @@ class Engine:
                         total += member.size
             finally:
                 chunks.close()
-        except _engine_errors() + (_StreamBroken, tarfile.TarError) as exc:
+        except sdk_errors() + (StreamBroken, tarfile.TarError) as exc:
             raise EngineError(f"could not read {path} in image {image!r}: {exc}") from None
         finally:
             self._discard(handle)
@@ -777,7 +288,7 @@ class Engine:
             return int(handle.wait(timeout=timeout_s).get("StatusCode", -1)) == 0
         except requests.RequestException:  # the wait timed out: nothing answered in time
             return False
-        except _engine_errors() as exc:
+        except sdk_errors() as exc:
             raise EngineError(f"could not run a TCP probe from {image!r}: {exc}") from None
         finally:
             self._discard(handle)

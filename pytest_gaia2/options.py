@@ -1,174 +1,41 @@
 """Every ``--gaia2-*`` option, its ``gaia2_*`` ini key and how its value is parsed.
 
 One table keeps the command line, the ini file, the upstream TOML mapping and the
-README in step: an option exists exactly once, here.
+README in step: an option exists exactly once, here. The parsers it names are in
+:mod:`option_values`; reading ``--gaia2-x VALUE`` as ``--gaia2-x=VALUE`` is :mod:`joined_values`.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import pytest
 
-GROUP = "gaia2"
-
-
-class OptionError(pytest.UsageError):
-    """A ``--gaia2-*`` value that can never work; raised at start-up, naming the option."""
-
-
-def _non_negative_float(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise OptionError(f"--gaia2-{name}: expected a number of seconds, got {raw!r}") from None
-    if not math.isfinite(value):  # float() accepts inf, nan and 1e999 (= inf)
-        raise OptionError(f"--gaia2-{name}: expected a finite number, got {raw!r}")
-    if value < 0:
-        raise OptionError(f"--gaia2-{name}: must not be negative, got {raw!r}")
-    return value
-
-
-def _positive_float(name: str, raw: str) -> float:
-    value = _non_negative_float(name, raw)
-    if value == 0:
-        raise OptionError(f"--gaia2-{name}: must be greater than 0, got {raw!r}")
-    return value
-
-
-def _non_negative_int(name: str, raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise OptionError(f"--gaia2-{name}: expected a whole number, got {raw!r}") from None
-    if value < 0:
-        raise OptionError(f"--gaia2-{name}: must not be negative, got {raw!r}")
-    return value
-
-
-def _positive_int(name: str, raw: str) -> int:
-    value = _non_negative_int(name, raw)
-    if value == 0:
-        raise OptionError(f"--gaia2-{name}: must be at least 1, got {raw!r}")
-    return value
-
-
-def _fraction(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise OptionError(f"--gaia2-{name}: expected a fraction from 0 to 1 (e.g. 0.8), got {raw!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise OptionError(
-            f"--gaia2-{name}: expected a fraction from 0 to 1 (e.g. 0.8 for 80%), got {raw!r}"
-        )
-    return value
-
-
-_SIZE = re.compile(r"\s*(\d+)\s*([KMG]?)\s*", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
-
-
-def _size_or_zero(name: str, raw: str) -> int:
-    """Bytes, or a whole number with K, M or G (KiB-based, as docker's ``--memory 4g``)."""
-    match = _SIZE.fullmatch(raw)
-    if not match:
-        raise OptionError(f"--gaia2-{name}: expected a size in bytes or with K, M or G (e.g. 64M), "
-                          f"got {raw!r}")
-    return int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
-
-
-def _size(name: str, raw: str) -> int:
-    value = _size_or_zero(name, raw)
-    if value == 0:
-        raise OptionError(f"--gaia2-{name}: must be greater than 0, got {raw!r}")
-    return value
-
-
-def _text(name: str, raw: str) -> str:
-    return raw.strip()
-
-
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off", ""})
-
-
-def _flag(name: str, raw: Any) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise OptionError(f"--gaia2-{name}: expected true or false, got {raw!r}")
-
-
-def _resume(name: str, raw: Any) -> bool | str:
-    """``True`` (the latest run folder), ``False``, or the path of the run folder to continue."""
-    if isinstance(raw, bool) or str(raw).strip().lower() in _TRUE | _FALSE:
-        return _flag(name, raw)
-    return str(raw).strip()
-
-
-_IMAGE_REF = re.compile(
-    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?"  # optional registry host[:port]/
-    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"  # first path component
-    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"  # more path components
-    r"(?::[\w][\w.-]{0,127})?"  # optional tag
-    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"  # optional digest
+from .option_values import (
+    FALSE_WORDS,
+    TRUE_WORDS,
+    OptionError,
+    boolean,
+    copy_pair,
+    env_name,
+    env_pair,
+    fraction,
+    image_reference,
+    non_negative_float,
+    non_negative_int,
+    port_range,
+    positive_float,
+    positive_int,
+    resume_target,
+    size,
+    size_or_zero,
+    stripped_text,
 )
 
-
-def _image(name: str, raw: str) -> str:
-    ref = raw.strip()
-    if not _IMAGE_REF.match(ref):
-        raise OptionError(
-            f"--gaia2-{name}: {raw!r} is not a valid image reference "
-            "(expected [registry/]name[:tag][@digest], lower-case name)"
-        )
-    return ref
-
-
-def _port_range(name: str, raw: str) -> tuple[int, int]:
-    match = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", raw)
-    if not match:
-        raise OptionError(f"--gaia2-{name}: expected LOW-HIGH (e.g. 20000-29999), got {raw!r}")
-    low, high = int(match.group(1)), int(match.group(2))
-    if not 1024 <= low < high <= 65535:
-        raise OptionError(f"--gaia2-{name}: expected 1024 <= LOW < HIGH <= 65535, got {raw!r}")
-    return low, high
-
-
-def _env_pair(name: str, raw: str) -> tuple[str, str]:
-    key, sep, value = raw.partition("=")
-    key = key.strip()
-    if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-        raise OptionError(f"--gaia2-{name}: expected KEY=VALUE with a valid variable name, got {key or raw!r}")
-    return key, value
-
-
-def _copy_pair(name: str, raw: str) -> tuple[str, str]:
-    src, sep, dest = raw.rpartition(":")
-    if not sep or not src or not dest.startswith("/"):
-        raise OptionError(f"--gaia2-{name}: expected HOST_PATH:/container/path, got {raw!r}")
-    return src, dest
-
-
-def _env_name(name: str, raw: str) -> str:
-    value = raw.strip()
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-        raise OptionError(
-            f"--gaia2-{name}: expected the NAME of an environment variable that holds the key "
-            "(never the key itself)"
-        )
-    return value
+GROUP = "gaia2"
 
 
 @dataclass(frozen=True)
@@ -178,7 +45,7 @@ class Option:
     name: str
     help: str
     default: Any = None
-    parse: Callable[[str, Any], Any] = _text
+    parse: Callable[[str, Any], Any] = stripped_text
     choices: Sequence[str] | None = None
     flag: bool = False
     multiple: bool = False
@@ -212,37 +79,37 @@ OPTIONS: tuple[Option, ...] = (
            path=True),
     Option("ids-file", "Plain text file of scenario ids to run, one per line.", path=True),
     Option("sample", "Run a seeded sample of N scenarios, stratified by split and universe.",
-           parse=_positive_int),
-    Option("seed", "Seed for --gaia2-sample (default 0).", default=0, parse=_non_negative_int),
+           parse=positive_int),
+    Option("seed", "Seed for --gaia2-sample (default 0).", default=0, parse=non_negative_int),
     Option("first-n", "Run the first N scenarios in file order (biased towards few universes).",
-           parse=_positive_int),
+           parse=positive_int),
     Option("repeat", "Run each scenario K times (pass@k), as run_1..run_K.", default=1,
-           parse=_positive_int),
+           parse=positive_int),
     Option("resume", "Continue a run folder: bare, the latest under --gaia2-output; =PATH, that "
            "folder. Stored pass/fail verdicts are reused; only what is missing or errored runs.",
-           default=False, bare=True, parse=_resume, path=True),
+           default=False, bare=True, parse=resume_target, path=True),
     Option("resume-mismatch", "What --gaia2-resume does when the run it continues was made with "
            "other settings (image, model, judge, ...): refuse, or warn and continue.",
            default="refuse", choices=("refuse", "warn")),
     Option("retries", "Re-run a scenario whose outcome is an infrastructure error up to N times "
-           "(judge failures are never retried).", default=0, parse=_non_negative_int),
+           "(judge failures are never retried).", default=0, parse=non_negative_int),
     Option("config", "gaia2-runner TOML config ([target], [agent], [judge], [run]); "
            "command-line options win.", path=True),
     # The container.
     Option("image", "Runtime image (default: the reference oracle image, built on first use).",
-           parse=_image),
+           parse=image_reference),
     Option("network", "Network mode: bridge (engine-assigned 127.0.0.1 port) or host.",
            default="bridge", choices=("bridge", "host")),
     Option("port-range", "Host-network mode: ports to hand out, partitioned per xdist worker.",
-           default=(20000, 29999), parse=_port_range),
+           default=(20000, 29999), parse=port_range),
     Option("env", "Extra KEY=VALUE passed into every container (repeatable).", multiple=True,
-           parse=_env_pair),
+           parse=env_pair),
     Option("env-file", "dotenv file with API keys (default: .env at the rootdir when present).",
            path=True),
     Option("copy-in", "Copy HOST_PATH into every container at /container/path before it "
-           "starts (repeatable).", multiple=True, parse=_copy_pair),
+           "starts (repeatable).", multiple=True, parse=copy_pair),
     Option("time-speed", "GAIA2_TIME_SPEED for the in-container daemon (> 0).",
-           parse=_positive_float),
+           parse=positive_float),
     Option("notification-mode", "Notification mode passed to the daemon.", default="message",
            choices=("message", "native")),
     # Agent and judge.
@@ -251,52 +118,52 @@ OPTIONS: tuple[Option, ...] = (
     Option("model", "Agent model name."),
     Option("base-url", "Agent model base URL (host services: http://host.docker.internal:PORT)."),
     Option("api-key-env", "NAME of the environment variable holding the agent API key.",
-           parse=_env_name),
+           parse=env_name),
     Option("thinking", "Agent thinking level.", default="low",
            choices=("off", "low", "medium", "high")),
     Option("judge-provider", "In-container judge provider."),
     Option("judge-model", "In-container judge model."),
     Option("judge-base-url", "In-container judge base URL."),
     Option("judge-api-key-env", "NAME of the environment variable holding the judge API key.",
-           parse=_env_name),
+           parse=env_name),
     # Time limits.
     Option("timeout", "Per-scenario timeout in seconds; the effective timeout is the larger of "
-           "this and the scenario duration + 60.", default=600.0, parse=_positive_float),
+           "this and the scenario duration + 60.", default=600.0, parse=positive_float),
     Option("health-timeout", "Seconds to wait for the adapter's /health.", default=120.0,
-           parse=_positive_float),
+           parse=positive_float),
     Option("judge-grace", "Seconds to wait for a judgment after a terminal status without one.",
-           default=15.0, parse=_non_negative_float),
+           default=15.0, parse=non_negative_float),
     Option("stop-timeout", "Seconds docker stop waits before SIGKILL.", default=5.0,
-           parse=_non_negative_float),
+           parse=non_negative_float),
     Option("reap-grace", "Age in seconds before another run's orphaned containers are reaped.",
-           default=120.0, parse=_non_negative_float),
+           default=120.0, parse=non_negative_float),
     # Container limits.
     Option("max-file-size", "Largest file copied out of a container, in bytes or with K, M, G "
            "(KiB-based); a larger file is skipped and listed in result.json.",
-           default=256 * 1024**2, parse=_size),
+           default=256 * 1024**2, parse=size),
     Option("max-collect-size", "Most bytes copied out of one scenario's container (K, M, G as "
-           "above); files past the budget are skipped and listed.", default=1024**3, parse=_size),
+           "above); files past the budget are skipped and listed.", default=1024**3, parse=size),
     Option("memory", "Memory limit of each container (K, M, G as above); 0 for no limit.",
-           default=4 * 1024**3, parse=_size_or_zero),
+           default=4 * 1024**3, parse=size_or_zero),
     Option("pids-limit", "Most processes in each container; 0 for no limit.", default=4096,
-           parse=_non_negative_int),
+           parse=non_negative_int),
     Option("keep", "Stop each container gracefully (docker stop) at teardown, for debugging; "
-           "by default the disposable container is killed.", default=False, flag=True, parse=_flag),
+           "by default the disposable container is killed.", default=False, flag=True, parse=boolean),
     # Output and the gate.
     Option("output", "Output folder for results (default: gaia2-results at the rootdir).",
            default="gaia2-results", path=True),
     Option("min-pass-rate", "Gate: the run passes when the chosen rate reaches R (0..1).",
-           parse=_fraction),
+           parse=fraction),
     Option("rate", "Gate: which rate to compare.", default="strict", choices=("strict", "judged")),
     Option("gate-on", "Gate: compare the rate itself or the lower end of its 95% interval.",
            default="point", choices=("point", "lower-bound")),
     Option("max-error-rate", "Gate: the run fails when infrastructure errors exceed E (0..1).",
-           parse=_fraction),
+           parse=fraction),
     Option("allow-incomplete", "Gate: do not fail the run only because some planned scenarios "
            "did not run (they still count as not passed in the strict rate).",
-           default=False, flag=True, parse=_flag),
+           default=False, flag=True, parse=boolean),
     Option("preflight-only", "Run the pre-flight checks, print the report and stop.",
-           default=False, flag=True, parse=_flag),
+           default=False, flag=True, parse=boolean),
 )
 
 BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
@@ -328,7 +195,7 @@ def _convert(option: Option, raw: Any) -> Any:
         items = raw if isinstance(raw, (list, tuple)) else [raw]
         return tuple(option.parse(option.name, str(item)) for item in items)
     if option.flag:
-        return _flag(option.name, raw)
+        return boolean(option.name, raw)
     if option.choices is not None:
         value = str(raw).strip()
         if value not in option.choices:
@@ -398,7 +265,7 @@ def _anchored(option: Option, raw: Any, folder: Path) -> Any:
         return raw
     if isinstance(raw, (list, tuple)):
         return [_anchored(option, item, folder) for item in raw]
-    if not isinstance(raw, str) or (option.bare and raw.strip().lower() in _TRUE | _FALSE):
+    if not isinstance(raw, str) or (option.bare and raw.strip().lower() in TRUE_WORDS | FALSE_WORDS):
         return raw  # a bare --gaia2-resume, or its ini key's yes/no
     return os.path.normpath(folder / os.path.expanduser(raw.strip()))
 
@@ -407,7 +274,7 @@ def base_dir(config: pytest.Config) -> Path:
     """The folder the defaults live in: scenarios/, gaia2-results/ and .env at pytest's rootdir.
 
     pytest's rootdir is only right for ``--gaia2-x VALUE`` (with a space) when
-    ``rerun_with_joined_values`` runs first; the ``=`` form is always right.
+    ``joined_values.rerun_with_joined_values`` runs first; the ``=`` form is always right.
     """
     return config.rootpath
 
@@ -419,74 +286,3 @@ def explicit_test_paths(config: pytest.Config) -> bool:
     ``--gaia2-output DIR`` never counts as a test path here (paths from ``addopts`` do).
     """
     return config.args_source == pytest.Config.ArgsSource.ARGS
-
-
-# -- ``--gaia2-x VALUE`` and ``--gaia2-x=VALUE`` -------------------------------------------------
-
-_TAKES_VALUE = frozenset(option.cli for option in OPTIONS if not option.flag)
-
-
-def join_values(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``args`` with every ``--gaia2-<name> VALUE`` written ``--gaia2-<name>=VALUE``, and those VALUEs.
-
-    Tokens are read as argparse reads them: a value never starts with ``-`` (so a bare
-    ``--gaia2-resume`` followed by another option stays bare), and nothing after ``--`` is an option.
-    """
-    joined: list[str] = []
-    values: list[str] = []
-    index = 0
-    while index < len(args):
-        token = args[index]
-        if token == "--":
-            joined += args[index:]
-            break
-        following = args[index + 1] if index + 1 < len(args) else None
-        if token in _TAKES_VALUE and following is not None and not following.startswith("-"):
-            joined.append(f"{token}={following}")
-            values.append(following)
-            index += 2
-        else:
-            joined.append(token)
-            index += 1
-    return joined, values
-
-
-def _exists(path: Path) -> bool:
-    try:
-        return path.exists()
-    except (OSError, ValueError):  # a name too long, or with a NUL byte: not a path pytest can use
-        return False
-
-
-def rerun_with_joined_values(config: pytest.Config) -> int | pytest.ExitCode | None:
-    """Run pytest again, in this process, as if every ``--gaia2-x VALUE`` had been ``--gaia2-x=VALUE``.
-
-    Why: pytest picks its rootdir and ini file (``Config.parse`` -> ``determine_setup``) from
-    the command line *before* it loads plugins, so it does not know the ``--gaia2-*`` options
-    yet and takes the VALUE of ``--gaia2-output VALUE`` for a test path. When that path
-    exists, the ini file is looked for from VALUE upwards (so the project's may not be read
-    at all) and, none found, the rootdir becomes the common parent of VALUE and the current
-    folder (VALUE itself when that is ``/``). The plugin then looks for scenarios/, its output
-    and .env in the wrong folder, or silently collects nothing; pytest's cache, testpaths
-    and markers follow the same wrong choice, and xdist's workers, which re-parse the same
-    arguments, make it again. The option values themselves are parsed right later on; only
-    this early choice is wrong, and no plugin hook runs before it. So the run is started
-    again with the values joined, the form that never had the problem. PYTEST_ADDOPTS, read
-    at the same moment, is joined too.
-
-    Call it from a ``tryfirst`` ``pytest_cmdline_main`` hook and return its result: ``None``
-    when nothing needs joining (a VALUE that names no existing path cannot move the
-    rootdir), else the exit status of the second run. xdist workers never re-run: they get
-    the controller's arguments, joined already.
-    """
-    if hasattr(config, "workerinput"):
-        return None
-    here = config.invocation_params.dir
-    args, values = join_values([str(arg) for arg in config.invocation_params.args])
-    addopts, addopts_values = join_values(shlex.split(os.environ.get("PYTEST_ADDOPTS", "")))
-    if not any(_exists(here / value.split("::")[0]) for value in values + addopts_values):
-        return None
-    with pytest.MonkeyPatch.context() as patch:
-        if addopts_values:
-            patch.setenv("PYTEST_ADDOPTS", shlex.join(addopts))
-        return pytest.main(args, plugins=list(config.invocation_params.plugins or ()))

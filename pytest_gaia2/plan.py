@@ -21,6 +21,8 @@ from .scenarios import SPLITS, Scenario, ScenarioError
 from .store import StoreError, safe_part
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+ITEM_PARAMETER = "gaia2_item"
+"""The parameter that carries a :class:`PlannedItem` into a test (and Allure hides)."""
 
 
 @dataclass(frozen=True)

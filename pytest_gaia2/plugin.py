@@ -1,7 +1,8 @@
 """pytest hooks and fixtures for pytest-gaia2: they only wire; the run context does the work.
 
-Options live in ``options``, the run in ``context.RunContext``, one scenario's life in
-``attempt``, records and the summary in ``record``/``results``, Allure in ``allure_report``.
+Options live in ``options``, the run in ``context.RunContext``, each item's attempts in
+``scenario_runs``, one attempt's life in ``attempt``, records and the summary in
+``record``/``results``, Allure in ``allure_report``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from . import options, scenario_item
+from . import joined_values, options, scenario_item
 from .context import RunContext
-from .plan import PlannedItem, extra_split_markers, universe_markers
+from .plan import ITEM_PARAMETER, PlannedItem, extra_split_markers, universe_markers
 from .scenarios import SPLITS
 
 CONTEXT_KEY = pytest.StashKey[RunContext]()
@@ -24,7 +25,6 @@ ITEM_KEY = pytest.StashKey[PlannedItem]()
 RESULT_KEY = pytest.StashKey[Any]()
 ATTEMPT_KEY = pytest.StashKey[Any]()
 NODE_PREFIX = "gaia2"
-ITEM_PARAMETER = "gaia2_item"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,8 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
-    """``--gaia2-output DIR`` must mean what ``--gaia2-output=DIR`` means (see options)."""
-    return options.rerun_with_joined_values(config)
+    """``--gaia2-output DIR`` must mean what ``--gaia2-output=DIR`` means (see joined_values)."""
+    return joined_values.rerun_with_joined_values(config)
 
 
 def _context(config: pytest.Config) -> RunContext:
@@ -157,7 +157,7 @@ def gaia2_scenario(request: pytest.FixtureRequest, gaia2_item: PlannedItem) -> A
 @pytest.fixture
 def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Iterator[Any]:
     """One started, healthy attempt for this test (``.container``, ``.drive()``); always removed."""
-    attempt = _context(request.config).new_attempt(request.node.stash[ITEM_KEY])
+    attempt = _context(request.config).runner.new_attempt(request.node.stash[ITEM_KEY])
     request.node.stash[ATTEMPT_KEY] = attempt
     try:
         attempt.start()
@@ -174,7 +174,7 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Any:
     def keep(attempt: Any) -> None:
         request.node.stash[ATTEMPT_KEY] = attempt
 
-    result = _context(request.config).result_for(request.node.stash[ITEM_KEY], keep)
+    result = _context(request.config).runner.result_for(request.node.stash[ITEM_KEY], keep)
     request.node.stash[RESULT_KEY] = result
     if result.errored:
         raise Gaia2InfraError(result.record.error_category or "error", result.record.error or "error")

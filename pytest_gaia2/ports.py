@@ -15,8 +15,8 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from .store import write_text
 from .engine import pid_alive
+from .store import write_text
 
 
 class PortsExhausted(Exception):

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from filelock import FileLock
 
+from . import container_env
 from . import settings as settings_mod
 from .engine import engine_address, pid_alive, plain_host
 
@@ -177,7 +178,7 @@ def check(engine: Engine, settings: RunSettings, *, preflight_only: bool, cache_
                              "convert them to LF and rebuild the image")
     for host, port in dict.fromkeys(endpoints):
         if engine.probe_tcp(settings.image, host, port, network=settings.network,
-                            extra_hosts=settings_mod.extra_hosts(), timeout_s=ENDPOINT_CHECK_SECONDS):
+                            extra_hosts=container_env.extra_hosts(), timeout_s=ENDPOINT_CHECK_SECONDS):
             outcome.check(True, f"model endpoint {host}:{port} reachable from a container")
         else:
             outcome.warn(f"model endpoint {host}:{port} did not accept a TCP connection from a container "

@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from . import __version__, settings as settings_mod
+from . import __version__
+from . import settings as settings_mod
 from .record import PROVENANCE_KEYS, AttemptRecord
 from .redact import looks_secret
 

@@ -1,7 +1,7 @@
 """The end-of-run text block and summary.json, formatted from a ``stats.Summary``.
 
-Formatting only: every number comes from ``stats``, so what the terminal shows and what
-summary.json holds cannot disagree. The block is shaped to be pasted into a results memo:
+Formatting only: every number comes from ``stats`` (and the gate's lines from ``gate``), so
+what the terminal shows and what summary.json holds cannot disagree. The block is shaped to be pasted into a results memo:
 both denominators with intervals, the split table, errored ids by category.
 """
 
@@ -11,8 +11,11 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .gate import GateDecision
+from .rates import Rate, percent, percent_number
+from .repeats import RepeatStats
+from .stats import GroupStats, Summary, Timing
 from .store import write_text
-from .stats import GateDecision, GroupStats, Rate, RepeatStats, Summary, Timing, percent, percent_number
 
 DEFAULT_WIDTH = 88
 LISTED = 10

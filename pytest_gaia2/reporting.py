@@ -40,14 +40,14 @@ def _record(context: RunContext, planned: PlannedItem, call: pytest.CallInfo[Non
     if attempt is not None and attempt.result is not None:
         return attempt.result.record
     if planned.error is not None:
-        return context.error_record(planned, "invalid_scenario", str(planned.error))
+        return context.runner.error_record(planned, "invalid_scenario", str(planned.error))
     from .attempt import Gaia2InfraError
 
     excinfo = call.excinfo
     if excinfo is not None and isinstance(excinfo.value, Gaia2InfraError):
-        return context.error_record(planned, excinfo.value.category, excinfo.value.detail)
+        return context.runner.error_record(planned, excinfo.value.category, excinfo.value.detail)
     cause = f"{excinfo.typename}: {excinfo.value}" if excinfo is not None else "no record was written"
-    return context.error_record(planned, "harness_error", f"the harness failed before any attempt: {cause}")
+    return context.runner.error_record(planned, "harness_error", f"the harness failed before any attempt: {cause}")
 
 
 def annotate(context: RunContext, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import report, stats, store
+from .gate import Gate, GateDecision
 from .record import AttemptRecord
 
 REUSED_LISTED = 10
@@ -15,7 +16,7 @@ REUSED_LISTED = 10
 class ResultBook:
     """Every record of one run, keyed by scenario (and repeat): one line each, whatever happened."""
 
-    def __init__(self, gate: stats.Gate, *, allow_incomplete: bool) -> None:
+    def __init__(self, gate: Gate, *, allow_incomplete: bool) -> None:
         self.gate = gate
         self.allow_incomplete = allow_incomplete
         self.folder: store.RunFolder | None = None
@@ -37,7 +38,7 @@ class ResultBook:
             self._summary = stats.summarise(rows, planned=self.planned or None)
         return self._summary
 
-    def decision(self, summary: stats.Summary) -> stats.GateDecision | None:
+    def decision(self, summary: stats.Summary) -> GateDecision | None:
         return self.gate.decide(summary, allow_incomplete=self.allow_incomplete) if self.gate.active else None
 
     def lines(self) -> list[str]:
@@ -53,7 +54,7 @@ class ResultBook:
             lines.append(f"gaia2: results in {self.folder.path}")
         return lines
 
-    def write(self, extra: dict[str, Any]) -> stats.GateDecision | None:
+    def write(self, extra: dict[str, Any]) -> GateDecision | None:
         """results.jsonl rewritten one line per key, and summary.json; the gate's decision."""
         summary = self.summary()
         decision = self.decision(summary)

@@ -6,7 +6,7 @@ needs no test file.
 
 from __future__ import annotations
 
-from .attempt import ScenarioResult
+from .evidence import ScenarioResult
 
 
 def test_scenario(gaia2_result: ScenarioResult) -> None:

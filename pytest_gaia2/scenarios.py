@@ -18,7 +18,6 @@ import logging
 import math
 import os
 import re
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path

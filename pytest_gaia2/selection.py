@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .store import write_text
-from .options import OptionError
+from .option_values import OptionError
 from .scenarios import SPLITS, Scenario
+from .store import write_text
 
 FIRST_N_WARNING = (
     "--gaia2-first-n takes the first N scenarios in file order; Gaia2 files are grouped by "

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, NoReturn
+from typing import Any, Callable, Literal, Mapping
 
 from . import options
 from .dataset import split_names
 from .options import OptionError
+from .upstream_reader import RunConfigReader, Secret
 
 try:
     import tomllib
@@ -41,27 +41,6 @@ except ModuleNotFoundError:  # Python < 3.11
 AGENT_KEY_VAR = "GAIA2_CONFIG_AGENT_API_KEY"
 JUDGE_KEY_VAR = "GAIA2_CONFIG_JUDGE_API_KEY"
 """Where a literal ``[agent].api_key`` / ``[judge].api_key`` is handed over (see the module doc)."""
-
-_ENV_REFERENCE = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-_NAMED_VOLUME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_VOLUME = re.compile(r"(?P<src>.+?):(?P<dst>/[^:]*)(?::(?P<opts>[A-Za-z,]+))?")
-
-
-class Secret:
-    """A secret value that never shows itself in ``repr``/``str`` (tracebacks, --showlocals)."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
 
 
 @dataclass(frozen=True)
@@ -78,135 +57,13 @@ class UpstreamConfig:
         return {name: secret.reveal() for name, secret in self.secrets.items()}
 
 
-class _Reader:
-    """One pass over one file: typed access to TOML values and the collected results."""
-
-    def __init__(self, path: Path, environ: Mapping[str, str]) -> None:
-        self.file = path
-        self.environ = environ
-        self.options: dict[str, Any] = {}
-        self.origin: dict[str, str] = {}
-        self.notes: list[str] = []
-        self.secrets: dict[str, Secret] = {}
-        self.targets: list[str] = []
-
-    def fail(self, where: str, problem: str) -> NoReturn:
-        raise OptionError(f"{self.file}: {where}: {problem}")
-
-    # -- TOML value types (as strict as upstream: a number in quotes is an error) ----------
-
-    def text(self, where: str, value: Any) -> str:
-        if not isinstance(value, str):
-            self.fail(where, f"must be a string, got {value!r}")
-        return value.strip()
-
-    def integer(self, where: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(where, f"must be an integer, got {value!r}")
-        return value
-
-    def number(self, where: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(where, f"must be a number, got {value!r}")
-        return float(value)
-
-    def boolean(self, where: str, value: Any) -> bool:
-        if not isinstance(value, bool):
-            self.fail(where, f"must be true or false, got {value!r}")
-        return value
-
-    def strings(self, where: str, value: Any) -> list[str]:
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            self.fail(where, f"must be a list of strings, got {value!r}")
-        return [item.strip() for item in value if item.strip()]
-
-    def path(self, where: str, value: Any, *, must_exist: Literal["file", "dir", "any"] | None = None) -> str:
-        """Expand ``$VAR``, ``${VAR}`` and ``~``, then resolve against the TOML file's folder."""
-        text = self.text(where, value)
-        missing: list[str] = []
-
-        def expand(match: re.Match[str]) -> str:
-            name = match.group(1) if match.group(1) is not None else match.group(2)
-            if name in self.environ:
-                return self.environ[name]
-            missing.append(name)
-            return match.group(0)
-
-        expanded = _ENV_REFERENCE.sub(expand, text)
-        if missing:
-            self.fail(where, f"references unset environment variable(s): {', '.join(sorted(set(missing)))}")
-        if expanded == "~" or expanded.startswith("~/"):
-            expanded = (self.environ.get("HOME") or str(Path.home())) + expanded[1:]
-        path = Path(os.path.expanduser(expanded))
-        path = (path if path.is_absolute() else self.file.parent / path).resolve()
-        if must_exist == "file" and not path.is_file():
-            self.fail(where, f"{path} is not an existing file")
-        if must_exist == "dir" and not path.is_dir():
-            self.fail(where, f"{path} is not an existing directory")
-        if must_exist == "any" and not path.exists():
-            self.fail(where, f"{path} does not exist")
-        return str(path)
-
-    # -- results -----------------------------------------------------------------------------
-
-    def set(self, where: str, key: str, raw: Any) -> None:
-        self.options[key] = raw
-        self.origin[key] = where
-
-    def env(self, where: str, name: str, value: str) -> None:
-        """A setting newer gaia2-cli images read from a container variable: pass it through."""
-        self.options.setdefault("env", []).append(f"{name}={value}")
-        self.origin.setdefault("env", where)
-        self.notes.append(f"{where} is passed into containers as {name} (read by gaia2-cli images that support it)")
-
-    def note(self, where: str, text: str) -> None:
-        self.notes.append(f"{where} {text}")
-
-    def target(self, where: str, key: str, raw: Any) -> None:
-        self.targets.append(where)
-        self.set(where, key, raw)
-
-    def secret(self, where: str, section: dict[str, Any], variable: str, option: str) -> None:
-        raw = section["api_key"]
-        if not isinstance(raw, str):
-            self.fail(where, "must be a string")  # never echo what may be a key
-        value = raw.strip()
-        if not value:
-            return
-        if section.get("api_key_env"):
-            self.fail(where, "cannot be set together with api_key_env")
-        self.secrets[variable] = Secret(value)
-        self.set(where, option, variable)
-        self.note(where, f"holds a literal key: it is handed to containers through {variable} and "
-                         f"never written; prefer api_key_env")
-
-    def volumes(self, where: str, value: Any) -> None:
-        """Upstream's ``-v`` bind mounts become copies made before each container starts.
-
-        As with ``-v``, a bare name is a named volume (refused: there is nothing to copy);
-        a relative host path is taken from the TOML file's folder, like every other path here.
-        """
-        copies: list[str] = []
-        for spec in self.strings(where, value):
-            match = _VOLUME.fullmatch(spec)
-            if not match:
-                self.fail(where, f"expected HOST_PATH:/container/path[:options], got {spec!r}")
-            if _NAMED_VOLUME.fullmatch(match["src"]):
-                self.fail(where, f"{spec!r} names a volume; only host paths can be copied into containers")
-            copies.append(f"{self.path(where, match['src'], must_exist='any')}:{match['dst']}")
-        if copies:
-            self.set(where, "copy_in", copies)
-            self.note(where, "are copied into each container before it starts (--gaia2-copy-in), "
-                             "not mounted: changes made inside do not reach the host")
-
-
-Handler = Callable[[_Reader, str, Any, dict[str, Any]], None]
+Handler = Callable[[RunConfigReader, str, Any, dict[str, Any]], None]
 
 
 def _to(key: str, kind: str = "text") -> Handler:
     """A key that maps one-to-one onto a plugin option; numbers are passed on as text."""
 
-    def handle(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
         parsed = getattr(reader, kind)(where, value)
         if parsed != "":
             reader.set(where, key, parsed if isinstance(parsed, str) else str(parsed))
@@ -215,7 +72,7 @@ def _to(key: str, kind: str = "text") -> Handler:
 
 
 def _path_to(key: str, must_exist: Literal["file", "dir"] | None = None, *, target: bool = False) -> Handler:
-    def handle(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
         if not reader.text(where, value):
             return
         path = reader.path(where, value, must_exist=must_exist)
@@ -230,7 +87,7 @@ def _path_to(key: str, must_exist: Literal["file", "dir"] | None = None, *, targ
 def _ignored(kind: str, why: str) -> Handler:
     """A key that only concerns gaia2-runner's own machinery: checked, then reported."""
 
-    def handle(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
         reader.note(where, f"= {getattr(reader, kind)(where, value)!r} is ignored: {why}")
 
     return handle
@@ -239,7 +96,7 @@ def _ignored(kind: str, why: str) -> Handler:
 def _refused(kind: str, why: str, *, unless: Any = None) -> Handler:
     """A key whose absence would change what is measured: refused unless it is harmless."""
 
-    def handle(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
         if getattr(reader, kind)(where, value) != unless:
             reader.fail(where, f"is not supported by pytest-gaia2: {why}")
 
@@ -247,53 +104,53 @@ def _refused(kind: str, why: str, *, unless: Any = None) -> Handler:
 
 
 def _renamed(new: str) -> Handler:
-    def handle(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
         reader.fail(where, f"has been removed from gaia2-runner; use {new}")
 
     return handle
 
 
-def _dataset(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _dataset(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
     dataset_id = reader.text(where, value)
     if dataset_id:
         reader.target(where, "dataset", dataset_id)
 
 
-def _splits(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _splits(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
     items = [reader.text(where, value)] if isinstance(value, str) else reader.strings(where, value)
     names = split_names(items, source=f"{reader.file}: {where}")
     reader.set(where, "splits", "all" if [i.lower() for i in items] == ["all"] else ",".join(names))
 
 
-def _limit(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _limit(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
     limit = reader.integer(where, value)
     reader.set(where, "first_n", str(limit))
     reader.note(where, f"= {limit} becomes --gaia2-first-n {limit}: a plain prefix, as in gaia2-runner")
 
 
-def _recursive(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _recursive(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
     if not reader.boolean(where, value):
         reader.note(where, "= false is ignored: scenario folders are always searched recursively")
 
 
-def _retry(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _retry(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
     reader.set(where, "resume", "true" if reader.boolean(where, value) else "false")
 
 
-def _output(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _output(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
     reader.note(where, f"= {reader.path(where, value)!r} is ignored: results.jsonl is always "
                        "written into the output folder ([run].output_dir)")
 
 
 def _api_key(variable: str, option: str) -> Handler:
-    def handle(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
         reader.secret(where, section, variable, option)
 
     return handle
 
 
 def _container_env(name: str, kind: str) -> Handler:
-    def handle(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
         if kind == "table":
             if not isinstance(value, dict):
                 reader.fail(where, f"must be a TOML table, got {value!r}")
@@ -310,13 +167,13 @@ def _container_env(name: str, kind: str) -> Handler:
     return handle
 
 
-def _stuck_loop(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _stuck_loop(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
     if reader.integer(where, value) > 0:
         reader.note(where, "is ignored: a daemon error stays an infrastructure error here, "
                            "however many tool calls the agent made")
 
 
-def _shard_id(reader: _Reader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _shard_id(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
     if reader.integer(where, value) != 0:
         reader.fail(where, "is not supported by pytest-gaia2: give each machine its own "
                            "--gaia2-ids-file or subset manifest instead")
@@ -416,7 +273,7 @@ def load(path: Path, environ: Mapping[str, str]) -> UpstreamConfig:
     problems = _unknown_keys(raw)
     if problems:
         raise OptionError(f"{path}: " + "; ".join(problems))
-    reader = _Reader(path, environ)
+    reader = RunConfigReader(path, environ)
     for name, handlers in _SECTIONS.items():
         for key, value in raw.get(name, {}).items():
             handlers[key](reader, f"[{name}].{key}", value, raw[name])

@@ -10,12 +10,17 @@ import sys
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-
-from gaia2_testing import HOST_SETTINGS, BackgroundRun, engine_answers, gaia2_containers, run_folder, run_id_of
+from gaia2_testing import (
+    HOST_SETTINGS,
+    BackgroundRun,
+    engine_answers,
+    gaia2_containers,
+    run_folder,
+    run_id_of,
+)
 
 pytest_plugins = ["pytester"]
 

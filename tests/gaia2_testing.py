@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import docker  # imported before pytester snapshots sys.modules: a re-import would split requests' classes
 import pytest
@@ -132,7 +129,7 @@ def derived_image(tag: str, *lines: str, files: Mapping[str, bytes] | None = Non
     """
     from filelock import FileLock
 
-    from pytest_gaia2.engine import tar_files
+    from pytest_gaia2.archive import tar_files
     from pytest_gaia2.preflight import IMAGE_BUILD_LOCK
     from pytest_gaia2.reference import build
 

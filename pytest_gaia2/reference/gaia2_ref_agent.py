@@ -37,7 +37,14 @@ from gaia2_ref_runtime import (
     read_status,
     write_atomic,
 )
-from gaia2_ref_scenario import AUI, SMU, Scenario, ScenarioEvent, line_time, resolve_placeholders
+from gaia2_ref_scenario import (
+    AUI,
+    SMU,
+    Scenario,
+    ScenarioEvent,
+    line_time,
+    resolve_placeholders,
+)
 
 SYNTHETIC_BOUNDARY = "[oracle replay complete]"
 

@@ -18,7 +18,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from gaia2_ref_scenario import AUI, SMU, Scenario, ScenarioEvent, line_kind, line_time, resolve_placeholders
+from gaia2_ref_scenario import (
+    AUI,
+    SMU,
+    Scenario,
+    ScenarioEvent,
+    line_kind,
+    line_time,
+    resolve_placeholders,
+)
 
 SMU_TOOL = f"{AUI}__{SMU}"
 

@@ -16,10 +16,23 @@ from typing import Any
 
 import docker
 import pytest
+from gaia2_testing import (
+    DATA,
+    SHIPPED,
+    gaia2_containers,
+    run_folder,
+    run_id_of,
+    run_pytest,
+)
 
-from gaia2_testing import DATA, SHIPPED, gaia2_containers, run_folder, run_id_of, run_pytest
 from pytest_gaia2 import __version__
-from pytest_gaia2.allure_report import ATTACHMENT_CAP, INFRA_PREFIX, JUDGE_PREFIX, categories, category_of
+from pytest_gaia2.allure_categories import (
+    INFRA_PREFIX,
+    JUDGE_PREFIX,
+    categories,
+    category_of,
+)
+from pytest_gaia2.allure_report import ATTACHMENT_CAP
 from pytest_gaia2.verdict import CATEGORIES
 
 SECRET = "allure-test-token-5f3a9c"

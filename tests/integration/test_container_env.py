@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-
 from gaia2_testing import SHIPPED, derived_image, gaia2_containers, run_id_of
 
 SCENARIO = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"

@@ -19,11 +19,13 @@ from typing import Any, Iterator
 
 import pytest
 import requests
-
 from gaia2_testing import SHIPPED, derived_image, engine_events
+
 from pytest_gaia2 import engine as engine_mod
-from pytest_gaia2.engine import (CAPABILITIES, RUN_LABEL, Container, ContainerExited, Engine, EngineError,
-                                 LaunchSpec, connect)
+from pytest_gaia2.archive import CopyReport
+from pytest_gaia2.container import Container, LaunchSpec
+from pytest_gaia2.engine import CAPABILITIES, RUN_LABEL, Engine, connect
+from pytest_gaia2.engine_errors import ContainerExited, EngineError
 
 MB = 1 << 20
 ADAPTER_PORT = 8090
@@ -167,7 +169,7 @@ def test_copy_out_of_a_hostile_state_folder_keeps_normal_files_and_lists_the_res
     assert container.read_file(f"{STATE_DIR}/daemon_status.json", max_bytes=MB)[0] == (
         dest / "daemon_status.json").read_bytes()
     assert container.read_file(f"{STATE_DIR}/missing.json", max_bytes=MB) == (None, "not found")
-    assert container.copy_out("/nowhere", dest, max_file_bytes=MB, max_total_bytes=MB) == engine_mod.CopyReport()
+    assert container.copy_out("/nowhere", dest, max_file_bytes=MB, max_total_bytes=MB) == CopyReport()
 
 
 def exit_of(engine: Engine, image: str) -> ContainerExited:

@@ -14,8 +14,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from gaia2_testing import (
+    DATA,
+    SHIPPED,
+    BackgroundRun,
+    gaia2_containers,
+    results_of,
+    run_folder,
+    run_id_of,
+)
 
-from gaia2_testing import run_folder, DATA, SHIPPED, BackgroundRun, gaia2_containers, results_of, run_id_of
 from pytest_gaia2.engine import SCENARIO_LABEL
 
 ONE = "scenario_universe_21_7kww6e"  # the quickest shipped scenario: one turn, one answer

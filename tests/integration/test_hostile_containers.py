@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from gaia2_testing import DATA, SHIPPED, derived_image, gaia2_containers, results_of, run_folder, run_id_of
+from gaia2_testing import (
+    DATA,
+    SHIPPED,
+    derived_image,
+    gaia2_containers,
+    results_of,
+    run_folder,
+    run_id_of,
+)
 
 ONE = "scenario_universe_21_7kww6e"
 JUDGE_FAIL = "scenario_universe_22_ygzpjz"

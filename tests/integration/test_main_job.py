@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from gaia2_testing import run_folder, SHIPPED, gaia2_containers, results_of, run_id_of
+from gaia2_testing import SHIPPED, gaia2_containers, results_of, run_folder, run_id_of
 
 
 def test_search_split_on_two_workers(pytester: pytest.Pytester, run_gaia2) -> None:

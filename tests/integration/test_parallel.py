@@ -13,10 +13,18 @@ from typing import Any, Callable
 
 import pytest
 from filelock import FileLock
-
-from gaia2_testing import (run_folder, 
-    DATA, REAPING_LOCK, SHIPPED, BackgroundRun, child_pids, gaia2_containers, results_of, run_id_of,
+from gaia2_testing import (
+    DATA,
+    REAPING_LOCK,
+    SHIPPED,
+    BackgroundRun,
+    child_pids,
+    gaia2_containers,
+    results_of,
+    run_folder,
+    run_id_of,
 )
+
 from pytest_gaia2 import engine
 from pytest_gaia2.ports import worker_slice
 

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
-from gaia2_testing import run_folder, SHIPPED, results_of, run_id_of
+from gaia2_testing import SHIPPED, results_of, run_folder, run_id_of
 
 pytestmark = pytest.mark.skipif(
     shutil.which("podman") is None,

@@ -13,9 +13,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from gaia2_testing import (
+    DATA,
+    REPO,
+    SHIPPED,
+    BackgroundRun,
+    engine_events,
+    file_sums,
+    gaia2_containers,
+    results_of,
+    run_folder,
+    run_id_of,
+    run_pytest,
+)
 
-from gaia2_testing import (DATA, REPO, SHIPPED, BackgroundRun, engine_events, file_sums, gaia2_containers, results_of,
-                           run_folder, run_id_of, run_pytest)
 from pytest_gaia2.engine import RUN_LABEL, SCENARIO_LABEL
 
 SEARCH = SHIPPED / "search"

@@ -19,8 +19,16 @@ from typing import Any
 
 import docker
 import pytest
+from gaia2_testing import (
+    DATA,
+    SHIPPED,
+    gaia2_containers,
+    results_of,
+    run_folder,
+    run_id_of,
+    run_pytest,
+)
 
-from gaia2_testing import run_folder, DATA, SHIPPED, gaia2_containers, results_of, run_id_of, run_pytest
 from pytest_gaia2 import __version__
 
 Z95 = 1.959963984540054

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gaia2_testing import SHIPPED, file_sums, gaia2_containers, run_folders
 
 ONE = "scenario_universe_21_7kww6e"

@@ -21,8 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_testing import (
+    DATA,
+    KEY_VARIABLES,
+    SHIPPED,
+    derived_image,
+    engine_events,
+    gaia2_containers,
+    run_id_of,
+)
 
-from gaia2_testing import DATA, KEY_VARIABLES, SHIPPED, derived_image, engine_events, gaia2_containers, run_id_of
 from pytest_gaia2.engine import RUN_LABEL
 
 MARK = "LEAKCANARY"

@@ -11,8 +11,8 @@ from typing import Callable
 
 import docker
 import pytest
-
 from gaia2_testing import DATA, SHIPPED, gaia2_containers, results_of, run_id_of
+
 from pytest_gaia2.engine import RUN_LABEL, SCENARIO_LABEL
 
 MALFORMED = DATA / "scenarios" / "malformed"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from gaia2_testing import DATA, SHIPPED
 
 

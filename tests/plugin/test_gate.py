@@ -14,7 +14,6 @@ import shutil
 from typing import Callable
 
 import pytest
-
 from gaia2_testing import DATA, gaia2_containers
 
 MANY = DATA / "scenarios" / "many" / "search"

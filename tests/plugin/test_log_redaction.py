@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gaia2_testing import SHIPPED
 
 CANARY = "sk-canary-LOGLEAK-0123456789"

@@ -3,7 +3,7 @@
 pytest picks its rootdir before it loads plugins, so the value of a ``--gaia2-*`` option
 written after a space, when it names an existing path, was taken for a test path: the rootdir
 moved and the plugin looked for scenarios/, its output and .env in the wrong folder, or
-silently collected nothing (see ``options.rerun_with_joined_values``). Each case runs both
+silently collected nothing (see ``joined_values.rerun_with_joined_values``). Each case runs both
 forms and compares what every process saw: rootdir, collected ids, the output in the header.
 No engine is needed: a conftest records the collected items, then runs none of them, so
 xdist's workers collect for real (``--collect-only`` would keep xdist from starting them).
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from gaia2_testing import SHIPPED
 
 RECORDER = '''

@@ -9,9 +9,17 @@ import time
 from typing import Any
 
 import pytest
+from gaia2_testing import (
+    SHIPPED,
+    derived_image,
+    engine_events,
+    gaia2_containers,
+    run_folder,
+    run_id_of,
+    session_containers,
+    session_prefix,
+)
 
-from gaia2_testing import (SHIPPED, derived_image, engine_events, gaia2_containers, run_folder, run_id_of,
-                           session_containers, session_prefix)
 from pytest_gaia2.engine import RUN_LABEL
 
 HERMES = "pytest-gaia2-test/gaia2-hermes-envprobe:1"

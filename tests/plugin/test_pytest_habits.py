@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-
 from gaia2_testing import DATA, engine_events, run_folder
 
 MANY = DATA / "scenarios" / "many" / "search"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import datasets
 import pytest
-
 from gaia2_testing import DATA, SHIPPED, make_dataset_repo, run_folder
+
 from pytest_gaia2 import dataset
 
 MANY = DATA / "scenarios" / "many"

@@ -34,3 +34,12 @@ def pass_at_k_records() -> list[dict[str, Any]]:
                                   attempt=2 if (scenario_id, run) == ("b", 2) else 1,
                                   error_category="daemon_error" if pattern[run - 1] == "E" else None))
     return records
+
+
+def repeated(table: dict[str, str], **extra: Any) -> list[dict[str, Any]]:
+    """Records from one letter pattern per scenario (``PFP``), written as today's records are:
+    ``repeat``/``repeats``, not version 0.1's ``run``."""
+    letters = {"P": "passed", "F": "failed", "E": "error"}
+    return [{"scenario_id": sid, "split": "search", "repeat": run, "repeats": len(pattern),
+             "outcome": letters[letter], **extra}
+            for sid, pattern in table.items() for run, letter in enumerate(pattern, start=1)]

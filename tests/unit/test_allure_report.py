@@ -10,11 +10,35 @@ from typing import Any
 
 import pytest
 
+from pytest_gaia2.allure_categories import (
+    CATEGORIES_FILE,
+    INFRA_PREFIX,
+    JUDGE_KINDS,
+    JUDGE_OTHER,
+    JUDGE_PREFIX,
+    categories,
+    category_of,
+    matches,
+)
+from pytest_gaia2.allure_environment import (
+    ENVIRONMENT_FILE,
+    environment,
+    format_properties,
+    merge_environment,
+    parse_properties,
+)
 from pytest_gaia2.allure_report import (
-    ALLURE_MISSING, CATEGORIES_FILE, ENVIRONMENT_FILE, INFRA_PREFIX, JUDGE_KINDS, JUDGE_OTHER, JUDGE_PREFIX,
-    Parameter, capped_text, categories, category_of, description, environment, format_properties,
-    marks, matches, merge_environment, oracle_answer, parameters, parse_properties, read_capped, read_oracle_answer,
-    title, write_run_files,
+    ALLURE_MISSING,
+    Parameter,
+    capped_text,
+    description,
+    marks,
+    oracle_answer,
+    parameters,
+    read_capped,
+    read_oracle_answer,
+    title,
+    write_run_files,
 )
 from pytest_gaia2.plan import PlannedItem
 from pytest_gaia2.scenarios import Scenario

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import datasets
 import pytest
-
 from gaia2_testing import make_dataset_repo as make_repo
+
 from pytest_gaia2 import dataset
 from pytest_gaia2.dataset import DatasetError, materialise
-from pytest_gaia2.options import OptionError
+from pytest_gaia2.option_values import OptionError
 from pytest_gaia2.scenarios import SPLITS, discover
 
 DATASET_ID = "test-org/tiny-gaia2"

@@ -9,7 +9,13 @@ import subprocess
 
 import pytest
 
-from pytest_gaia2.redact import MASK, RedactingFilter, Redactor, looks_secret, secret_values
+from pytest_gaia2.redact import (
+    MASK,
+    RedactingFilter,
+    Redactor,
+    looks_secret,
+    secret_values,
+)
 
 AGENT_KEY = "sk-ant-api03-AGENTSECRET"
 JUDGE_KEY = "sk-oai-JUDGESECRET"

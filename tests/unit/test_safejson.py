@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from pytest_gaia2 import safejson
-from pytest_gaia2.safejson import JsonLimitError, JsonReadError, loads_bounded, read_json_file
+from pytest_gaia2.safejson import (
+    JsonLimitError,
+    JsonReadError,
+    loads_bounded,
+    read_json_file,
+)
 
 LIMIT = 1 << 20
 

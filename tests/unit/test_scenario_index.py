@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from test_scenarios import _scenario, _write
 
 from pytest_gaia2 import scenarios
 from pytest_gaia2.scenarios import Scenario, discover
-
-from test_scenarios import _scenario, _write
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gaia2 import selection
-from pytest_gaia2.options import OptionError
+from pytest_gaia2.option_values import OptionError
 from pytest_gaia2.scenarios import Scenario
 from pytest_gaia2.selection import FIRST_N_WARNING, SelectionError, select
 

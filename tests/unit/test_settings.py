@@ -12,22 +12,19 @@ from typing import Any, Mapping
 import pytest
 
 from pytest_gaia2 import options
-from pytest_gaia2.options import OptionError
-from pytest_gaia2.settings import (
+from pytest_gaia2.container_env import (
     CONTAINER_CA_BUNDLE,
     DEFAULT,
     HERMES,
     OPENCLAW,
     ORACLE,
-    RunSettings,
     container_env,
     extra_hosts,
     faketime,
-    problems,
     profile_for,
-    public_dict,
-    validate,
 )
+from pytest_gaia2.options import OptionError
+from pytest_gaia2.settings import RunSettings, problems, public_dict, validate
 
 REFERENCE = "localhost/pytest-gaia2-reference:0.1"
 HERMES_IMAGE = "localhost/gaia2-hermes:latest"

@@ -17,8 +17,8 @@ from typing import Iterable, Iterator
 
 import pytest
 
-from pytest_gaia2 import engine
-from pytest_gaia2.engine import CopyReport, extract
+from pytest_gaia2 import archive
+from pytest_gaia2.archive import CopyReport, extract
 
 MB = 1 << 20
 STATE_NAMES = {"events.jsonl": "events.jsonl", "judgments.jsonl": "daemon_judgments.jsonl"}
@@ -117,14 +117,14 @@ def test_a_250_character_name_is_kept_and_a_300_byte_component_is_skipped(tmp_pa
 
 
 def test_deep_trees_and_long_host_paths_are_bounded(tmp_path: Path) -> None:
-    deep_ok = "/".join(["d"] * (engine.MAX_DEPTH - 2))  # + "state" + the file = MAX_DEPTH levels
-    too_deep = "/".join(["d"] * engine.MAX_DEPTH)
+    deep_ok = "/".join(["d"] * (archive.MAX_DEPTH - 2))  # + "state" + the file = MAX_DEPTH levels
+    too_deep = "/".join(["d"] * archive.MAX_DEPTH)
     too_long = "/".join(["p" * 200] * 20)  # 20 short-enough components, 4000 bytes in all
     report = copy(files((f"state/{deep_ok}/f", b"ok"), (f"state/{too_deep}/f", b"no"),
                         (f"state/{too_long}/f", b"no")), tmp_path)
     assert tree(tmp_path) == {f"state/{deep_ok}/f": b"ok"}
-    assert sorted(reasons(report).values()) == [f"deeper than {engine.MAX_DEPTH} levels",
-                                                f"host path longer than {engine.MAX_HOST_PATH_BYTES} bytes"]
+    assert sorted(reasons(report).values()) == [f"deeper than {archive.MAX_DEPTH} levels",
+                                                f"host path longer than {archive.MAX_HOST_PATH_BYTES} bytes"]
 
 
 def test_links_devices_and_fifos_are_skipped_and_nothing_lands_outside(tmp_path: Path) -> None:
@@ -225,12 +225,12 @@ def test_reading_a_small_file_stops_at_the_cap_without_reading_the_rest() -> Non
             consumed.append(len(piece))
             yield piece
 
-    assert engine._first_file(counted(generated([("huge", 200 * MB)])), 1 * MB) == (
+    assert archive.first_file(counted(generated([("huge", 200 * MB)])), 1 * MB) == (
         None, f"{200 * MB} bytes, over the {1 * MB}-byte cap")
     assert sum(consumed) < 2 * MB
-    assert engine._first_file(chunks(files(("daemon_status.json", b'{"status": "complete"}'))), 1024) == (
+    assert archive.first_file(chunks(files(("daemon_status.json", b'{"status": "complete"}'))), 1024) == (
         b'{"status": "complete"}', None)
-    assert engine._first_file(chunks(tar_bytes((entry("state", kind=tarfile.DIRTYPE), b""))), 1024) == (
+    assert archive.first_file(chunks(tar_bytes((entry("state", kind=tarfile.DIRTYPE), b""))), 1024) == (
         None, "not a regular file")
 
 
@@ -244,7 +244,7 @@ def mask(data: bytes) -> bytes:
 
 def test_secrets_spanning_every_chunk_boundary_are_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Windows of 16 bytes, so almost every secret crosses one; the result is the whole-file mask."""
-    monkeypatch.setattr(engine, "COPY_CHUNK", 16)
+    monkeypatch.setattr(archive, "COPY_CHUNK", 16)
     rng = random.Random(7)
     pieces = []
     for _ in range(400):
@@ -261,8 +261,8 @@ def test_secrets_spanning_every_chunk_boundary_are_masked(tmp_path: Path, monkey
 
 def test_a_secret_across_a_real_chunk_boundary_of_a_large_file_is_masked(tmp_path: Path) -> None:
     secret = SECRETS[0]
-    content = bytearray(b"x" * (3 * engine.COPY_CHUNK))
-    for boundary in (engine.COPY_CHUNK, 2 * engine.COPY_CHUNK):
+    content = bytearray(b"x" * (3 * archive.COPY_CHUNK))
+    for boundary in (archive.COPY_CHUNK, 2 * archive.COPY_CHUNK):
         content[boundary - 7:boundary - 7 + len(secret)] = secret
     copy(files(("state/big.log", bytes(content))), tmp_path, transform=mask, overlap=len(secret))
     written = (tmp_path / "state" / "big.log").read_bytes()
@@ -292,7 +292,7 @@ def test_a_truncated_archive_keeps_what_was_written_and_says_so(tmp_path: Path) 
 
 
 def test_the_number_of_entries_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "MAX_ENTRIES", 5)
+    monkeypatch.setattr(archive, "MAX_ENTRIES", 5)
     report = copy(files(*((f"state/f{i}", b"x") for i in range(20))), tmp_path)
     assert len(report.written) == 5 and report.notes == ["stopped after 5 archive entries"]
 
@@ -301,5 +301,5 @@ def test_importing_the_engine_does_not_import_the_sdk() -> None:
     code = ("import sys, pytest_gaia2.engine, pytest_gaia2.preflight; "
             "print(sorted(m for m in ('docker', 'requests', 'urllib3') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(engine.__file__).parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(archive.__file__).parents[1])})
     assert done.stdout.strip() == "[]"

@@ -1,0 +1,103 @@
+"""From the facts of one ended attempt to its :class:`AttemptRecord`: pure, no I/O.
+
+:class:`~pytest_gaia2.attempt.ScenarioAttempt` gathers what it saw (the last /status, a
+fault, the deadline) and what the container left (:class:`~pytest_gaia2.evidence.Evidence`);
+:func:`build_record` reconciles the judgment's sources, decides the verdict and masks what
+the container wrote, so the rules can be tested without a container.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .evidence import Evidence
+from .record import AttemptRecord
+from .redact import Redactor
+from .scenarios import Scenario
+from .verdict import Fault, conflict_of, decide, judgment_of
+
+LAST_JUDGMENT_SOURCE = "daemon_judgments.jsonl (last line)"
+
+
+@dataclass(frozen=True)
+class AttemptFacts:
+    """What the harness knows of one attempt when it ends: which, where, when, and what it saw."""
+
+    scenario: Scenario
+    repeat: int
+    repeats: int
+    attempt: int
+    folder: Path
+    run_root: Path
+    timeout: float
+    started_at: str
+    ended_at: str
+    wall_time_s: float
+    container: str | None
+    host_port: int | None
+    adapter_port: int
+    worker: str | None
+    provenance: Mapping[str, Any]
+    skipped_files: list[dict[str, Any]]
+    endpoint_status: dict[str, Any] | None
+    """The last status /status answered (or the state file read while it did not)."""
+    timed_out: bool
+    fault: Fault | None
+
+
+def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> AttemptRecord:
+    """The attempt's record: the verdict from every source of the judgment, masked."""
+    endpoint, on_file = facts.endpoint_status, evidence.status_file
+    status = endpoint
+    # The file is the daemon's own record: prefer it when it knows more than the endpoint did.
+    if judgment_of(on_file) is not None or (status is None and on_file is not None):
+        status = on_file
+    sources = {"/status": judgment_of(endpoint), "daemon_status.json": judgment_of(on_file)}
+    conflict = conflict_of({
+        **{name: (judgment["success"] if judgment else None) for name, judgment in sources.items()},
+        LAST_JUDGMENT_SOURCE: evidence.last_judgment,
+    })
+    if status is not None:  # the endpoint's copy was never written to disk, so never redacted
+        status = redact.redact_obj(status)
+    scenario = facts.scenario
+    verdict = decide(status, timed_out=facts.timed_out, timeout_seconds=facts.timeout,
+                     duration=scenario.duration, fault=facts.fault, conflict=conflict)
+    message = redact.redact(verdict.message)
+    if verdict.outcome == "error" and verdict.category != "container_start":
+        message = f"{message} (files: {facts.folder})"
+    response = str((status or {}).get("last_response") or evidence.last_response)
+    return AttemptRecord(
+        scenario_id=scenario.scenario_id,
+        success=verdict.success,
+        reward={True: 1.0, False: 0.0, None: None}[verdict.success],
+        num_agent_events=evidence.num_agent_events,
+        agent_response=redact.redact(response),
+        judged_in_container=judgment_of(status) is not None,
+        timed_out=facts.timed_out,
+        timeout_seconds=facts.timeout,
+        daemon_status=status,
+        scenario_file=str(scenario.path),
+        failure_reasons=[redact.redact(verdict.failure_reason)] if verdict.failure_reason else [],
+        error=message if verdict.outcome == "error" else None,
+        split=scenario.split,
+        universe=scenario.universe,
+        repeat=facts.repeat,
+        repeats=facts.repeats,
+        attempt=facts.attempt,
+        outcome=verdict.outcome,
+        error_category=verdict.category,
+        folder=facts.folder.relative_to(facts.run_root).as_posix(),
+        scenario_sha256=scenario.sha256,
+        started_at=facts.started_at,
+        ended_at=facts.ended_at,
+        wall_time_s=facts.wall_time_s,
+        container=facts.container,
+        worker=facts.worker,
+        adapter_port=facts.adapter_port,
+        host_port=facts.host_port,
+        verdict_sources=({**sources, LAST_JUDGMENT_SOURCE: evidence.last_judgment} if conflict else None),
+        skipped_files=facts.skipped_files,
+        **facts.provenance,
+    )

@@ -1,0 +1,128 @@
+"""The CI gate held against summaries: each bar's line, met or missed, and incomplete runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from gaia2_records import headline_records, record, repeated
+
+from pytest_gaia2.gate import Gate
+from pytest_gaia2.stats import Summary, summarise
+
+
+@pytest.fixture(scope="module")
+def headline() -> Summary:
+    return summarise(headline_records())
+
+
+def test_gate_met_on_the_point_estimate(headline: Summary) -> None:
+    decision = Gate(min_pass_rate=0.8).decide(headline)
+    assert decision.met
+    assert decision.lines == ["gate: strict pass rate 83.8% (95% CI lower bound 77.3%) >= 80.0% "
+                              "required: met by 3.8 points"]
+
+
+def test_gate_missed_on_the_lower_bound(headline: Summary) -> None:
+    decision = Gate(min_pass_rate=0.8, gate_on="lower-bound").decide(headline)
+    assert not decision.met
+    assert decision.lines == ["gate: strict pass rate 83.8%, 95% CI lower bound 77.3% >= 80.0% "
+                              "required: missed by 2.7 points"]
+
+
+def test_gate_on_judged_only_rate(headline: Summary) -> None:
+    decision = Gate(min_pass_rate=0.9, rate="judged").decide(headline)
+    assert not decision.met
+    assert decision.lines == ["gate: judged-only pass rate 86.5% (95% CI lower bound 80.2%) >= 90.0% "
+                              "required: missed by 3.5 points"]
+
+
+def test_gate_reached_exactly_is_met() -> None:
+    summary = summarise([record(str(i), "passed" if i < 4 else "failed") for i in range(5)])
+    decision = Gate(min_pass_rate=0.8).decide(summary)
+    assert decision.met
+    assert decision.lines[0].endswith("met by 0.0 points")
+
+
+@pytest.mark.parametrize(("allowed", "met", "tail"), [
+    (0.1, True, "<= 10.0% allowed: met by 6.9 points"),
+    (0.02, False, "<= 2.0% allowed: missed by 1.1 points"),
+])
+def test_gate_on_error_rate(headline: Summary, allowed: float, met: bool, tail: str) -> None:
+    decision = Gate(max_error_rate=allowed).decide(headline)
+    assert decision.met is met
+    assert decision.lines == [f"gate: error rate 3.1% (5/160) {tail}"]
+
+
+def test_every_bar_must_be_met_and_each_gets_a_line(headline: Summary) -> None:
+    decision = Gate(min_pass_rate=0.8, max_error_rate=0.02).decide(headline)
+    assert not decision.met
+    assert [line.rsplit(":", 1)[1].split()[0] for line in decision.lines] == ["met", "missed"]
+
+
+def test_zero_scenarios_never_meets_the_gate() -> None:
+    decision = Gate(max_error_rate=0.1).decide(summarise([]))
+    assert not decision.met
+    assert decision.lines == ["gate: not met: no scenario results to measure (0 scenarios ran)"]
+
+
+def test_judged_rate_with_only_errors_is_missed() -> None:
+    decision = Gate(min_pass_rate=0.5, rate="judged").decide(summarise([record("a", "error")]))
+    assert not decision.met
+    assert "n/a (no judged scenarios)" in decision.lines[0]
+
+
+def test_inactive_gate_is_met_silently(headline: Summary) -> None:
+    gate = Gate()
+    assert not gate.active
+    assert gate.decide(headline).met
+    assert gate.decide(summarise([])).lines == []
+
+
+@pytest.mark.parametrize("kwargs", [{"min_pass_rate": 80.0}, {"max_error_rate": -0.1},
+                                    {"rate": "loose"}, {"gate_on": "upper-bound"}])
+def test_gate_rejects_impossible_settings(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        Gate(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def incomplete() -> Summary:
+    """9 of 12 planned ran, all passed."""
+    return summarise([record(f"s{i}", "passed") for i in range(9)], planned=[f"search/s{i}" for i in range(12)])
+
+
+def test_incomplete_run_fails_the_gate(incomplete: Summary) -> None:
+    decision = Gate(min_pass_rate=0.5).decide(incomplete)
+    assert not decision.met
+    assert decision.lines == ["gate: incomplete: 3 of 12 planned scenarios did not run: not met",
+                              "gate: strict pass rate 75.0% (95% CI lower bound 46.8%) >= 50.0% required: "
+                              "met by 25.0 points"]
+
+
+def test_incomplete_run_allowed(incomplete: Summary) -> None:
+    decision = Gate(max_error_rate=0.1).decide(incomplete, allow_incomplete=True)
+    assert decision.met
+    assert decision.lines[0] == ("gate: incomplete: 3 of 12 planned scenarios did not run: "
+                                 "allowed (--gaia2-allow-incomplete)")
+
+
+def test_allowing_incomplete_runs_lowers_no_bar(incomplete: Summary) -> None:
+    assert not Gate(min_pass_rate=0.8).decide(incomplete, allow_incomplete=True).met  # 9/12 = 75%
+
+
+def test_complete_run_gets_no_completeness_line(headline: Summary) -> None:
+    assert not any("incomplete" in line for line in Gate(min_pass_rate=0.8).decide(headline).lines)
+
+
+def test_incomplete_repeats_are_counted_in_runs() -> None:
+    summary = summarise(repeated({"a": "PP"}), planned=["search/a/run_1", "search/a/run_2", "search/a/run_3"])
+    assert Gate(max_error_rate=0.5).decide(summary).lines[0] == (
+        "gate: incomplete: 1 of 3 planned scenario runs did not run: not met")
+
+
+def test_gate_from_resolved_options() -> None:
+    values = {"min_pass_rate": 0.8, "rate": "judged", "gate_on": "lower-bound", "max_error_rate": None}
+    gate = Gate.from_options(values)
+    assert gate == Gate(min_pass_rate=0.8, rate="judged", gate_on="lower-bound")
+    assert gate.active

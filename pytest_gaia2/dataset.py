@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from filelock import FileLock
 
 from .option_values import OptionError
-from .scenarios import SPLITS
+from .splits import SPLITS, parse_splits
 from .store import write_text
 
 DEFAULT_DATASET = "meta-agents-research-environments/gaia2-cli"
@@ -69,19 +69,16 @@ def split_names(spec: str | Sequence[str] | None, *, source: str = "--gaia2-spli
     Order is kept and duplicates dropped. Unknown names and ``all`` mixed with other names
     are rejected, naming the bad value and where it came from (``source``).
     """
-    raw = spec.split(",") if isinstance(spec, str) else list(spec or ())
-    names = list(dict.fromkeys(str(item).strip().lower() for item in raw if str(item).strip()))
-    if not names or names == ["all"]:
+    names = parse_splits(spec, source=source, lower=True)
+    if names is None:
         return list(SPLITS)
-    if "all" in names:
-        raise OptionError(f"{source}: 'all' cannot be combined with other splits, got {', '.join(names)!r}")
     unknown = [name for name in names if name not in SPLITS]
     if unknown:
         raise OptionError(
             f"{source}: unknown split {', '.join(map(repr, unknown))} "
             f"(expected 'all' or some of {', '.join(SPLITS)})"
         )
-    return names
+    return list(names)
 
 
 def _scenario_files(split_dir: Path) -> set[str]:

@@ -279,6 +279,15 @@ def base_dir(config: pytest.Config) -> Path:
     return config.rootpath
 
 
+def may_collect(config: pytest.Config) -> bool:
+    """Whether this run can collect a scenario at all, decided without reading any: when not,
+    the plugin idles (registers its options and markers, imports nothing else)."""
+    for key in ("scenarios", "dataset", "config", "preflight_only"):
+        if config.getoption(f"gaia2_{key}") or config.getini(f"gaia2_{key}"):
+            return True
+    return not explicit_test_paths(config) and (base_dir(config) / "scenarios").is_dir()
+
+
 def explicit_test_paths(config: pytest.Config) -> bool:
     """Whether test paths were given (``pytest tests/unit``): then no scenario runs by default.
 

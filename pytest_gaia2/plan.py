@@ -17,7 +17,8 @@ import pytest
 from . import selection
 from .limits import HARD_TIMEOUT_METHOD, Limits
 from .record import AttemptRecord, scenario_key
-from .scenarios import SPLITS, Scenario, ScenarioError
+from .scenarios import Scenario, ScenarioError
+from .splits import SPLITS
 from .store import StoreError, safe_part
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")

@@ -11,17 +11,21 @@ import importlib.util
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
-from . import joined_values, options, scenario_item
-from .context import RunContext
-from .plan import ITEM_PARAMETER, PlannedItem, extra_split_markers, universe_markers
-from .scenarios import SPLITS
+from . import joined_values, options
+from .splits import SPLITS
 
-CONTEXT_KEY = pytest.StashKey[RunContext]()
-ITEM_KEY = pytest.StashKey[PlannedItem]()
+if TYPE_CHECKING:
+    from .context import RunContext
+    from .plan import PlannedItem
+
+# Only what every pytest run needs is imported above: a project that never uses the plugin
+# pays for its options and markers, not for the run's modules (imported in pytest_configure).
+CONTEXT_KEY = pytest.StashKey["RunContext | None"]()
+ITEM_KEY = pytest.StashKey["PlannedItem"]()
 RESULT_KEY = pytest.StashKey[Any]()
 ATTEMPT_KEY = pytest.StashKey[Any]()
 NODE_PREFIX = "gaia2"
@@ -41,8 +45,9 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
     return joined_values.rerun_with_joined_values(config)
 
 
-def _context(config: pytest.Config) -> RunContext:
-    return config.stash[CONTEXT_KEY]
+def _context(config: pytest.Config) -> RunContext | None:
+    """The run context, or None in a run that cannot collect a scenario (the plugin idles)."""
+    return config.stash.get(CONTEXT_KEY, None)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -50,6 +55,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gaia2: a Gaia2 scenario run in its own container")
     for split in SPLITS:
         config.addinivalue_line("markers", f"{split}_split: Gaia2 scenarios of the {split} split")
+    if not options.may_collect(config):
+        return
+    from .context import RunContext
+    from .plan import extra_split_markers, universe_markers
+
     context = RunContext(config)
     config.stash[CONTEXT_KEY] = context
     config.pluginmanager.register(context, "gaia2-run")
@@ -68,18 +78,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    return _context(config).header_lines()
+    context = _context(config)
+    return context.header_lines() if context else []
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist controller: every worker shares the session, the run and its folder."""
-    node.workerinput.update(_context(node.config).worker_input())
+    context = _context(node.config)
+    if context:
+        node.workerinput.update(context.worker_input())
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    _context(session.config).begin()
+    context = _context(session.config)
+    if context:
+        context.begin()
 
 
 class ScenarioModule(pytest.Module):
@@ -89,6 +104,8 @@ class ScenarioModule(pytest.Module):
     split: str = ""
 
     def _getobj(self) -> Any:
+        from . import scenario_item
+
         return scenario_item
 
 
@@ -96,6 +113,10 @@ class ScenarioModule(pytest.Module):
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Add the scenario items before -k/-m deselection runs, so both work on them."""
     context = _context(config)
+    if not context:
+        return
+    from . import scenario_item
+
     for split in dict.fromkeys(item.split for item in context.items()):
         nodeid = f"{NODE_PREFIX}/{split}"
         module = ScenarioModule.from_parent(session, path=Path(scenario_item.__file__), nodeid=nodeid, name=nodeid)
@@ -106,11 +127,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
 def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.Item]) -> None:
     """--gaia2-sample and --gaia2-first-n choose among what -k, -m and --deselect left."""
+    context = _context(config)
+    if not context:
+        return
+    from .plan import ITEM_PARAMETER
+
     planned = {id(item): item.callspec.params[ITEM_PARAMETER] for item in items
                if ITEM_PARAMETER in getattr(getattr(item, "callspec", None), "params", {})}
     if not planned:
         return
-    keep = _context(config).narrow(list(planned.values()))
+    keep = context.narrow(list(planned.values()))
     dropped = [item for item in items if id(item) in planned and planned[id(item)].key not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -121,9 +147,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Any test that asks for ``gaia2_scenario`` runs once per planned scenario (and repeat)."""
     if "gaia2_scenario" not in metafunc.fixturenames:
         return
+    from .plan import ITEM_PARAMETER
+
+    context = _context(metafunc.config)
     module = metafunc.definition.parent
     own = isinstance(module, ScenarioModule)
-    items = [item for item in _context(metafunc.config).items() if not own or item.split == module.split]
+    items = [item for item in (context.items() if context else []) if not own or item.split == module.split]
     extra = _allure_marks(metafunc.config)
     metafunc.parametrize(ITEM_PARAMETER, [
         pytest.param(item, id=item.param_id if own else item.key, marks=item.marks() + extra(item))
@@ -154,10 +183,17 @@ def gaia2_scenario(request: pytest.FixtureRequest, gaia2_item: PlannedItem) -> A
     return gaia2_item.scenario
 
 
+def _active(config: pytest.Config) -> RunContext:
+    """The context of a run that has scenario items (only those reach the fixtures below)."""
+    context = _context(config)
+    assert context is not None
+    return context
+
+
 @pytest.fixture
 def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Iterator[Any]:
     """One started, healthy attempt for this test (``.container``, ``.drive()``); always removed."""
-    attempt = _context(request.config).runner.new_attempt(request.node.stash[ITEM_KEY])
+    attempt = _active(request.config).runner.new_attempt(request.node.stash[ITEM_KEY])
     request.node.stash[ATTEMPT_KEY] = attempt
     try:
         attempt.start()
@@ -174,7 +210,7 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Any:
     def keep(attempt: Any) -> None:
         request.node.stash[ATTEMPT_KEY] = attempt
 
-    result = _context(request.config).runner.result_for(request.node.stash[ITEM_KEY], keep)
+    result = _active(request.config).runner.result_for(request.node.stash[ITEM_KEY], keep)
     request.node.stash[RESULT_KEY] = result
     if result.errored:
         raise Gaia2InfraError(result.record.error_category or "error", result.record.error or "error")
@@ -184,10 +220,12 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    from .reporting import annotate
+    context = _context(item.config)
+    if context:
+        from .reporting import annotate
 
-    annotate(_context(item.config), item, call, report, item.stash.get(ITEM_KEY, None),
-             item.stash.get(RESULT_KEY, None), item.stash.get(ATTEMPT_KEY, None))
+        annotate(context, item, call, report, item.stash.get(ITEM_KEY, None),
+                 item.stash.get(RESULT_KEY, None), item.stash.get(ATTEMPT_KEY, None))
     return report
 
 
@@ -206,33 +244,39 @@ def _planned(context: RunContext, node_ids: list[str]) -> list[str]:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     context = _context(session.config)
-    context.prepare(_planned(context, [item.nodeid for item in session.items]),
-                    collect_only=session.config.option.collectonly)
+    if context:
+        context.prepare(_planned(context, [item.nodeid for item in session.items]),
+                        collect_only=session.config.option.collectonly)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     context = _context(node.config)
-    context.prepare(_planned(context, ids))
+    if context:
+        context.prepare(_planned(context, ids))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    if error:
-        _context(node.config).remove_worker_containers(node.gateway.id)
+    context = _context(node.config)
+    if error and context:
+        context.remove_worker_containers(node.gateway.id)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    for line in _context(config).summary_lines():
+    context = _context(config)
+    for line in context.summary_lines() if context else []:
         terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Before the terminal summary and the JUnit file are written: records, summary, gate."""
+    context = _context(session.config)
+    if not context:
+        return
     from .reporting import add_junit_properties
 
-    context = _context(session.config)
     status = context.finish(int(exitstatus))
     add_junit_properties(session.config, context)
     if status is not None:
@@ -240,5 +284,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if CONTEXT_KEY in config.stash:
-        _context(config).close()
+    context = _context(config)
+    if context:
+        context.close()

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .scenarios import SPLITS
+from .splits import SPLITS
 
 OUTCOMES = ("passed", "failed", "error")
 NOT_RUN = "not_run"

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .safejson import JsonReadError, loads_bounded, read_json_file, read_regular_file
+from .splits import SPLITS
 from .store import StoreError, write_text
-
-SPLITS: tuple[str, ...] = ("execution", "search", "adaptability", "time", "ambiguity")
 
 # Generous: real exports are under 3 MB; the bound keeps a stray huge file from exhausting memory.
 MAX_SCENARIO_BYTES = 64 * 1024 * 1024

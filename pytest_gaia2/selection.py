@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .option_values import OptionError
-from .scenarios import SPLITS, Scenario
+from .scenarios import Scenario
+from .splits import SPLITS, parse_splits
 from .store import write_text
 
 FIRST_N_WARNING = (
@@ -58,17 +59,6 @@ class Selection:
 def _listed(ids: Sequence[str]) -> str:
     shown = ", ".join(ids[:_MAX_LISTED])
     return shown + (f", ... ({len(ids) - _MAX_LISTED} more)" if len(ids) > _MAX_LISTED else "")
-
-
-def _split_spec(spec: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    """Split names from ``search,time`` or a list; ``None`` (no filter) for unset or ``all``."""
-    raw = spec.split(",") if isinstance(spec, str) else list(spec or ())
-    names = tuple(dict.fromkeys(item.strip() for item in raw if item.strip()))
-    if not names or names == ("all",):
-        return None
-    if "all" in names:
-        raise SelectionError(f"--gaia2-splits: 'all' cannot be combined with other splits, got {', '.join(names)!r}")
-    return names
 
 
 def filter_splits(scenarios: Sequence[Scenario], splits: Sequence[str]) -> tuple[list[Scenario], list[str]]:
@@ -216,7 +206,7 @@ def select(
 
     Filters intersect. ``sample`` and ``first_n`` exclude each other.
     """
-    split_names = _split_spec(splits)
+    split_names = parse_splits(splits)
     request = Request(split_names, subset, ids_file, sample, seed, first_n)
     if sample is not None and first_n is not None:
         raise SelectionError(

@@ -20,7 +20,8 @@ from gaia2_testing import make_dataset_repo as make_repo
 from pytest_gaia2 import dataset
 from pytest_gaia2.dataset import DatasetError, materialise
 from pytest_gaia2.option_values import OptionError
-from pytest_gaia2.scenarios import SPLITS, discover
+from pytest_gaia2.scenarios import discover
+from pytest_gaia2.splits import SPLITS
 
 DATASET_ID = "test-org/tiny-gaia2"
 

@@ -63,7 +63,7 @@ def test_a_split_that_is_neither_found_nor_gaia2_is_an_error() -> None:
 
 
 def test_all_cannot_be_mixed() -> None:
-    with pytest.raises(SelectionError, match="'all' cannot be combined"):
+    with pytest.raises(OptionError, match="'all' cannot be combined"):
         select(benchmark(), splits="all,time")
 
 

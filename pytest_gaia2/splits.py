@@ -1,0 +1,28 @@
+"""Gaia2's split names and the one reading of a split list (``search,time``, a list, or ``all``).
+
+Tiny on purpose: the plugin registers the split markers from it even in runs that never
+collect a scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .option_values import OptionError
+
+SPLITS: tuple[str, ...] = ("execution", "search", "adaptability", "time", "ambiguity")
+
+
+def parse_splits(spec: str | Sequence[str] | None, *, source: str = "--gaia2-splits",
+                 lower: bool = False) -> tuple[str, ...] | None:
+    """The names a spec asks for, in order, without duplicates; ``None`` for unset or ``all``.
+
+    ``all`` mixed with other names is refused, naming the value and where it came from.
+    """
+    raw = spec.split(",") if isinstance(spec, str) else list(spec or ())
+    names = tuple(dict.fromkeys(text.lower() if lower else text for item in raw if (text := str(item).strip())))
+    if not names or names == ("all",):
+        return None
+    if "all" in names:
+        raise OptionError(f"{source}: 'all' cannot be combined with other splits, got {', '.join(names)!r}")
+    return names

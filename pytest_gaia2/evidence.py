@@ -105,22 +105,13 @@ def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int
     """gaia2-runner's ``num_agent_events`` (every parseable line of events.jsonl) and the
     content of the last turn boundary the agent wrote, in one streamed pass."""
     count, response = 0, ""
-    try:
-        handle = open(path, "rb")
-    except OSError:
-        return 0, ""
-    with handle:
-        for line in handle:
-            try:
-                event = loads_bounded(line, max_bytes=max_line_bytes)
-            except JsonReadError:
-                continue
-            count += 1
-            if isinstance(event, dict) and event.get("app") == "AgentUserInterface" \
-                    and event.get("fn") == "send_message_to_user":
-                args = event.get("args")
-                if isinstance(args, dict) and args.get("content") is not None:
-                    response = str(args["content"])
+    for event in store.json_lines(path, max_line_bytes):
+        count += 1
+        if isinstance(event, dict) and event.get("app") == "AgentUserInterface" \
+                and event.get("fn") == "send_message_to_user":
+            args = event.get("args")
+            if isinstance(args, dict) and args.get("content") is not None:
+                response = str(args["content"])
     return count, response
 
 

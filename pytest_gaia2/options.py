@@ -150,7 +150,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("keep", "Stop each container gracefully (docker stop) at teardown, for debugging; "
            "by default the disposable container is killed.", default=False, flag=True, parse=boolean),
     # Output and the gate.
-    Option("output", "Output folder for results (default: gaia2-results at the rootdir).",
+    Option("output", "Folder of run folders: each pytest run writes its own <UTC time>-<run id> folder "
+           "in it, and latest points at the newest.",
            default="gaia2-results", path=True),
     Option("min-pass-rate", "Gate: the run passes when the chosen rate reaches R (0..1).",
            parse=fraction),

@@ -60,22 +60,28 @@ def _depth(data: bytes) -> int:
     return max(accumulate(map(_STEP.__getitem__, outside)), default=0)
 
 
-def loads_bounded(data: bytes, *, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
-    """Parse UTF-8 JSON ``data``; every problem is a :class:`JsonLimitError`."""
+def loads_bounded(data: bytes, *, max_bytes: int, max_depth: int | None = DEFAULT_MAX_DEPTH) -> Any:
+    """Parse UTF-8 JSON ``data``; every problem is a :class:`JsonLimitError`.
+
+    ``max_depth=None`` skips the pre-scan (it costs about as much as the parse) and relies on
+    json's own recursion guard: for large files whose readers never recurse into them.
+    """
     if len(data) > max_bytes:
         raise JsonLimitError(f"larger than the {max_bytes} bytes allowed ({len(data)} bytes)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise JsonLimitError(f"not valid UTF-8 (byte offset {exc.start}: {exc.reason})") from None
-    if _depth(data) > max_depth:
+    if max_depth is not None and _depth(data) > max_depth:
         raise JsonLimitError(f"nested deeper than the {max_depth} levels allowed")
     try:
         # A leading byte-order mark is tolerated, as json.loads does for bytes.
         return _DECODER.decode(text.removeprefix("\ufeff"))
     except json.JSONDecodeError as exc:
         raise JsonLimitError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except (ValueError, RecursionError) as exc:  # NaN, an integer too long to convert, a max_depth set too high
+    except RecursionError:
+        raise JsonLimitError("nested deeper than json's recursion limit allows") from None
+    except ValueError as exc:  # NaN, an integer too long to convert
         raise JsonLimitError(f"not valid JSON ({exc})") from None
 
 

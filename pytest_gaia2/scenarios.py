@@ -172,7 +172,7 @@ def _parse(path: Path, split: str) -> Scenario:
     """Read, hash and validate one file; the hash and the parse share one bounded read."""
     try:
         raw = read_regular_file(path, max_bytes=MAX_SCENARIO_BYTES)
-        data = loads_bounded(raw, max_bytes=MAX_SCENARIO_BYTES)
+        data = loads_bounded(raw, max_bytes=MAX_SCENARIO_BYTES, max_depth=None)  # nothing recurses into it
     except JsonReadError as exc:
         raise ScenarioError(path, "file", str(exc)) from None
     if not isinstance(data, dict):

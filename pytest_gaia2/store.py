@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from .record import AttemptRecord, is_judged
-from .safejson import JsonReadError, read_json_file
+from .safejson import JsonLimitError, JsonReadError, loads_bounded, read_json_file
 
 RESULT_FILE = "result.json"
 RESULTS_FILE = "results.jsonl"
@@ -138,24 +138,23 @@ def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
         raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from None
 
 
-def read_jsonl(path: Path, max_line_bytes: int = RECORD_MAX_BYTES) -> list[dict[str, Any]]:
-    """Every complete object line; torn or oversized lines are skipped."""
-    from .safejson import JsonLimitError, loads_bounded
-
-    records: list[dict[str, Any]] = []
+def json_lines(path: Path, max_line_bytes: int = RECORD_MAX_BYTES) -> Iterator[Any]:
+    """Every parseable line of a JSONL file, streamed; torn, oversized or too deep lines are skipped."""
     try:
         handle = open(path, "rb")
     except OSError:
-        return records
+        return
     with handle:
         for line in handle:
             try:
-                value = loads_bounded(line, max_bytes=max_line_bytes)
+                yield loads_bounded(line, max_bytes=max_line_bytes)
             except JsonLimitError:
                 continue
-            if isinstance(value, dict):
-                records.append(value)
-    return records
+
+
+def read_jsonl(path: Path, max_line_bytes: int = RECORD_MAX_BYTES) -> list[dict[str, Any]]:
+    """Every complete object line."""
+    return [value for value in json_lines(path, max_line_bytes) if isinstance(value, dict)]
 
 
 # -- run folders -------------------------------------------------------------------------------

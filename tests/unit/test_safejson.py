@@ -164,3 +164,9 @@ def test_a_file_that_grows_while_read_is_still_bounded(tmp_path: Path, monkeypat
     path.write_bytes(b" " * 500 + b"{}")
     monkeypatch.setattr(os, "fstat", lambda fd: small)  # the size seen before the file grew
     assert str(_read_refused(path, max_bytes=100)) == "larger than the 100 bytes allowed (grew while being read)"
+
+
+def test_without_a_pre_scan_jsons_own_recursion_guard_refuses_deep_nesting() -> None:
+    with pytest.raises(JsonLimitError, match="recursion limit"):
+        loads_bounded(b"[" * 200_000 + b"]" * 200_000, max_bytes=10**7, max_depth=None)
+    assert loads_bounded(b"[" * 300 + b"]" * 300, max_bytes=10**7, max_depth=None) is not None

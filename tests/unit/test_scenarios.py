@@ -113,7 +113,7 @@ def test_every_unreadable_file_is_its_own_error(tmp_path: Path) -> None:
     assert _problems(errors) == {
         "fifo.json": ("file", "not a regular file (fifo)"),
         "latin1.json": ("file", f"not valid UTF-8 (byte offset {bad_byte}: invalid continuation byte)"),
-        "deep.json": ("file", "nested deeper than the 200 levels allowed"),
+        "deep.json": ("file", "nested deeper than json's recursion limit allows"),
         "dir.json": ("file", "not a regular file (directory)"),
         "broken.json": ("file", "cannot be read (broken symbolic link)"),
         "nan.json": ("file", "not valid JSON (NaN is not a JSON number)"),

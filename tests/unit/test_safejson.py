@@ -58,7 +58,7 @@ def test_brackets_inside_strings_do_not_count() -> None:
 
 def test_no_recursion_error_escapes_even_with_a_huge_depth_limit() -> None:
     message = _refused(b"[" * 200_000 + b"]" * 200_000, max_depth=10**9)
-    assert message.startswith("not valid JSON")
+    assert message == "nested deeper than json's recursion limit allows"
 
 
 def test_size_limit() -> None:

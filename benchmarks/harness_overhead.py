@@ -40,6 +40,7 @@ SPLITS = ("execution", "search", "adaptability", "time", "ambiguity")
 RSS_PROBE = ("import pytest, resource, sys\n"
              "code = pytest.main(sys.argv[1:])\n"
              "sys.stderr.write(f'PEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
+             "sys.stderr.write(f'WORKER_RSS_KB {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n')\n"
              "sys.exit(int(code))\n")
 
 
@@ -54,8 +55,9 @@ def pytest_command(*args: str) -> list[str]:
     return [sys.executable, "-c", RSS_PROBE, "-p", "no:cacheprovider", "-q", *args]
 
 
-def peak_rss_mb(output: str) -> float:
-    values = [int(line.split()[1]) for line in output.splitlines() if line.startswith("PEAK_RSS_KB")]
+def peak_rss_mb(output: str, which: str = "PEAK_RSS_KB") -> float:
+    """The peak RSS the probe printed: the controller's (``PEAK_RSS_KB``) or its workers' (``WORKER_RSS_KB``)."""
+    values = [int(line.split()[1]) for line in output.splitlines() if line.startswith(which)]
     return max(values, default=0) / 1024
 
 
@@ -179,8 +181,8 @@ def collection(files: int, size_mb: float, runs: int, work: Path) -> list[tuple[
         _, output = timed(pytest_command("--gaia2-scenarios=many", *pick, *skip), work, penv)
         rows.append((f"2 of {files} vs the same 2 alone, -n {workers} (goal <= 1.2)",
                      f"{big:.2f} s vs {small:.2f} s = {big / small:.2f} x"))
-        rows.append((f"peak RSS, -n {workers} with {files} files (controller; goal <= 100 MB per worker)",
-                     f"{peak_rss_mb(output):.0f} MB"))
+        rows.append((f"peak RSS, -n {workers} with {files} files: controller / largest worker (goal <= 100 MB)",
+                     f"{peak_rss_mb(output):.0f} MB / {peak_rss_mb(output, 'WORKER_RSS_KB'):.0f} MB"))
     return rows
 
 

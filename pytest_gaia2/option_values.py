@@ -18,16 +18,21 @@ class OptionError(pytest.UsageError):
     """A ``--gaia2-*`` value that can never work; raised at start-up, naming the option."""
 
 
-def non_negative_float(name: str, raw: str) -> float:
+def non_negative_float(name: str, raw: str, what: str = "a number of seconds") -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise OptionError(f"--gaia2-{name}: expected a number of seconds, got {raw!r}") from None
+        raise OptionError(f"--gaia2-{name}: expected {what}, got {raw!r}") from None
     if not math.isfinite(value):  # float() accepts inf, nan and 1e999 (= inf)
         raise OptionError(f"--gaia2-{name}: expected a finite number, got {raw!r}")
     if value < 0:
         raise OptionError(f"--gaia2-{name}: must not be negative, got {raw!r}")
     return value
+
+
+def usd(name: str, raw: str) -> float:
+    """An amount of US dollars (``50``, ``12.5`` or ``$50``): finite, not negative."""
+    return non_negative_float(name, raw.strip().removeprefix("$"), "an amount of US dollars")
 
 
 def positive_float(name: str, raw: str) -> float:

@@ -33,6 +33,7 @@ from .option_values import (
     size,
     size_or_zero,
     stripped_text,
+    usd,
 )
 
 GROUP = "gaia2"
@@ -164,6 +165,17 @@ OPTIONS: tuple[Option, ...] = (
            "did not run (they still count as not passed in the strict rate).",
            default=False, flag=True, parse=boolean),
     Option("preflight-only", "Run the pre-flight checks, print the report and stop.",
+           default=False, flag=True, parse=boolean),
+    # Cost and budget.
+    Option("price-file", "JSON or TOML prices per model, per million tokens ({model: {input, output, "
+           "cached_input}}); wins over the genai-prices data.", path=True),
+    Option("budget-halt", "USD: once the run's spend reaches it, no new scenario starts (the rest "
+           "are skipped, reason budget; the run is incomplete).", parse=usd),
+    Option("budget-cap", "USD: once the run's spend passes it, running scenarios are stopped too "
+           "(error budget_cap, their files kept).", parse=usd),
+    Option("probe", "Run a stratified, seeded sample of K scenarios first and project the whole "
+           "run's cost and time from them.", parse=positive_int),
+    Option("probe-only", "Stop after the --gaia2-probe scenarios and their projection.",
            default=False, flag=True, parse=boolean),
 )
 

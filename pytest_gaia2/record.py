@@ -79,6 +79,10 @@ class AttemptRecord:
     host_port: int | None = None
     verdict_sources: dict[str, Any] | None = None
     skipped_files: list[dict[str, Any]] = field(default_factory=list)
+    # what it cost (from the attempt's trace.jsonl and the prices)
+    usage: dict[str, Any] | None = None
+    cost_usd: float | None = None
+    cost_source: str | None = None
 
     @property
     def key(self) -> str:

@@ -40,6 +40,8 @@ CATEGORIES: dict[str, tuple[str, str]] = {
     "verdict_conflict": ("the sources of the judgment disagree (/status, daemon_status.json, the last "
                          "line of daemon_judgments.jsonl): a pass is never counted on a forged status",
                          "each source's verdict in the message and in result.json's verdict_sources"),
+    "budget_cap": ("the run's spend passed --gaia2-budget-cap while the scenario was running",
+                   "the summary's spend; the scenario's files are kept as far as it got"),
     "harness_error": ("pytest-gaia2 or the engine client raised an unexpected exception",
                       "the traceback in the pytest report; container.log"),
 }

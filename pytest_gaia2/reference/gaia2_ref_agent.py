@@ -12,6 +12,10 @@ Script lines (JSONL):
    "args": {"content": "..."}, "w": true}                        a turn boundary
   {"wait_for_user_message": true}      wait for the next turn's user message
   {"sleep": seconds}                   pause (wall-clock seconds)
+
+With ``GAIA2_REF_USAGE`` set, every action written to events.jsonl (oracle
+event, script action, synthetic turn boundary) is preceded by one simulated
+LLM-call line in ``$GAIA2_TRACE_FILE`` (see gaia2_ref_trace.py).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from gaia2_ref_scenario import (
     line_time,
     resolve_placeholders,
 )
+from gaia2_ref_trace import USAGE_VARIABLE, TraceWriter
 
 SYNTHETIC_BOUNDARY = "[oracle replay complete]"
 
@@ -65,6 +70,16 @@ class Agent:
         self.notes_tail = JsonlTail(state / "notifications.jsonl")
         self.seen: dict[str, dict[str, Any]] = {}
         self.user_turns: set[int] = set()
+        self.trace: TraceWriter | None = None
+        try:
+            self.trace = TraceWriter.from_env()
+        except ValueError as exc:
+            self.log.error("%s; no trace is written", exc)
+        if self.trace is not None:
+            self.log.info(
+                "%s: one llm_call line per action in %s (model %s, usage %s)",
+                USAGE_VARIABLE, self.trace.path, self.trace.model, self.trace.usage.block(),
+            )
 
     def notify(self, message: str) -> None:
         """A task arrived over /notify; it starts the agent for scenarios without events."""
@@ -127,6 +142,11 @@ class Agent:
         return self._wait(lambda: max(self.user_turns, default=-1) >= turn, None)
 
     def _write(self, app: str, fn: str, args: dict[str, Any], write: bool, ret: Any) -> dict[str, Any]:
+        if self.trace is not None:  # the "model call" that chose the action comes before it
+            try:
+                self.trace.record(app, fn, args)
+            except OSError as exc:
+                self.log.error("Cannot write the trace line to %s: %s", self.trace.path, exc)
         line = make_line(app, fn, args, write, ret, read_sim_text(self.faketime))
         append_event(self.state, line)
         self.log.info("  %s.%s(%s) w=%s", app, fn, ", ".join(args), write)

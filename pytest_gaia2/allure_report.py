@@ -194,6 +194,17 @@ def planned_item(item: pytest.Item) -> PlannedItem | None:
     return planned if isinstance(planned, PlannedItem) else None
 
 
+def cost_parameters(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What the attempt cost, as Allure parameters (none when it left no trace)."""
+    usage = record.get("usage") or {}
+    if not usage:
+        return []
+    cost = record.get("cost_usd")
+    return [("cost", "unknown" if cost is None else f"${cost:.4f}"),
+            ("tokens", f"{usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out, "
+                       f"{usage.get('calls', 0)} calls")]
+
+
 class AllureGaia2:
     """Registered by :func:`register` when ``--alluredir`` is given; one per process."""
 
@@ -240,6 +251,8 @@ class AllureGaia2:
             own = "" if function == "test_scenario" else getattr(getattr(item, "function", None), "__doc__", "")
             allure.dynamic.description(self._description(planned.scenario, own or ""))
         self._attach(record)
+        for name, value in cost_parameters(record):
+            allure.dynamic.parameter(name, value, excluded=True)  # spend differs run to run: not history
         self._set_duration(item)
         return report
 

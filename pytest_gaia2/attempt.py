@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from . import container_env, interrupts, store
 from .attempt_record import AttemptFacts, build_record
@@ -22,13 +22,15 @@ from .limits import Limits
 from .redact import Redactor
 from .safejson import JsonReadError, loads_bounded
 from .scenarios import Scenario
-from .verdict import Fault, is_terminal, judgment_of
+from .spend import attempt_cost
+from .verdict import Fault, Gaia2InfraError, is_terminal, judgment_of
 
 if TYPE_CHECKING:
     from .adapter import AdapterClient
     from .container import Container
     from .engine import Engine
     from .ports import PortLeases
+    from .prices import PriceBook
     from .settings import RunSettings
 
 log = logging.getLogger("pytest_gaia2")
@@ -44,15 +46,6 @@ PORT_TAKEN_SIGNS = ("address already in use", "eaddrinuse")
 FIRST_POLL = 0.1
 """Polling starts fast and backs off to ``LAST_POLL``; a change of status makes it fast again."""
 LAST_POLL = 1.0
-
-
-class Gaia2InfraError(Exception):
-    """The harness, not the agent, failed: raised in setup so pytest reports an error (Allure: broken)."""
-
-    def __init__(self, category: str, message: str) -> None:
-        self.category = category
-        self.detail = message
-        super().__init__(f"[{category}] {message}")
 
 
 def now_iso() -> str:
@@ -72,6 +65,9 @@ class AttemptSetup:
     host_ports: PortLeases | None = None
     files: tuple[tuple[str, bytes, int], ...] = field(default=())
     """``--gaia2-copy-in`` files and the CA bundle, read once per session."""
+    prices: PriceBook | None = None
+    stop_reason: Callable[[], str | None] = field(default=lambda: None)
+    """Why a running attempt must stop now (the run's spend passed its cap), or None."""
 
 
 def container_name(scenario: Scenario, session_id: str, repeat: int, attempt: int) -> str:
@@ -298,6 +294,9 @@ class ScenarioAttempt:
                 exited = self._exited_fault()
                 if exited is not None:
                     return status_in_container(self.container) or status, False, Fault(exited.category, exited.detail)
+            stop = self.setup.stop_reason()
+            if stop:
+                return status, False, Fault("budget_cap", stop)
             if time.monotonic() >= deadline:
                 if failures >= STATUS_FAILURES_BEFORE_FILE and status is None:
                     return None, False, Fault(
@@ -359,6 +358,8 @@ class ScenarioAttempt:
                 skipped = [{"path": store.STATE_DIR, "reason": f"copy-out failed: {type(exc).__name__}"}]
             record = build_record(self._facts(fault, status, timed_out, skipped), Evidence.read(self.folder),
                                   self.setup.redactor)
+            if self.setup.prices is not None:
+                record = replace(record, **attempt_cost(self.folder, self.setup.prices, self.setup.settings.model))
             store.write_json(self.folder / store.RESULT_FILE, record.to_json())
             if record.agent_response:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)

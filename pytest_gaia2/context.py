@@ -20,6 +20,7 @@ import pytest
 from . import __version__, options, provenance, selection, store
 from . import plan as plan_mod
 from . import settings as settings_mod
+from .budget import Budget
 from .gate import Gate
 from .record import AttemptRecord
 from .redact import RedactingFilter, Redactor
@@ -64,7 +65,7 @@ class RunContext:
         folder = worker_input.get("gaia2_folder")
         self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
         self.book = ResultBook(Gate.from_options(self.values),
-                               allow_incomplete=self.values["allow_incomplete"])
+                               allow_incomplete=self.values["allow_incomplete"], budget=self.budget)
         self.prepared = False
         self._engine: Engine | None = None
         self._image_id: str | None = None
@@ -287,7 +288,12 @@ class RunContext:
         """Made on first use, once pre-flight has settled the run folder and the image id."""
         return ScenarioRunner(self.engine(), self.settings, self.redactor, self.folder, self.provenance(),
                               retries=self.retries, session_id=self.session_id, worker=self.worker,
-                              workers=self.workers)
+                              workers=self.workers, budget=self.budget,
+                              price_file=self.path(self.values["price_file"]) if self.values["price_file"] else None)
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(halt=self.values["budget_halt"], cap=self.values["budget_cap"])
 
     # -- the end of the run ------------------------------------------------------------------
 

@@ -175,7 +175,7 @@ def gaia2_item(request: pytest.FixtureRequest) -> PlannedItem:  # pragma: no cov
 @pytest.fixture
 def gaia2_scenario(request: pytest.FixtureRequest, gaia2_item: PlannedItem) -> Any:
     """The scenario of this item: id, split, path, duration, task, apps (bad files error here)."""
-    from .attempt import Gaia2InfraError
+    from .verdict import Gaia2InfraError
 
     request.node.stash[ITEM_KEY] = gaia2_item
     if gaia2_item.error is not None:
@@ -205,7 +205,7 @@ def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Iter
 @pytest.fixture
 def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Any:
     """The scenario's verdict, record and files. Raises (as a setup error) on infrastructure errors."""
-    from .attempt import Gaia2InfraError
+    from .verdict import Gaia2InfraError
 
     def keep(attempt: Any) -> None:
         request.node.stash[ATTEMPT_KEY] = attempt

@@ -41,7 +41,7 @@ def _record(context: RunContext, planned: PlannedItem, call: pytest.CallInfo[Non
         return attempt.result.record
     if planned.error is not None:
         return context.runner.error_record(planned, "invalid_scenario", str(planned.error))
-    from .attempt import Gaia2InfraError
+    from .verdict import Gaia2InfraError
 
     excinfo = call.excinfo
     if excinfo is not None and isinstance(excinfo.value, Gaia2InfraError):
@@ -68,6 +68,9 @@ def annotate(context: RunContext, item: pytest.Item, call: pytest.CallInfo[None]
             ("gaia2_attempt", str(record.attempt)), ("gaia2_reused", str(record.reused).lower()),
             ("gaia2_model", record.model or ""), ("gaia2_image", record.image or ""),
             ("gaia2_judge", "/".join(str(part or "none") for part in (record.judge_provider, record.judge_model))),
+            *([("gaia2_cost_usd", "" if record.cost_usd is None else f"{record.cost_usd:.6f}"),
+               ("gaia2_tokens_in", str(record.usage.get("input_tokens", 0))),
+               ("gaia2_tokens_out", str(record.usage.get("output_tokens", 0)))] if record.usage else []),
         ]
         report.user_properties.extend(properties)
         names = {name for name, _ in properties}
@@ -78,7 +81,7 @@ def annotate(context: RunContext, item: pytest.Item, call: pytest.CallInfo[None]
 def _explain(report: pytest.TestReport, call: pytest.CallInfo[None], record: AttemptRecord,
              folder: Path | None) -> None:
     """A short longrepr that says what happened instead of a harness traceback."""
-    from .attempt import Gaia2InfraError
+    from .verdict import Gaia2InfraError
 
     if call.excinfo is None:
         return

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .splits import SPLITS
+from .splits import SPLITS, universe_of
 
 OUTCOMES = ("passed", "failed", "error")
 NOT_RUN = "not_run"
@@ -111,10 +111,10 @@ def planned_keys(keys: Sequence[str]) -> dict[tuple[str, str, int], str]:
 
 
 def not_run_rows(rows: Sequence[ResultRow], planned: Mapping[tuple[str, str, int], str]) -> list[ResultRow]:
-    """A ``not_run`` row per planned key without a record; its universe is a sibling run's, if any."""
+    """A ``not_run`` row per planned key without a record; its universe is a sibling run's, else its id's."""
     done = {row.key for row in rows}
     universes = {(row.split, row.scenario_id): row.universe for row in rows}
     return [ResultRow(split=split, scenario_id=scenario_id, run=run, outcome=NOT_RUN, reused=False,
-                      universe=universes.get((split, scenario_id), UNKNOWN_UNIVERSE),
+                      universe=universes.get((split, scenario_id)) or universe_of(scenario_id) or UNKNOWN_UNIVERSE,
                       error_category=UNCATEGORISED, wall_time_s=None, events=None)
             for split, scenario_id, run in planned if (split, scenario_id, run) not in done]

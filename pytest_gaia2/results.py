@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import report, stats, store
+from . import report, spend, stats, store
+from .budget import Budget, Ledger
 from .gate import Gate, GateDecision
 from .record import AttemptRecord
 
@@ -16,12 +17,13 @@ REUSED_LISTED = 10
 class ResultBook:
     """Every record of one run, keyed by scenario (and repeat): one line each, whatever happened."""
 
-    def __init__(self, gate: Gate, *, allow_incomplete: bool) -> None:
+    def __init__(self, gate: Gate, *, allow_incomplete: bool, budget: Budget | None = None) -> None:
         self.gate = gate
         self.allow_incomplete = allow_incomplete
         self.folder: store.RunFolder | None = None
         self.planned: list[str] = []
         self.records: dict[str, AttemptRecord] = {}
+        self.budget = budget or Budget()
         self._summary: stats.Summary | None = None
 
     def add(self, record: AttemptRecord) -> None:
@@ -46,6 +48,7 @@ class ResultBook:
         summary = self.summary()
         lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
         lines += report.summary_lines(summary, self.decision(summary))
+        lines += spend.summary_lines(spend.summary(self.records.values()), self._budget_text())
         reused = sorted(record.key for record in self.records.values() if record.reused)
         if reused:
             lines.append(f"gaia2: {len(reused)} verdicts reused from earlier sessions (no container): "
@@ -54,12 +57,21 @@ class ResultBook:
             lines.append(f"gaia2: results in {self.folder.path}")
         return lines
 
+    def _budget_text(self) -> str | None:
+        """The run's spend against its budget (the ledger holds every session's), when one is set."""
+        if self.folder is None or (self.budget.halt is None and self.budget.cap is None):
+            return None
+        limits = ", ".join(f"{name} ${value:.2f}" for name, value in (("halt", self.budget.halt),
+                                                                        ("cap", self.budget.cap)) if value is not None)
+        return f"run spend ${Ledger(self.folder.path).total():.2f} ({limits})"
+
     def write(self, extra: dict[str, Any]) -> GateDecision | None:
         """results.jsonl rewritten one line per key, and summary.json; the gate's decision."""
         summary = self.summary()
         decision = self.decision(summary)
         if self.folder is not None:
             self.folder.rewrite_results(self.records.values())
+            extra = {**extra, "cost": spend.summary(self.records.values())}
             report.write_summary_json(self.folder.file(store.SUMMARY_FILE), summary, decision, extra=extra)
         return decision
 

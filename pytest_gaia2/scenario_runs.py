@@ -15,12 +15,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .attempt import AttemptSetup, Gaia2InfraError, ScenarioAttempt
+import pytest
+
+from .attempt import AttemptSetup, ScenarioAttempt
+from .budget import Budget, Ledger, entry_of
 from .evidence import ScenarioResult
 from .plan import PlannedItem
+from .prices import PriceBook
 from .record import AttemptRecord, is_judged
 from .redact import Redactor
 from .store import RunFolder
+from .verdict import Gaia2InfraError
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -39,7 +44,7 @@ class ScenarioRunner:
 
     def __init__(self, engine: Engine, settings: RunSettings, redactor: Redactor, folder: RunFolder | None,
                  provenance: dict[str, Any], *, retries: int, session_id: str, worker: str,
-                 workers: int) -> None:
+                 workers: int, budget: Budget, price_file: Path | None) -> None:
         self.engine = engine
         self.settings = settings
         self.redactor = redactor
@@ -49,6 +54,16 @@ class ScenarioRunner:
         self.session_id = session_id
         self.worker = worker
         self.workers = workers
+        self.budget = budget
+        self.prices = PriceBook.load(price_file)
+        self.ledger = Ledger(folder.path) if folder is not None else None
+
+    def spent(self) -> float:
+        """The run's spend so far, every worker and every earlier session included."""
+        return self.ledger.total() if self.ledger is not None else 0.0
+
+    def _cap_reason(self) -> str | None:
+        return self.budget.capped(self.spent()) if self.budget.cap is not None else None
 
     @cached_property
     def attempt_setup(self) -> AttemptSetup:
@@ -71,7 +86,7 @@ class ScenarioRunner:
                                 worker_slice(low, high, index, self.workers))
         assert self.folder is not None
         return AttemptSetup(self.engine, settings, settings.limits, self.redactor, self.provenance,
-                            self.folder.path, leases, tuple(files))
+                            self.folder.path, leases, tuple(files), prices=self.prices, stop_reason=self._cap_reason)
 
     def stored_verdict(self, item: PlannedItem) -> ScenarioResult | None:
         """A judged verdict already in the run folder is final: reported again, never re-run
@@ -100,6 +115,9 @@ class ScenarioRunner:
         if stored is not None:
             return stored
         for remaining in reversed(range(self.retries + 1)):
+            halted = self.budget.halted(self.spent())
+            if halted:
+                pytest.skip(halted)
             attempt = self.new_attempt(item)
             on_attempt(attempt)
             try:
@@ -111,6 +129,8 @@ class ScenarioRunner:
                 result = attempt.result
             finally:
                 attempt.remove()
+            if self.ledger is not None and result.record.cost_usd:
+                self.ledger.add(entry_of(item.key, result.record.attempt), result.record.cost_usd)
             if not result.errored or not remaining:
                 return result
             log.warning("gaia2: %s: %s; attempt %d of %d", item.key, result.record.error_category,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .safejson import JsonReadError, loads_bounded, read_json_file, read_regular_file
-from .splits import SPLITS
+from .splits import SPLITS, universe_of
 from .store import StoreError, write_text
 
 # Generous: real exports are under 3 MB; the bound keeps a stray huge file from exhausting memory.
@@ -36,7 +36,6 @@ MAX_ID_LENGTH = 128
 MAX_SPLIT_LENGTH = 64
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
-_UNIVERSE = re.compile(r"universe_(\d+)")
 _MARKER_SAFE = re.compile(r"[^A-Za-z0-9_]")
 
 _INDEX_VERSION = 1
@@ -75,9 +74,7 @@ class Scenario:
 
     @property
     def universe(self) -> str | None:
-        """``universe_21`` for ``scenario_universe_21_5bftlu``; Gaia2 ids carry their universe."""
-        match = _UNIVERSE.search(self.scenario_id)
-        return f"universe_{match.group(1)}" if match else None
+        return universe_of(self.scenario_id)
 
     @property
     def universe_marker(self) -> str | None:

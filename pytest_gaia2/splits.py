@@ -1,4 +1,4 @@
-"""Gaia2's split names and the one reading of a split list (``search,time``, a list, or ``all``).
+"""Gaia2's split names, the universe in a scenario id, and the one reading of a split list (``search,time``, a list, or ``all``).
 
 Tiny on purpose: the plugin registers the split markers from it even in runs that never
 collect a scenario.
@@ -6,11 +6,19 @@ collect a scenario.
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from .option_values import OptionError
 
 SPLITS: tuple[str, ...] = ("execution", "search", "adaptability", "time", "ambiguity")
+_UNIVERSE = re.compile(r"universe_(\d+)")
+
+
+def universe_of(scenario_id: str) -> str | None:
+    """``universe_21`` for ``scenario_universe_21_5bftlu``: Gaia2 ids carry their universe."""
+    match = _UNIVERSE.search(scenario_id)
+    return f"universe_{match.group(1)}" if match else None
 
 
 def parse_splits(spec: str | Sequence[str] | None, *, source: str = "--gaia2-splits",

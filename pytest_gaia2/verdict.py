@@ -47,6 +47,15 @@ CATEGORIES: dict[str, tuple[str, str]] = {
 }
 
 
+class Gaia2InfraError(Exception):
+    """The harness, not the agent, failed: raised in setup so pytest reports an error (Allure: broken)."""
+
+    def __init__(self, category: str, message: str) -> None:
+        self.category = category
+        self.detail = message
+        super().__init__(f"[{category}] {message}")
+
+
 @dataclass(frozen=True)
 class Fault:
     """An infrastructure problem seen while driving the run (before the verdict is decided)."""

@@ -251,3 +251,24 @@ def make_dataset_repo(root: Path, configs: Mapping[str, list[tuple[object, objec
         ]
     (root / "README.md").write_text("\n".join(front_matter + ["---", "# tiny gaia2", ""]), encoding="utf-8")
     return root
+
+
+def scenario_variant(root: Path, source: Path, *, scenario_id: str, duration: float | None = None,
+                     answer_after: float | None = None) -> Path:
+    """A copy of ``source`` as ``<root>/search/<scenario_id>.json``: ``duration`` replaces the declared
+    one (None: no duration at all); ``answer_after`` makes the oracle answer that many sim seconds late.
+    Returns ``root``, the folder to pass to ``--gaia2-scenarios``."""
+    data = json.loads(source.read_text(encoding="utf-8"))
+    definition = data["metadata"]["definition"]
+    definition["scenario_id"] = scenario_id
+    definition.pop("duration", None)
+    if duration is not None:
+        definition["duration"] = duration
+    if answer_after is not None:
+        for event in data["events"]:
+            if event["event_type"] == "AGENT":
+                event["event_relative_time"] = answer_after
+    path = root / "search" / f"{scenario_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return root

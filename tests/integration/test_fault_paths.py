@@ -22,6 +22,7 @@ from gaia2_testing import (
     results_of,
     run_folder,
     run_id_of,
+    scenario_variant,
 )
 
 from pytest_gaia2.engine import SCENARIO_LABEL
@@ -43,23 +44,9 @@ def fault(**switches: object) -> list[str]:
 
 def variant(pytester: pytest.Pytester, *, scenario_id: str = ONE, duration: float | None = None,
             answer_after: float | None = None) -> Path:
-    """A copy of the quickest scenario under ``variants/search``: ``duration`` replaces the declared
-    one (None: no duration at all); ``answer_after`` makes the oracle answer that many sim seconds late.
-    Returns the folder to pass to ``--gaia2-scenarios``."""
-    data = json.loads(ONE_FILE.read_text(encoding="utf-8"))
-    definition = data["metadata"]["definition"]
-    definition["scenario_id"] = scenario_id
-    definition.pop("duration")
-    if duration is not None:
-        definition["duration"] = duration
-    if answer_after is not None:
-        for event in data["events"]:
-            if event["event_type"] == "AGENT":
-                event["event_relative_time"] = answer_after
-    path = pytester.path / "variants" / "search" / f"{scenario_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path.parent.parent
+    """A variant of the quickest scenario under ``variants/search``; the folder for ``--gaia2-scenarios``."""
+    return scenario_variant(pytester.path / "variants", ONE_FILE, scenario_id=scenario_id, duration=duration,
+                            answer_after=answer_after)
 
 
 @dataclass

@@ -52,7 +52,7 @@ def _judge(reason: str) -> tuple[str, str, str]:
     return "failed", f"AssertionError: {reason}", FAILED_TRACE.format(reason)
 
 
-def _infra(category: str, status: str = "broken", exception: str = "pytest_gaia2.attempt.Gaia2InfraError",
+def _infra(category: str, status: str = "broken", exception: str = "pytest_gaia2.verdict.Gaia2InfraError",
            detail: str = "last log lines:\nline one\n[eventd] line two") -> tuple[str, str, str]:
     """An error as allure-pytest reports it: the exception's text, and the plugin's longrepr."""
     return status, f"{exception}: [{category}] {detail}", f"[{category}] {detail}"
@@ -376,7 +376,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gaia2 import allure_report
-from pytest_gaia2.attempt import Gaia2InfraError
+from pytest_gaia2.verdict import Gaia2InfraError
 from pytest_gaia2.plan import PlannedItem
 from pytest_gaia2.scenarios import Scenario
 

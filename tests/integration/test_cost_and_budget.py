@@ -1,0 +1,105 @@
+"""Cost from real traces and a budget that halts, on the reference image: each agent call writes a
+Format A trace line with a fixed usage (``GAIA2_REF_USAGE``), priced from a price file, so every
+figure below is known in advance: one call of 1,000,000 prompt and 100,000 completion tokens at
+$1 and $2 per million is $1.20 a scenario."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from typing import Any, Callable
+
+import pytest
+from gaia2_testing import (
+    SHIPPED,
+    gaia2_containers,
+    results_of,
+    run_folder,
+    run_id_of,
+    scenario_variant,
+)
+
+ONE_FILE = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"  # one agent call: its answer
+PER_SCENARIO = 1.2
+USAGE = ("--gaia2-env=GAIA2_REF_USAGE=1000000,100000,0", "--gaia2-env=MODEL=bench-model")
+
+
+@pytest.fixture
+def priced(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
+    prices = pytester.path / "prices.json"
+    prices.write_text(json.dumps({"bench-model": {"input": 1.0, "output": 2.0, "cached_input": 0.5}}))
+
+    def run(run_gaia2: Any, *args: str) -> pytest.RunResult:
+        return run_gaia2("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *USAGE, "--junitxml=j.xml",
+                         *args)
+
+    return run
+
+
+def _scenarios(pytester: pytest.Pytester, count: int) -> list[str]:
+    ids = [f"scenario_universe_{21 + n}_cost{n:02d}" for n in range(count)]
+    for sid in ids:
+        scenario_variant(pytester.path / "variants", ONE_FILE, scenario_id=sid)
+    return ids
+
+
+def test_costs_add_up_in_every_file(pytester: pytest.Pytester, run_gaia2: Any, priced: Any) -> None:
+    _scenarios(pytester, 3)
+    result = priced(run_gaia2)
+    result.assert_outcomes(passed=3)
+    output = pytester.path / "out"
+    records = results_of(output)
+    assert [r["cost_usd"] for r in records] == [pytest.approx(PER_SCENARIO)] * 3
+    assert all(r["cost_source"] == "price file" and r["usage"]["calls"] == 1 for r in records)
+    summary = json.loads((run_folder(output) / "summary.json").read_text())
+    assert summary["cost"]["usd"] == pytest.approx(3 * PER_SCENARIO) and summary["cost"]["priced"] == 3
+    assert summary["cost"]["by_split"]["search"]["tokens"]["input_tokens"] == 3_000_000
+    result.stdout.fnmatch_lines(["cost: $3.60 over 3 priced scenario(s)",
+                                 "tokens: 3000000 in (0 cached), 300000 out, 3 calls"])
+    cases = ET.parse(pytester.path / "j.xml").findall(".//testcase")
+    costs = [float(p.get("value")) for case in cases for p in case.iter("property") if p.get("name") == "gaia2_cost_usd"]
+    assert costs == [pytest.approx(PER_SCENARIO)] * 3
+    ledger = json.loads((run_folder(output) / "spend.json").read_text())
+    assert ledger["total_usd"] == pytest.approx(3 * PER_SCENARIO)
+
+
+def test_the_halt_stops_new_scenarios_on_two_workers_and_resume_continues_the_spend(
+    pytester: pytest.Pytester, run_gaia2: Any, priced: Any
+) -> None:
+    _scenarios(pytester, 6)
+    halted = priced(run_gaia2, "-n", "2", "--gaia2-budget-halt=2.0")
+    outcomes = halted.parseoutcomes()
+    # Two start at once (nothing is spent yet); a worker may start one more before the other's
+    # spend is recorded; then the halt holds.
+    assert 2 <= outcomes.get("passed", 0) <= 3 and outcomes["passed"] + outcomes["skipped"] == 6, outcomes
+    output = pytester.path / "out"
+    folder = run_folder(output)
+    spent = json.loads((folder / "spend.json").read_text())["total_usd"]
+    assert spent == pytest.approx(outcomes["passed"] * PER_SCENARIO)
+    halted.stdout.fnmatch_lines(["INCOMPLETE: *", f"cost: ${spent:.2f} over *; run spend ${spent:.2f} (halt $2.00)"])
+    assert "budget: the run has spent" in halted.stdout.str() or "SKIPPED" not in halted.stdout.str()
+    assert gaia2_containers(run_id_of(output)) == []
+    # Resumed with a higher halt: the earlier spend counts, judged verdicts are not paid again.
+    resumed = priced(run_gaia2, "-n", "2", "--gaia2-resume", f"--gaia2-budget-halt={spent + 1.0}")
+    again = resumed.parseoutcomes()
+    assert again.get("passed", 0) + again.get("skipped", 0) == 6
+    total = json.loads((folder / "spend.json").read_text())["total_usd"]
+    assert spent + PER_SCENARIO <= total + 1e-9 <= spent + 3 * PER_SCENARIO + 1e-9
+
+
+def test_the_cap_stops_a_running_scenario_and_keeps_its_files(
+    pytester: pytest.Pytester, run_gaia2: Any, priced: Any
+) -> None:
+    """A quick scenario spends $1.20 and passes the $1 cap while a slow one (its answer 900 sim
+    seconds late) is still running: the slow one stops with budget_cap, its files kept."""
+    _scenarios(pytester, 1)
+    scenario_variant(pytester.path / "variants", ONE_FILE, scenario_id="scenario_universe_30_zzslow", answer_after=900)
+    result = priced(run_gaia2, "-n", "2", "--gaia2-budget-cap=1.0")
+    result.assert_outcomes(passed=1, errors=1)
+    output = pytester.path / "out"
+    slow = next(r for r in results_of(output) if r["scenario_id"] == "scenario_universe_30_zzslow")
+    assert slow["error_category"] == "budget_cap" and "passed its cap $1.00" in slow["error"]
+    folder = run_folder(output) / slow["folder"]
+    assert (folder / "container.log").is_file() and (folder / "events.jsonl").is_file()
+    assert slow["wall_time_s"] < 60
+    assert gaia2_containers(run_id_of(output)) == []

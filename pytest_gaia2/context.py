@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from . import __version__, options, provenance, selection, store
+from . import __version__, options, probe, provenance, selection, store
 from . import plan as plan_mod
 from . import settings as settings_mod
 from .budget import Budget
@@ -67,6 +67,8 @@ class RunContext:
         self.book = ResultBook(Gate.from_options(self.values),
                                allow_incomplete=self.values["allow_incomplete"], budget=self.budget)
         self.prepared = False
+        self.probe_keys: set[str] = set()
+        self.projection: probe.Projection | None = None
         self._engine: Engine | None = None
         self._image_id: str | None = None
         if self.active:
@@ -142,6 +144,11 @@ class RunContext:
         return plan_mod.narrow(planned, sample=self.values["sample"], seed=self.values["seed"],
                                first_n=self.values["first_n"])
 
+    def choose_probe(self, items: list[plan_mod.PlannedItem]) -> set[str]:
+        """The --gaia2-probe scenarios among what will run: the same on every worker and the controller."""
+        self.probe_keys = probe.choose(items, self.values["probe"], self.values["seed"])
+        return self.probe_keys
+
     def header_lines(self) -> list[str]:
         if not self.active:
             return []
@@ -200,6 +207,9 @@ class RunContext:
             return
         self.prepared = True
         self.book.planned = planned
+        if self.values["probe"]:
+            chosen = set(planned)
+            self.choose_probe([item for item in self.items() if item.key in chosen])
         from . import preflight
         from .engine import EngineError
 
@@ -289,6 +299,7 @@ class RunContext:
         return ScenarioRunner(self.engine(), self.settings, self.redactor, self.folder, self.provenance(),
                               retries=self.retries, session_id=self.session_id, worker=self.worker,
                               workers=self.workers, budget=self.budget,
+                              only=self.probe_keys if self.values["probe_only"] else None,
                               price_file=self.path(self.values["price_file"]) if self.values["price_file"] else None)
 
     @property
@@ -306,13 +317,18 @@ class RunContext:
             self.book.add(AttemptRecord.from_json(data))
         except store.StoreError as exc:
             self._writer()(f"gaia2: {exc}")
+        if self.probe_keys and self.projection is None and self.probe_keys <= self.book.records.keys():
+            self.projection = probe.project([self.book.records[key] for key in self.probe_keys],
+                                            len(self.book.planned), self.workers)
+            self._writer()(self.projection.line())
 
     def summary_lines(self) -> list[str]:
         if self.is_worker or not self.active or self.config.option.collectonly:
             return []
         if not self.book.records:
             return ["gaia2: no scenario ran"]
-        return [self.redactor.redact(line) for line in self.book.lines()]
+        projection = [self.projection.line()] if self.projection else []
+        return [self.redactor.redact(line) for line in self.book.lines() + projection]
 
     def finish(self, exitstatus: int) -> int | None:
         """Remove what is left of the session, write results.jsonl and summary.json, and let
@@ -325,7 +341,8 @@ class RunContext:
         self._recover()
         if not self.book.records:
             return None
-        extra = {"run_id": self.run_id, "session_id": self.session_id, "plugin_version": __version__}
+        extra = {"run_id": self.run_id, "session_id": self.session_id, "plugin_version": __version__,
+                 "probe": self.projection.to_json() if self.projection else None}
         try:
             with interrupts.held():
                 decision = self.book.write(extra)

@@ -141,6 +141,12 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
+    if context.values["probe"]:
+        from .probe import probe_first
+
+        key_of = {id(item): planned[id(item)].key for item in items if id(item) in planned}
+        keys = context.choose_probe([planned[id(item)] for item in items if id(item) in planned])
+        items[:] = probe_first(items, keys, key_of)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

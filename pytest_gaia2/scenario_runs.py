@@ -44,7 +44,7 @@ class ScenarioRunner:
 
     def __init__(self, engine: Engine, settings: RunSettings, redactor: Redactor, folder: RunFolder | None,
                  provenance: dict[str, Any], *, retries: int, session_id: str, worker: str,
-                 workers: int, budget: Budget, price_file: Path | None) -> None:
+                 workers: int, budget: Budget, price_file: Path | None, only: set[str] | None = None) -> None:
         self.engine = engine
         self.settings = settings
         self.redactor = redactor
@@ -55,6 +55,8 @@ class ScenarioRunner:
         self.worker = worker
         self.workers = workers
         self.budget = budget
+        self.only = only
+        """With --gaia2-probe-only: the probe's keys; every other item is skipped."""
         self.prices = PriceBook.load(price_file)
         self.ledger = Ledger(folder.path) if folder is not None else None
 
@@ -111,6 +113,8 @@ class ScenarioRunner:
     def result_for(self, item: PlannedItem, on_attempt: Callable[[ScenarioAttempt], None]) -> ScenarioResult:
         """The item's verdict: stored, or from attempts; an infrastructure error is retried up to
         ``--gaia2-retries`` times, each attempt in a folder of its own; a judgment never is."""
+        if self.only is not None and item.key not in self.only:
+            pytest.skip("--gaia2-probe-only: not in the probe")
         stored = self.stored_verdict(item)
         if stored is not None:
             return stored

@@ -103,3 +103,22 @@ def test_the_cap_stops_a_running_scenario_and_keeps_its_files(
     assert (folder / "container.log").is_file() and (folder / "events.jsonl").is_file()
     assert slow["wall_time_s"] < 60
     assert gaia2_containers(run_id_of(output)) == []
+
+
+def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
+    pytester: pytest.Pytester, run_gaia2: Any, priced: Any
+) -> None:
+    """Every scenario costs the same, so the projection of 6 from a probe of 2 is the true cost."""
+    _scenarios(pytester, 6)
+    full = priced(run_gaia2, "-n", "2", "--gaia2-probe=2", "--gaia2-seed=3")
+    full.assert_outcomes(passed=6)
+    full.stdout.fnmatch_lines(["gaia2: probe of 2: the 6 selected scenarios ≈ $7.20 (95% interval $7.20–$7.20) "
+                               "and ≈ * h at -n 2"])
+    true_cost = json.loads((run_folder(pytester.path / "out") / "summary.json").read_text())["cost"]["usd"]
+    assert true_cost == pytest.approx(6 * PER_SCENARIO)
+    only = priced(run_gaia2, "--gaia2-probe=2", "--gaia2-seed=3", "--gaia2-probe-only", "-rs")
+    only.assert_outcomes(passed=2, skipped=4)
+    only.stdout.fnmatch_lines(["gaia2: probe of 2: the 6 selected scenarios ≈ $7.20*",
+                               "*--gaia2-probe-only: not in the probe*"])
+    summary = json.loads((run_folder(pytester.path / "out") / "summary.json").read_text())
+    assert summary["probe"]["usd"] == pytest.approx(true_cost) and summary["complete"] is False

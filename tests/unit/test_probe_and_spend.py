@@ -1,0 +1,59 @@
+"""The probe's choice and projection, and the spend summary: pure functions over items and records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_gaia2 import probe, spend
+from pytest_gaia2.plan import PlannedItem
+from pytest_gaia2.record import AttemptRecord
+from pytest_gaia2.scenarios import Scenario
+
+
+def _items(count: int, repeats: int = 1) -> list[PlannedItem]:
+    return [PlannedItem(split, sid, repeat, repeats, scenario=Scenario(sid, split, Path(f"{sid}.json")))
+            for n in range(count) for split, sid in [(("search", "time")[n % 2], f"scenario_universe_{21 + n % 5}_p{n:02d}")]
+            for repeat in range(1, repeats + 1)]
+
+
+def _record(key: int, usd: float | None, wall: float = 60.0, split: str = "search") -> AttemptRecord:
+    return AttemptRecord(scenario_id=f"s{key}", success=True, reward=1.0, num_agent_events=1, agent_response="",
+                         judged_in_container=True, timed_out=False, timeout_seconds=600.0, daemon_status=None,
+                         scenario_file="", failure_reasons=[], error=None, split=split, outcome="passed",
+                         wall_time_s=wall, usage={"calls": 2, "input_tokens": 10, "output_tokens": 5},
+                         cost_usd=usd, cost_source="price file" if usd is not None else "unknown", model="m")
+
+
+def test_the_probe_is_stratified_seeded_and_keeps_repeats_together() -> None:
+    items = _items(20, repeats=2)
+    keys = probe.choose(items, 4, seed=7)
+    assert keys == probe.choose(list(reversed(items)), 4, seed=7)  # order does not matter
+    scenarios = {key.rsplit("/run_", 1)[0] for key in keys}
+    assert len(scenarios) == 4 and len(keys) == 8
+    assert {key.split("/")[0] for key in keys} == {"search", "time"}
+    ids = {id(item): item.key for item in items}
+    ordered = probe.probe_first(items, keys, ids)
+    assert {item.key for item in ordered[:8]} == keys and ordered[8:] == [i for i in items if i.key not in keys]
+
+
+def test_the_projection_scales_the_mean_and_bounds_it() -> None:
+    projection = probe.project([_record(n, usd) for n, usd in enumerate((1.0, 2.0, 3.0))], planned=30, workers=2)
+    assert projection.usd == pytest.approx(60.0)
+    assert projection.low is not None and projection.high is not None
+    assert 30.0 <= projection.low <= 60.0 <= projection.high <= 90.0
+    assert projection.hours == pytest.approx(60.0 * 30 / 2 / 3600)
+    unknown = probe.project([_record(0, 1.0), _record(1, None)], planned=10, workers=1)
+    assert unknown.usd is None and "cost unknown" in unknown.line()
+
+
+def test_the_spend_summary_sums_priced_scenarios_and_names_unknown_models() -> None:
+    block = spend.summary([_record(0, 1.5), _record(1, None, split="time"), _record(2, 0.5)])
+    assert block is not None
+    assert (block["usd"], block["priced"], block["unpriced"], block["unknown_models"]) == (2.0, 2, 1, ["m"])
+    assert block["by_split"]["time"]["unpriced"] == 1 and block["tokens"]["calls"] == 6
+    lines = spend.summary_lines(block, "run spend $2.00 (halt $5.00)")
+    assert lines[0] == ("cost: $2.00 over 2 priced scenario(s), 1 with cost unknown (no price for: m); "
+                        "run spend $2.00 (halt $5.00)")
+    assert spend.summary([]) is None and spend.summary_lines(None, None) == []

@@ -68,6 +68,7 @@ class RunContext:
                                allow_incomplete=self.values["allow_incomplete"], budget=self.budget)
         self.prepared = False
         self.probe_keys: set[str] = set()
+        self.unpriced_models: set[str] = set()
         self.projection: probe.Projection | None = None
         self._engine: Engine | None = None
         self._image_id: str | None = None
@@ -313,10 +314,17 @@ class RunContext:
         data = getattr(report, "gaia2_record", None)
         if data is None or report.outcome == "rerun" or self.is_worker:
             return
+        record = AttemptRecord.from_json(data)
         try:
-            self.book.add(AttemptRecord.from_json(data))
+            self.book.add(record)
         except store.StoreError as exc:
             self._writer()(f"gaia2: {exc}")
+        unpriced = set((record.usage or {}).get("models") or []) - self.unpriced_models if record.usage and \
+            record.cost_usd is None else set()
+        if unpriced:  # one warning per model, never a guessed price
+            self.unpriced_models |= unpriced
+            self._writer()(f"gaia2: warning: no price for {', '.join(sorted(unpriced))}: its cost is unknown "
+                           "(--gaia2-price-file gives one)")
         if self.probe_keys and self.projection is None and self.probe_keys <= self.book.records.keys():
             self.projection = probe.project([self.book.records[key] for key in self.probe_keys],
                                             len(self.book.planned), self.workers)

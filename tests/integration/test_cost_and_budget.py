@@ -122,3 +122,18 @@ def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
                                "*--gaia2-probe-only: not in the probe*"])
     summary = json.loads((run_folder(pytester.path / "out") / "summary.json").read_text())
     assert summary["probe"]["usd"] == pytest.approx(true_cost) and summary["complete"] is False
+
+
+def test_an_unknown_model_gives_tokens_and_one_warning_never_a_guessed_price(
+    pytester: pytest.Pytester, run_gaia2: Any
+) -> None:
+    _scenarios(pytester, 2)
+    result = run_gaia2("--gaia2-scenarios=variants", "--gaia2-env=GAIA2_REF_USAGE=1000,100,0",
+                       "--gaia2-env=MODEL=nobody-prices-this-model")
+    result.assert_outcomes(passed=2)
+    assert result.stdout.str().count("gaia2: warning: no price for nobody-prices-this-model") == 1
+    result.stdout.fnmatch_lines(["cost: $0.00 over 0 priced scenario(s), 2 with cost unknown "
+                                 "(no price for: nobody-prices-this-model)"])
+    records = results_of(pytester.path / "out")
+    assert [(r["cost_usd"], r["cost_source"], r["usage"]["input_tokens"]) for r in records] == [
+        (None, "unknown", 1000)] * 2

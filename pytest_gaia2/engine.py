@@ -15,6 +15,7 @@ import os
 import re
 import socket
 import tarfile
+import threading
 import time
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
@@ -117,6 +118,7 @@ class Engine:
         self.run_id = run_id
         self.worker = worker
         self.owner_pid = owner_pid
+        self._removals: list[threading.Thread] = []
 
     def labels(self, scenario_id: str) -> dict[str, str]:
         """What identifies a container as ours, and whose: run, worker, scenario, owner, age."""
@@ -203,10 +205,32 @@ class Engine:
             self.remove_id(handle.id)
 
     def remove(self, container: Container, graceful: bool = False,
-               stop_timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
+               stop_timeout: float = DEFAULT_STOP_TIMEOUT, background: bool = False) -> None:
         """Dispose of a container whose files were collected: killed and removed at once, or with
-        ``graceful`` stopped first (SIGTERM, SIGKILL after ``stop_timeout``), for debugging."""
+        ``graceful`` stopped first (SIGTERM, SIGKILL after ``stop_timeout``), for debugging.
+
+        ``background`` takes the removal off the next scenario's path; :meth:`remove_run` waits
+        for every such removal before its sweep, so nothing outlives the run.
+        """
+        if background and not graceful:
+            thread = threading.Thread(target=self._remove_quietly, args=(container.id,), daemon=True)
+            thread.start()
+            self._removals.append(thread)
+            return
         self.remove_id(container.id, stop_timeout=stop_timeout if graceful else 0)
+
+    def _remove_quietly(self, container_id: str) -> None:
+        """A background removal; what it cannot remove, the run's sweep does."""
+        try:
+            self.remove_id(container_id)
+        except Exception:  # noqa: BLE001 - remove_run sweeps by label afterwards
+            pass
+
+    def wait_removals(self, timeout: float = 60.0) -> None:
+        """Every background removal of this process has finished."""
+        for thread in self._removals:
+            thread.join(timeout)
+        self._removals.clear()
 
     def remove_id(self, container_id: str, stop_timeout: float = 0) -> None:
         """Remove (force: SIGKILL), after a ``docker stop`` when ``stop_timeout`` > 0; already gone is fine."""
@@ -303,6 +327,7 @@ class Engine:
 
         Listed again until none is left: a killed worker's last create request may land late.
         """
+        self.wait_removals()
         wanted = {"run": run_id or self.run_id}
         if worker is not None:
             wanted["worker"] = worker

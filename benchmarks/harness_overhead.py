@@ -65,6 +65,16 @@ def median_of(runs: int, measure: Callable[[], float]) -> float:
     return statistics.median(measure() for _ in range(runs))
 
 
+def copies(folder: Path, tag: str, count: int) -> list[Path]:
+    """``count`` copies of the quick scenario under new ids, spread over ten universes."""
+    folder.mkdir(parents=True)
+    data = json.loads(SCENARIO.read_text(encoding="utf-8"))
+    for index in range(count):
+        data["metadata"]["definition"]["scenario_id"] = f"scenario_universe_{21 + index % 10}_{tag}{index:04d}"
+        (folder / f"{tag}{index:04d}.json").write_text(json.dumps(data), encoding="utf-8")
+    return sorted(folder.glob("*.json"))
+
+
 # -- per scenario ---------------------------------------------------------------------------------
 
 def floor_once(image: str, scenario: Path) -> float:
@@ -96,13 +106,7 @@ def floor_once(image: str, scenario: Path) -> float:
 def per_scenario(image: str, runs: int, count: int, work: Path) -> list[tuple[str, str]]:
     """``count`` scenarios one after another: the floor's cycles vs one serial pytest-gaia2 run
     (pytest's own start-up included, spread over the scenarios as a real run spreads it)."""
-    root = work / "serial" / "search"
-    root.mkdir(parents=True)
-    data = json.loads(SCENARIO.read_text(encoding="utf-8"))
-    for index in range(count):
-        data["metadata"]["definition"]["scenario_id"] = f"scenario_universe_{21 + index % 10}_s{index:04d}"
-        (root / f"s{index:04d}.json").write_text(json.dumps(data), encoding="utf-8")
-    files = sorted(root.glob("*.json"))
+    files = copies(work / "serial" / "search", "s", count)
     floor = median_of(runs, lambda: sum(floor_once(image, path) for path in files))
     harness_args = ("--gaia2-scenarios=serial", f"--gaia2-image={image}", "--gaia2-output=out",
                     "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
@@ -117,12 +121,7 @@ def per_scenario(image: str, runs: int, count: int, work: Path) -> list[tuple[st
 
 def throughput(image: str, count: int, delay: float, work: Path) -> list[tuple[str, str]]:
     """Waiting-bound scenarios (the daemon holds its verdict ``delay`` s): scenarios per minute."""
-    root = work / "wait" / "search"
-    root.mkdir(parents=True)
-    data = json.loads(SCENARIO.read_text(encoding="utf-8"))
-    for index in range(count):
-        data["metadata"]["definition"]["scenario_id"] = f"scenario_universe_{21 + index % 10}_w{index:04d}"
-        (root / f"w{index:04d}.json").write_text(json.dumps(data), encoding="utf-8")
+    copies(work / "wait" / "search", "w", count)
     rows, base = [], 0.0
     for workers in (1, 2, 4, 8):
         args = ["--gaia2-scenarios=wait", f"--gaia2-image={image}", "--gaia2-output=out",

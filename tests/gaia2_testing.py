@@ -3,6 +3,7 @@ the run folder of an output, the run's containers on the real engine, derived im
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Mapping
 
 import docker  # imported before pytester snapshots sys.modules: a re-import would split requests' classes
@@ -272,3 +274,16 @@ def scenario_variant(root: Path, source: Path, *, scenario_id: str, duration: fl
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data), encoding="utf-8")
     return root
+
+
+def reference_module(name: str) -> ModuleType:
+    """A module of the reference image (standard library only), loaded from its file by name,
+    as it is imported inside the container."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO / "pytest_gaia2" / "reference" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -6,31 +6,16 @@ tests load them by file path exactly as Python does inside the image.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from gaia2_testing import reference_module
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "pytest_gaia2" / "reference"
 START = 1_700_000_000.0
 
 
-def _load(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REFERENCE_DIR / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-scenario_mod = _load("gaia2_ref_scenario")
-judge_mod = _load("gaia2_ref_judge")
+scenario_mod = reference_module("gaia2_ref_scenario")
+judge_mod = reference_module("gaia2_ref_judge")
 
 
 def arg(name: str, value: Any, value_type: str = "str") -> dict[str, Any]:

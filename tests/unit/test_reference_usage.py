@@ -6,39 +6,25 @@ so they are loaded by file path, as Python does inside the image.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import re
-import sys
 import threading
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from gaia2_testing import reference_module
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE_DIR = REPO / "pytest_gaia2" / "reference"
 SHIPPED = REPO / "scenarios"
 FORMAT_A_KEYS = {"seq", "timestamp", "type", "url", "latency_ms", "http_status", "request", "raw_response"}
 
 
-def _load(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REFERENCE_DIR / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-scenario_mod = _load("gaia2_ref_scenario")
-runtime_mod = _load("gaia2_ref_runtime")
-trace_mod = _load("gaia2_ref_trace")
-agent_mod = _load("gaia2_ref_agent")
+scenario_mod = reference_module("gaia2_ref_scenario")
+runtime_mod = reference_module("gaia2_ref_runtime")
+trace_mod = reference_module("gaia2_ref_trace")
+agent_mod = reference_module("gaia2_ref_agent")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

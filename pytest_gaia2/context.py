@@ -29,6 +29,7 @@ from .scenario_runs import ScenarioRunner, scenario_dir
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .scenarios import Scenario, ScenarioError
 
 EXIT_SETUP_FAILED = 3
 
@@ -68,8 +69,6 @@ class RunContext:
                                allow_incomplete=self.values["allow_incomplete"], budget=self.budget)
         self.prepared = False
         self.probe_keys: set[str] = set()
-        self.unpriced_models: set[str] = set()
-        self.projection: probe.Projection | None = None
         self._engine: Engine | None = None
         self._image_id: str | None = None
         if self.active:
@@ -127,10 +126,19 @@ class RunContext:
     # -- the plan ----------------------------------------------------------------------------
 
     @cached_property
-    def _items(self) -> list[plan_mod.PlannedItem]:
-        from .scenarios import discover
+    def discovered(self) -> tuple[list[Scenario], list[ScenarioError]]:
+        """Every scenario file found: discovered once, on the controller (or the only process);
+        xdist workers get the controller's result through ``workerinput``."""
+        from . import scenarios
 
-        scenarios, errors = discover(self._roots(), index_path=cache_dir() / "scenario-index.json")
+        shipment = (getattr(self.config, "workerinput", None) or {}).get("gaia2_discovered")
+        if shipment is not None:
+            return scenarios.unshipped(shipment)
+        return scenarios.discover(self._roots(), index_path=cache_dir() / "scenario-index.json")
+
+    @cached_property
+    def _items(self) -> list[plan_mod.PlannedItem]:
+        scenarios, errors = self.discovered
         chosen = plan_mod.filtered(scenarios, self.values, self.path)
         self.notes.extend(chosen.notes)
         return plan_mod.build(chosen.scenarios, errors, repeats=self.repeat, limits=self.settings.limits,
@@ -162,9 +170,12 @@ class RunContext:
         return [self.redactor.redact(line) for line in lines + [f"gaia2: {note}" for note in notes]]
 
     def worker_input(self) -> dict[str, Any]:
+        from .scenarios import shipped
+
         return {"gaia2_session_id": self.session_id, "gaia2_run_id": self.run_id,
                 "gaia2_owner_pid": self.owner_pid, "gaia2_started_at": self.started.isoformat(),
-                "gaia2_folder": str(self.folder.path) if self.folder else ""}
+                "gaia2_folder": str(self.folder.path) if self.folder else "",
+                "gaia2_discovered": shipped(*self.discovered) if self.active else None}
 
     # -- once per run, on the controller -----------------------------------------------------
 
@@ -314,29 +325,19 @@ class RunContext:
         data = getattr(report, "gaia2_record", None)
         if data is None or report.outcome == "rerun" or self.is_worker:
             return
-        record = AttemptRecord.from_json(data)
         try:
-            self.book.add(record)
+            notices = self.book.add(AttemptRecord.from_json(data), probe_keys=self.probe_keys, workers=self.workers)
         except store.StoreError as exc:
-            self._writer()(f"gaia2: {exc}")
-        unpriced = set((record.usage or {}).get("models") or []) - self.unpriced_models if record.usage and \
-            record.cost_usd is None else set()
-        if unpriced:  # one warning per model, never a guessed price
-            self.unpriced_models |= unpriced
-            self._writer()(f"gaia2: warning: no price for {', '.join(sorted(unpriced))}: its cost is unknown "
-                           "(--gaia2-price-file gives one)")
-        if self.probe_keys and self.projection is None and self.probe_keys <= self.book.records.keys():
-            self.projection = probe.project([self.book.records[key] for key in self.probe_keys],
-                                            len(self.book.planned), self.workers)
-            self._writer()(self.projection.line())
+            notices = [f"gaia2: {exc}"]
+        for notice in notices:
+            self._writer()(self.redactor.redact(notice))
 
     def summary_lines(self) -> list[str]:
         if self.is_worker or not self.active or self.config.option.collectonly:
             return []
         if not self.book.records:
             return ["gaia2: no scenario ran"]
-        projection = [self.projection.line()] if self.projection else []
-        return [self.redactor.redact(line) for line in self.book.lines() + projection]
+        return [self.redactor.redact(line) for line in self.book.lines()]
 
     def finish(self, exitstatus: int) -> int | None:
         """Remove what is left of the session, write results.jsonl and summary.json, and let
@@ -350,7 +351,7 @@ class RunContext:
         if not self.book.records:
             return None
         extra = {"run_id": self.run_id, "session_id": self.session_id, "plugin_version": __version__,
-                 "probe": self.projection.to_json() if self.projection else None}
+                 "probe": self.book.projection.to_json() if self.book.projection else None}
         try:
             with interrupts.held():
                 decision = self.book.write(extra)

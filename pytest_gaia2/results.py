@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import report, spend, stats, store
+from . import probe, report, spend, stats, store
 from .budget import Budget, Ledger
 from .gate import Gate, GateDecision
 from .record import AttemptRecord
@@ -25,13 +25,28 @@ class ResultBook:
         self.records: dict[str, AttemptRecord] = {}
         self.budget = budget or Budget()
         self._summary: stats.Summary | None = None
+        self.unpriced_models: set[str] = set()
+        self.projection: probe.Projection | None = None
 
-    def add(self, record: AttemptRecord) -> None:
-        """Keep the record and append its line at once, so a crash keeps what finished."""
+    def add(self, record: AttemptRecord, *, probe_keys: set[str] = frozenset(), workers: int = 1) -> list[str]:
+        """Keep the record and append its line at once, so a crash keeps what finished; what to
+        tell the user now: one warning per model without a price, and the probe's projection
+        once its last scenario is in."""
         self.records[record.key] = record
         self._summary = None
         if self.folder is not None:
             store.append_jsonl(self.folder.results, record.to_json())
+        notices = []
+        unpriced = set((record.usage or {}).get("models") or []) - self.unpriced_models \
+            if record.usage and record.cost_usd is None else set()
+        if unpriced:  # never a guessed price
+            self.unpriced_models |= unpriced
+            notices.append(f"gaia2: warning: no price for {', '.join(sorted(unpriced))}: its cost is unknown "
+                           "(--gaia2-price-file gives one)")
+        if probe_keys and self.projection is None and probe_keys <= self.records.keys():
+            self.projection = probe.project([self.records[key] for key in probe_keys], len(self.planned), workers)
+            notices.append(self.projection.line())
+        return notices
 
     def summary(self) -> stats.Summary:
         """Computed once per change (a bootstrap over 800 x 3 results takes a second)."""
@@ -53,6 +68,8 @@ class ResultBook:
         if reused:
             lines.append(f"gaia2: {len(reused)} verdicts reused from earlier sessions (no container): "
                          f"{report.first_n(reused, REUSED_LISTED)}")
+        if self.projection is not None:
+            lines.append(self.projection.line())
         if self.folder is not None:
             lines.append(f"gaia2: results in {self.folder.path}")
         return lines

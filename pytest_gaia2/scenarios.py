@@ -251,6 +251,23 @@ def _from_entry(entry: dict[str, Any], file: Path, split: str) -> Scenario | Non
                        "apps": tuple(entry["apps"]), "tags": tuple(entry["tags"])})
 
 
+def shipped(scenarios: Sequence[Scenario], errors: Sequence[ScenarioError]) -> dict[str, Any]:
+    """Discovery's result as plain data: the xdist controller discovers once and hands it to its
+    workers through ``workerinput``, so no worker stats or reads a scenario file to collect."""
+    return {"scenarios": [{**{name: getattr(scenario, name) for name in _ENTRY_TYPES}, "split": scenario.split,
+                           "path": str(scenario.path), "apps": list(scenario.apps), "tags": list(scenario.tags)}
+                          for scenario in scenarios],
+            "errors": [[str(error.path), error.field, error.problem] for error in errors]}
+
+
+def unshipped(data: dict[str, Any]) -> tuple[list[Scenario], list[ScenarioError]]:
+    """What :func:`shipped` carried, back as scenarios and errors."""
+    scenarios = [Scenario(**{**{name: entry[name] for name in _ENTRY_TYPES}, "split": entry["split"],
+                             "path": Path(entry["path"]), "apps": tuple(entry["apps"]), "tags": tuple(entry["tags"])})
+                 for entry in data["scenarios"]]
+    return scenarios, [ScenarioError(Path(path), field, problem) for path, field, problem in data["errors"]]
+
+
 class _Index:
     """Parsed metadata of scenario files in a JSON sidecar, keyed by absolute path and stat.
 

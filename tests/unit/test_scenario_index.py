@@ -200,3 +200,15 @@ def test_any_task_text_survives_the_index(tmp_path: Path, settled: None, monkeyp
     assert cold[0][0].task == "caf\u00e9 \ud800 \u2603"
     _no_parsing(monkeypatch)
     assert discover([tmp_path / "data"], index) == cold
+
+
+def test_what_the_controller_ships_to_workers_comes_back_the_same(tmp_path: Path) -> None:
+    """xdist workers collect from the controller's discovery, handed over through workerinput."""
+    from pytest_gaia2.scenarios import discover, shipped, unshipped
+
+    _write(tmp_path / "search" / "a.json", _scenario("scenario_universe_21_abc"))
+    (tmp_path / "search" / "bad.json").write_text("{nope", encoding="utf-8")
+    scenarios, errors = discover([tmp_path])
+    back, back_errors = unshipped(json.loads(json.dumps(shipped(scenarios, errors))))
+    assert back == scenarios
+    assert [(e.path, e.field, e.problem) for e in back_errors] == [(e.path, e.field, e.problem) for e in errors]

@@ -18,7 +18,7 @@ from . import selection
 from .limits import HARD_TIMEOUT_METHOD, Limits
 from .record import AttemptRecord, scenario_key
 from .scenarios import Scenario, ScenarioError
-from .splits import SPLITS
+from .splits import SPLITS, split_marker
 from .store import StoreError, safe_part
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -54,7 +54,7 @@ class PlannedItem:
 
     @property
     def split_marker(self) -> str:
-        return f"{_UNSAFE.sub('_', self.split).replace('.', '_')}_split"
+        return split_marker(self.split)
 
     @property
     def universe(self) -> str | None:

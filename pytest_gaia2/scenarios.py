@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .safejson import JsonReadError, loads_bounded, read_json_file, read_regular_file
-from .splits import SPLITS, universe_of
+from .splits import SPLITS, split_marker, universe_of
 from .store import StoreError, write_text
 
 # Generous: real exports are under 3 MB; the bound keeps a stray huge file from exhausting memory.
@@ -36,7 +36,6 @@ MAX_ID_LENGTH = 128
 MAX_SPLIT_LENGTH = 64
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
-_MARKER_SAFE = re.compile(r"[^A-Za-z0-9_]")
 
 _INDEX_VERSION = 1
 _INDEX_MAX_BYTES = 512 * 1024 * 1024
@@ -77,18 +76,13 @@ class Scenario:
         return universe_of(self.scenario_id)
 
     @property
-    def universe_marker(self) -> str | None:
-        """The pytest marker selecting the universe (``-m universe_21``); the label is already a valid name."""
-        return self.universe
-
-    @property
     def test_id(self) -> str:
         return f"{self.split}/{self.scenario_id}"
 
     @property
     def marker(self) -> str:
         """The split marker, ``search_split``; any directory name becomes a valid marker name."""
-        return f"{_MARKER_SAFE.sub('_', self.split)}_split"
+        return split_marker(self.split)
 
 
 def _shown(value: Any) -> str:

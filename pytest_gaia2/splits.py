@@ -13,6 +13,12 @@ from .option_values import OptionError
 
 SPLITS: tuple[str, ...] = ("execution", "search", "adaptability", "time", "ambiguity")
 _UNIVERSE = re.compile(r"universe_(\d+)")
+_NOT_IN_MARKER = re.compile(r"[^A-Za-z0-9_]")
+
+
+def split_marker(split: str) -> str:
+    """The split's marker, ``search_split``: any folder name becomes a valid marker name."""
+    return f"{_NOT_IN_MARKER.sub('_', split)}_split"
 
 
 def universe_of(scenario_id: str) -> str | None:

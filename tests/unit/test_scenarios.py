@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gaia2 import scenarios
-from pytest_gaia2.scenarios import ScenarioError, discover, load_scenario
+from pytest_gaia2.scenarios import Scenario, ScenarioError, discover, load_scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 SHIPPED = Path(__file__).resolve().parents[2] / "scenarios"
@@ -219,8 +219,8 @@ def test_hash_universe_marker_and_odd_shapes(tmp_path: Path) -> None:
     path = _write(tmp_path / "search" / "a.json", _scenario("scenario_universe_21_abc"))
     scenario = load_scenario(path, "search")
     assert scenario.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert scenario.universe_marker == "universe_21"
-    assert load_scenario(_write(tmp_path / "b.json", _scenario("plain")), "search").universe_marker is None
+    assert scenario.universe == "universe_21"
+    assert load_scenario(_write(tmp_path / "b.json", _scenario("plain")), "search").universe is None
     odd = {"metadata": ["not", "a", "dict"], "scenario_id": "odd", "events": [],
            "completed_events": [{"action": ["x"]}, 3, {"action": {"function": "send_message_to_agent",
                                                                   "args": {"content": "legacy"}}}]}
@@ -234,3 +234,11 @@ def test_durations_must_be_finite_numbers(tmp_path: Path, duration: str) -> None
     path.write_text('{"metadata": {"definition": {"scenario_id": "s_a", "duration": %s}}}' % duration)
     with pytest.raises(ScenarioError, match="metadata.definition.duration: expected a finite number, got "):
         load_scenario(path, "search")
+
+
+def test_a_split_folder_with_a_hyphen_gets_one_valid_marker_everywhere() -> None:
+    from pytest_gaia2.plan import PlannedItem
+    from pytest_gaia2.splits import split_marker
+
+    assert split_marker("my-set.v2") == "my_set_v2_split"
+    assert PlannedItem("my-set.v2", "x").split_marker == Scenario("x", "my-set.v2", Path("x.json")).marker

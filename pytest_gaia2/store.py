@@ -282,6 +282,18 @@ class RunFolder:
             return cls(output)
         raise StoreError(f"--gaia2-resume: no run folder to resume in --gaia2-output {output}")
 
+    @classmethod
+    def existing(cls, path: str | Path) -> RunFolder:
+        """A finished or running run folder named on a command line: the folder itself, or an
+        output folder whose ``latest`` (else newest) run is meant."""
+        path = Path(path)
+        if (path / RUN_CONFIG_FILE).is_file():
+            return cls(path)
+        latest = resolve_latest(path) if path.is_dir() else None
+        if latest is not None and (latest / RUN_CONFIG_FILE).is_file():
+            return cls(latest)
+        raise StoreError(f"{path} is not a run folder (no {RUN_CONFIG_FILE})")
+
     def lock(self, holder: Mapping[str, Any]) -> None:
         """Hold the folder for this run; a second run into it stops at once, naming the holder."""
         from filelock import FileLock, Timeout

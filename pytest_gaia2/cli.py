@@ -12,6 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from pytest_gaia2.store import StoreError
+
 #: subcommand -> (module that implements it, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("pytest_gaia2.run_report", "write report.md and report.html (with plots) into run folders"),
@@ -22,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class CommandError(Exception):
-    """Bad input to a subcommand: printed as one line, exit status 2."""
+    """Bad input to a subcommand: printed as one line, exit status 2 (so is a StoreError)."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,6 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = command.parse_args(argv[1:])
     try:
         return int(module.run(args))
-    except CommandError as exc:
+    except (CommandError, StoreError) as exc:
         print(f"pytest-gaia2 {name}: {exc}", file=sys.stderr)
         return 2

@@ -151,7 +151,7 @@ class RunContext:
     def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
         """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left."""
         return plan_mod.narrow(planned, sample=self.values["sample"], seed=self.values["seed"],
-                               first_n=self.values["first_n"])
+                               first_n=self.values["first_n"], shard=self.values["shard"])
 
     def choose_probe(self, items: list[plan_mod.PlannedItem]) -> set[str]:
         """The --gaia2-probe scenarios among what will run: the same on every worker and the controller."""
@@ -246,7 +246,8 @@ class RunContext:
         if self.values["sample"] and scenarios < self.values["sample"]:
             write(f"gaia2: --gaia2-sample {self.values['sample']}: only {scenarios} scenarios to choose from "
                   "after -k/-m, running all of them")
-        write(f"gaia2: {len(planned)} planned, run folder {self.folder.path if self.folder else '-'}")
+        shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
+        write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
 
     def _writer(self) -> Callable[[str], None]:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -286,7 +287,8 @@ class RunContext:
 
     def provenance(self) -> dict[str, Any]:
         return provenance.of_session(self.settings, run_id=self.run_id, session_id=self.session_id,
-                                     image_id=self.image_id())
+                                     image_id=self.image_id(),
+                                     shard=str(self.values["shard"]) if self.values["shard"] else None)
 
     def _run_config(self, facts: dict[str, Any], planned: list[str]) -> dict[str, Any]:
         roots = self._roots()

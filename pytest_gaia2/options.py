@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pytest
 
+from .shards import parse_shard
 from .option_values import (
     FALSE_WORDS,
     TRUE_WORDS,
@@ -84,6 +85,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("seed", "Seed for --gaia2-sample (default 0).", default=0, parse=non_negative_int),
     Option("first-n", "Run the first N scenarios in file order (biased towards few universes).",
            parse=positive_int),
+    Option("shard", "Run only shard K of N (K/N, 1-based) of the selection: a stable partition "
+           "stratified by split and universe, taken after -k, -m and the sample.", parse=parse_shard),
     Option("repeat", "Run each scenario K times (pass@k), as run_1..run_K.", default=1,
            parse=positive_int),
     Option("resume", "Continue a run folder: bare, the latest under --gaia2-output; =PATH, that "

@@ -18,6 +18,7 @@ from . import selection
 from .limits import HARD_TIMEOUT_METHOD, Limits
 from .record import AttemptRecord, scenario_key
 from .scenarios import Scenario, ScenarioError
+from .shards import Shard, partition
 from .splits import SPLITS, split_marker
 from .store import StoreError, safe_part
 
@@ -126,19 +127,24 @@ def filtered(scenarios: Sequence[Scenario], values: dict[str, Any], resolve: Any
     )
 
 
-def narrow(items: Sequence[PlannedItem], *, sample: int | None, seed: int, first_n: int | None) -> set[str]:
-    """The keys to keep after a seeded sample or a prefix of the surviving scenarios.
+def narrow(items: Sequence[PlannedItem], *, sample: int | None, seed: int, first_n: int | None,
+           shard: Shard | None = None) -> set[str]:
+    """The keys to keep after a seeded sample or a prefix of the surviving scenarios, then a shard.
 
-    Repeats of a chosen scenario stay together; broken files are always kept (they report
-    themselves).
+    Repeats of a chosen scenario stay together (also in one shard); broken files are kept
+    (they report themselves), each in exactly one shard.
     """
-    runnable = {item.scenario.scenario_id: item.scenario for item in items if item.scenario}
-    scenarios = list(runnable.values())
-    if sample is None and first_n is None:
-        return {item.key for item in items}
-    chosen = selection.select(scenarios, sample=sample, seed=seed, first_n=first_n)
-    ids = {s.scenario_id for s in chosen.scenarios}
-    return {item.key for item in items if item.scenario is None or item.name in ids}
+    kept = list(items)
+    if sample is not None or first_n is not None:
+        runnable = {item.scenario.scenario_id: item.scenario for item in items if item.scenario}
+        chosen = selection.select(list(runnable.values()), sample=sample, seed=seed, first_n=first_n)
+        ids = {s.scenario_id for s in chosen.scenarios}
+        kept = [item for item in kept if item.scenario is None or item.name in ids]
+    if shard is not None:
+        shard_of = partition(((f"{item.split}\0{item.universe or ''}", f"{item.split}/{item.name}")
+                              for item in kept), shard.count)
+        kept = [item for item in kept if shard_of[f"{item.split}/{item.name}"] == shard.index]
+    return {item.key for item in kept}
 
 
 def universe_markers(items: Sequence[PlannedItem]) -> list[str]:

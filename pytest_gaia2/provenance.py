@@ -39,7 +39,7 @@ def command(config: pytest.Config) -> str:
 
 
 def of_session(settings: settings_mod.RunSettings, *, run_id: str, session_id: str,
-               image_id: str | None) -> dict[str, Any]:
+               image_id: str | None, shard: str | None = None) -> dict[str, Any]:
     """What made this session's verdicts, as every record carries it (no secret: extra env
     values whose names look secret enter the digest as a placeholder)."""
     extra = sorted((key, "<secret>" if looks_secret(key) else value) for key, value in settings.extra_env)
@@ -49,6 +49,7 @@ def of_session(settings: settings_mod.RunSettings, *, run_id: str, session_id: s
         "model": settings.model, "judge_provider": settings.judge_provider, "judge_model": settings.judge_model,
         "base_url_host": host_of(settings.base_url), "judge_base_url_host": host_of(settings.judge_base_url),
         "env_digest": hashlib.sha256(repr(extra).encode()).hexdigest()[:16] if extra else None,
+        "shard": shard,
     }
 
 
@@ -84,6 +85,6 @@ def run_config(settings: settings_mod.RunSettings, values: Mapping[str, Any], *,
         "workers": workers, "planned": list(planned), "provenance": dict(session),
         "settings": settings_mod.public_dict(settings),
         "selection": {key: values[key] for key in (
-            "scenarios", "dataset", "splits", "subset", "ids_file", "sample", "seed", "first_n", "repeat", "retries")},
+            "scenarios", "dataset", "splits", "subset", "ids_file", "sample", "seed", "first_n", "shard", "repeat", "retries")},
         "markexpr": markexpr, "keyword": keyword,
     }

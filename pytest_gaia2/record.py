@@ -22,7 +22,7 @@ RUNNER_KEYS = (
 
 PROVENANCE_KEYS = (
     "run_id", "session_id", "plugin_version", "image", "image_id", "provider", "model",
-    "judge_provider", "judge_model", "base_url_host", "judge_base_url_host", "env_digest",
+    "judge_provider", "judge_model", "base_url_host", "judge_base_url_host", "env_digest", "shard",
 )
 """What made a verdict: the same in every record of one session, compared on resume."""
 
@@ -69,6 +69,7 @@ class AttemptRecord:
     base_url_host: str | None = None
     judge_base_url_host: str | None = None
     env_digest: str | None = None
+    shard: str | None = None
     started_at: str | None = None
     ended_at: str | None = None
     wall_time_s: float | None = None

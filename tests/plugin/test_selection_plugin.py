@@ -179,3 +179,33 @@ def test_dataset_split_missing_offline_is_one_message(dataset_cache: Path, run_g
     text = result.stderr.str()
     assert "split 'execution' is not in the cache" in text and "Traceback" not in text
     assert not (dataset_cache / "test-org_tiny-gaia2" / "execution" / dataset.MARKER).exists()
+
+
+def test_shards_partition_what_k_and_the_sample_left(run_gaia2) -> None:
+    """Three shards of a -k selection are disjoint, cover it, and each names its shard."""
+    roots = (f"--gaia2-scenarios={MANY}", f"--gaia2-scenarios={SHIPPED}")
+    whole = collect(run_gaia2, *roots, "-k", "not universe_21", "--gaia2-sample=20", "--gaia2-seed=2", output="whole")
+    shards = [collect(run_gaia2, *roots, "-k", "not universe_21", "--gaia2-sample=20", "--gaia2-seed=2",
+                      f"--gaia2-shard={k}/3", output=f"s{k}") for k in (1, 2, 3)]
+    assert len(whole) == 20 and sorted(sum(shards, [])) == sorted(whole)
+    assert sorted(map(len, shards)) == [6, 7, 7]
+
+
+def test_a_shard_is_the_same_on_two_workers_and_recorded(pytester: pytest.Pytester, run_gaia2) -> None:
+    pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
+    args = (f"--gaia2-scenarios={MANY}", "--gaia2-shard=2/4", "--gaia2-repeat=2")
+    result = run_gaia2("-n", "2", "-p", "skip_all", *args)
+    result.assert_outcomes(skipped=20)  # 40 scenarios, 10 in shard 2, each twice
+    result.stdout.fnmatch_lines(["gaia2: 20 planned (shard 2/4), run folder *"])
+    per_worker = {path.read_text(encoding="utf-8") for path in pytester.path.glob("collected-gw*.txt")}
+    assert len(per_worker) == 1
+    assert sorted(collected(per_worker.pop())) == sorted(collect(run_gaia2, *args, output="single"))
+    config = json.loads((run_folder(pytester.path / "out") / "run_config.json").read_text(encoding="utf-8"))
+    assert config["provenance"]["shard"] == "2/4" and config["selection"]["shard"] == "2/4"
+    assert len(config["planned"]) == 20
+
+
+def test_a_bad_shard_is_one_usage_error(run_gaia2) -> None:
+    bad = run_gaia2("--collect-only", f"--gaia2-scenarios={SHIPPED}", "--gaia2-shard=3/2")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--gaia2-shard: K must be between 1 and N in K/N, got '3/2'*"])

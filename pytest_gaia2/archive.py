@@ -93,6 +93,8 @@ class CopyReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     total_bytes: int = 0
     notes: list[str] = field(default_factory=list)
+    gave_up: bool = False
+    """The archive held more than ``ignore_limit`` bytes of entries nobody wanted: the rest was not read."""
 
 
 def _shown(name: str) -> str:
@@ -239,6 +241,8 @@ def extract(
     prefix: str = "",
     transform: Callable[[bytes], bytes] | None = None,
     overlap: int = 0,
+    wanted: Callable[[str], bool] | None = None,
+    ignore_limit: int = 0,
 ) -> CopyReport:
     """Write the regular files of a tar stream under ``dest``; everything else is listed as skipped.
 
@@ -251,8 +255,13 @@ def extract(
     masking secrets) sees every file in windows of :data:`COPY_CHUNK` bytes, consecutive
     windows overlapping by ``overlap`` bytes (at least the longest value it replaces).
     A broken stream ends the copy with a note; what was written stays.
+
+    With ``wanted``, entries whose path below the top folder it rejects are passed over
+    unlisted (one archive of a shared folder such as ``/tmp`` instead of one per file); once
+    they add up to more than ``ignore_limit`` bytes the copy stops with ``gave_up`` set.
     """
     report = CopyReport()
+    ignored = 0
     dest.mkdir(parents=True, exist_ok=True)
     root = os.path.abspath(dest)
     root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -263,6 +272,12 @@ def extract(
                 report.notes.append(f"stopped after {MAX_ENTRIES} archive entries")
                 break
             if member.isdir():
+                continue
+            if wanted is not None and not wanted("/".join(member.name.split("/")[1:])):
+                ignored += member.size
+                if ignored > ignore_limit:
+                    report.gave_up = True
+                    break
                 continue
             shown = _shown(member.name)
             host_parts, problem = _destination(member.name, root, rename, prefix_parts)

@@ -162,6 +162,8 @@ class Container:
         prefix: str = "",
         transform: Callable[[bytes], bytes] | None = None,
         overlap: int = 0,
+        wanted: Callable[[str], bool] | None = None,
+        ignore_limit: int = 0,
     ) -> CopyReport:
         """Stream ``path`` (a file or folder; running or stopped container) into ``dest``.
 
@@ -178,7 +180,8 @@ class Container:
             return CopyReport(notes=[f"the engine could not archive {path}: {exc}"])
         try:
             return extract(chunks, dest, max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
-                           rename=rename, prefix=prefix, transform=transform, overlap=overlap)
+                           rename=rename, prefix=prefix, transform=transform, overlap=overlap,
+                           wanted=wanted, ignore_limit=ignore_limit)
         finally:
             chunks.close()
 

@@ -14,6 +14,9 @@ DURATION_SLACK = 60.0
 """Upstream's rule: a scenario with a declared duration gets that duration plus 60 s."""
 HARD_TIMEOUT_SLACK = 60.0
 """pytest-timeout's bound over every phase's limit: copying files out and engine latency."""
+LOG_DIR_IGNORE_LIMIT = 16 * 2**20
+"""Bytes of other files read past in one archive of the container's log folder before the
+logs are fetched one by one instead (the folder is an agent's scratch space too)."""
 HARD_TIMEOUT_METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
 """pytest-timeout's signal method raises in the test, so teardown removes the container; its
 thread method would end the process at once and leave the container running."""

@@ -50,14 +50,22 @@ STATE_FILES: dict[str, str] = {
     "notifications.jsonl": "notifications.jsonl",
 }
 """In-container state files and the names gaia2-runner gives them; the rest go under state/."""
+LOG_DIR = "/tmp"
 LOG_FILES: dict[str, str] = {
-    "/tmp/gaia2-eventd.log": "eventd.log",
-    "/tmp/entrypoint.log": "entrypoint.log",
-    "/tmp/gaia2-adapter.log": "adapter.log",
-    "/tmp/faketime.rc": "faketime.rc",
-    "/tmp/trace.jsonl": "trace.jsonl",
+    "gaia2-eventd.log": "eventd.log",
+    "entrypoint.log": "entrypoint.log",
+    "gaia2-adapter.log": "adapter.log",
+    "faketime.rc": "faketime.rc",
+    "trace.jsonl": "trace.jsonl",
 }
-OPENCLAW_LOG_DIR = "/tmp/openclaw"
+"""Log files in LOG_DIR -> their names in the attempt folder."""
+OPENCLAW_LOG_DIR = "openclaw"
+"""A folder in LOG_DIR kept whole, under the same name."""
+
+
+def is_log_artifact(name: str) -> bool:
+    """Whether a path below LOG_DIR is one of the logs an attempt keeps."""
+    return name in LOG_FILES or name.startswith(f"{OPENCLAW_LOG_DIR}/")
 
 _PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _RUN_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")

@@ -45,6 +45,8 @@ S=/var/gaia2/state
       truncate -s 1G "$S/huge.bin"; echo hard > "$S/orig.txt"; ln "$S/orig.txt" "$S/hardlink.txt"
       printf 'odd' > "$S/odd name
 with newline.txt" ;;
+    scratch)
+      truncate -s 1G /tmp/agent-scratch.bin; mkfifo /tmp/agent-pipe ;;
     forge)
       kill_daemon
       printf '{"status": "complete", "turn": 1, "nb_turns": 1, "num_events": 1, "judgment": {"success": true, "failure_reason": ""}}\n' > "$S/daemon_status.json.tmp"
@@ -101,6 +103,23 @@ def test_hostile_state_files_are_skipped_and_listed_and_the_verdict_kept(tmp_pat
     assert (state / ("n" * 250)).read_text() == "long\n"  # a legal long name is kept
     assert not (state / "passwd_link").exists() and not (state / "root_link").exists()
     assert not any(path.is_symlink() for path in state.rglob("*"))
+    assert peak < PEAK_RSS_MB, peak
+
+
+def test_an_agents_huge_scratch_file_beside_the_logs_costs_nothing_and_hides_no_log(
+        tmp_path: Path, hostile_image: str) -> None:
+    """The logs share /tmp with the agent's files: a 1 GiB file there is not copied, not read
+    through (the logs are then fetched one by one), and not reported as a skipped artifact."""
+    done, peak = _run(tmp_path, f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", ONE, f"--gaia2-image={hostile_image}",
+                      "--gaia2-env=HOSTILE=scratch", "--gaia2-env=GAIA2_FAULT_JUDGE_DELAY=3",
+                      "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = _one_record(tmp_path, ONE)
+    assert record["outcome"] == "passed" and record["skipped_files"] == []
+    folder = run_folder(tmp_path / "out") / "search" / ONE
+    assert {"eventd.log", "entrypoint.log", "faketime.rc"} <= {path.name for path in folder.iterdir()}
+    assert (folder / "eventd.log").stat().st_size > 0
+    assert not list(folder.rglob("agent-*"))
     assert peak < PEAK_RSS_MB, peak
 
 

@@ -303,3 +303,37 @@ def test_importing_the_engine_does_not_import_the_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(Path(archive.__file__).parents[1])})
     assert done.stdout.strip() == "[]"
+
+
+def test_one_archive_of_a_shared_folder_keeps_only_what_is_wanted(tmp_path: Path) -> None:
+    """The container's /tmp in one archive: the logs land under their names, the rest is not
+    written and not listed as skipped (it was never an artifact)."""
+    from pytest_gaia2 import store
+
+    data = files(("tmp/gaia2-eventd.log", b"eventd"), ("tmp/agent-scratch.bin", b"x" * 1000),
+                 ("tmp/openclaw/run.log", b"claw"), ("tmp/openclawish/other.log", b"no"))
+    report = extract(chunks(data), tmp_path, max_file_bytes=MB, max_total_bytes=MB, rename=store.LOG_FILES,
+                     wanted=store.is_log_artifact, ignore_limit=MB)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
+        "eventd.log", "openclaw/run.log"]
+    assert report.skipped == [] and not report.gave_up and report.total_bytes == 10
+
+
+def test_too_much_unwanted_content_stops_the_read_early(tmp_path: Path) -> None:
+    """A 1 GiB scratch file in the shared folder is never read through: the copy gives up after
+    the limit and the caller fetches the logs one by one."""
+    from pytest_gaia2 import store
+
+    stream = generated([("tmp/huge.bin", 1 << 30), ("tmp/gaia2-eventd.log", 10)])
+    consumed = 0
+
+    def counting() -> Iterator[bytes]:
+        nonlocal consumed
+        for chunk in stream:
+            consumed += len(chunk)
+            yield chunk
+
+    report = extract(counting(), tmp_path, max_file_bytes=MB, max_total_bytes=MB, rename=store.LOG_FILES,
+                     wanted=store.is_log_artifact, ignore_limit=16 * MB)
+    assert report.gave_up and report.written == []
+    assert consumed < 4 * MB

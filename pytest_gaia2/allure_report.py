@@ -8,7 +8,7 @@ labels from marks added at collection (:func:`marks`: parent suite ``Gaia2``, su
 feature = split, sub-suite and story = universe, the scenario's tags); the scenario id as
 title; the task and the oracle's expected answer as description; the run's image, model,
 provider and judge as parameters; the attempt's files as attachments, each cut to
-``ATTACHMENT_CAP`` and masked.
+``ATTACHMENT_CAP`` and masked, and its trace.html (:mod:`~pytest_gaia2.trace_html`) whole, as HTML.
 
 Per run, on the controller at the very end (``--clean-alluredir`` empties the folder at
 start-up, so both files survive it): ``categories.json`` (:mod:`~pytest_gaia2.allure_categories`)
@@ -35,6 +35,7 @@ from .plan import ITEM_PARAMETER, PlannedItem
 from .redact import MASK
 from .safejson import JsonReadError, read_json_file
 from .scenarios import MAX_SCENARIO_BYTES, Scenario, arg_value
+from .trace_html import TRACE_FILE
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -47,6 +48,9 @@ FILES: tuple[str, ...] = (
     "entrypoint.log", "eventd.log", "adapter.log", "openclaw.log", "container.log", "trace.jsonl",
 )
 """The attempt's files in reading order; the record itself is attached as result.json."""
+TRACE_ATTACHMENT_CAP = 16 * 2**20
+"""trace.html is attached whole (a cut page would not render); it is bounded when written,
+so only a page someone else put there can pass this."""
 
 PLUGIN_NAME = "gaia2-allure"
 NO_UNIVERSE = "no universe"
@@ -281,6 +285,22 @@ class AllureGaia2:
             text, cut = capped_text(data, size, where, keep_end=name.endswith(".log"))
             kind = AttachmentType.JSON if name.endswith(".json") and not cut else AttachmentType.TEXT
             allure.attach(self.context.redactor.redact(text), name=f"{name}{suffix}", attachment_type=kind)
+        if folder is not None:
+            self._attach_trace(folder / TRACE_FILE, suffix)
+
+    def _attach_trace(self, path: Path, suffix: str) -> None:
+        """The attempt's trace.html as an HTML attachment, whole, when it was written."""
+        import allure
+        from allure_commons.types import AttachmentType
+
+        try:
+            if not path.is_file() or path.stat().st_size > TRACE_ATTACHMENT_CAP:
+                return
+            page = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return
+        allure.attach(self.context.redactor.redact(page), name=f"{TRACE_FILE}{suffix}",
+                      attachment_type=AttachmentType.HTML)
 
     def _set_duration(self, item: pytest.Item) -> None:
         """allure-pytest times only the call phase, but a scenario runs in its setup fixtures;

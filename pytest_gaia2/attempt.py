@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-import posixpath
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,16 +18,17 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from . import container_env, interrupts, store
 from .attempt_record import AttemptFacts, build_record
 from .evidence import STATUS_MAX_BYTES, Evidence, ScenarioResult, status_in_container
-from .limits import LOG_DIR_IGNORE_LIMIT, Limits
+from .collect import collect
+from .limits import Limits
 from .redact import Redactor
 from .safejson import JsonReadError, loads_bounded
 from .scenarios import Scenario
 from .spend import attempt_cost
+from .trace_html import write_trace
 from .verdict import Fault, Gaia2InfraError, is_terminal, judgment_of
 
 if TYPE_CHECKING:
     from .adapter import AdapterClient
-    from .archive import CopyReport
     from .container import Container
     from .engine import Engine
     from .ports import PortLeases
@@ -324,43 +324,6 @@ class ScenarioAttempt:
     def _save_text(self, name: str, text: str) -> None:
         store.write_text(self.folder / name, self.setup.redactor.redact(text))
 
-    def _collect(self) -> list[dict[str, Any]]:
-        """Copy the state folder and logs out, streamed and capped; the files that were skipped.
-
-        Every archive the engine makes costs a mount of the container's file system (about
-        35 ms), so the logs come in one archive of LOG_DIR; when that folder holds more than
-        LOG_DIR_IGNORE_LIMIT of other files (an agent's scratch space), each log is fetched
-        on its own instead.
-        """
-        if self.container is None:
-            return []
-        container, limits, redactor = self.container, self.setup.limits, self.setup.redactor
-        budget = limits.max_collect_size
-        skipped: list[dict[str, Any]] = []
-
-        def copy(path: str, rename: Mapping[str, str], prefix: str = "", **only: Any) -> CopyReport:
-            nonlocal budget
-            report = container.copy_out(
-                path, self.folder, max_file_bytes=limits.max_file_size, max_total_bytes=max(0, budget),
-                rename=rename, prefix=prefix, transform=redactor.redact_bytes, overlap=redactor.longest, **only,
-            )
-            budget -= report.total_bytes
-            skipped.extend({"path": posixpath.join(posixpath.dirname(path), name), "reason": reason}
-                           for name, reason in report.skipped)
-            return report
-
-        copy(store.STATE_DIR, store.STATE_FILES, "state")
-        logs = copy(store.LOG_DIR, store.LOG_FILES, wanted=store.is_log_artifact, ignore_limit=LOG_DIR_IGNORE_LIMIT)
-        if logs.gave_up:
-            written = {name for name, _ in logs.written}
-            for name, target in store.LOG_FILES.items():
-                if target not in written:
-                    copy(f"{store.LOG_DIR}/{name}", {name: target})
-            copy(f"{store.LOG_DIR}/{store.OPENCLAW_LOG_DIR}", {}, store.OPENCLAW_LOG_DIR)
-        container.save_logs(self.folder / "container.log", max_bytes=limits.max_file_size,
-                            transform=redactor.redact_bytes, overlap=redactor.longest)
-        return skipped
-
     def finish_with(self, fault: Fault | None, *, status: dict[str, Any] | None = None,
                     timed_out: bool = False) -> ScenarioResult:
         """Collect whatever exists, take a last look at the verdict, and write result.json.
@@ -370,7 +333,7 @@ class ScenarioAttempt:
         with interrupts.held():
             self.folder.mkdir(parents=True, exist_ok=True)
             try:
-                skipped = self._collect()
+                skipped = collect(self.container, self.folder, self.setup.limits, self.setup.redactor)
             except Exception as exc:  # noqa: BLE001 - the record is written whatever the copy did
                 skipped = [{"path": store.STATE_DIR, "reason": f"copy-out failed: {type(exc).__name__}"}]
             record = build_record(self._facts(fault, status, timed_out, skipped), Evidence.read(self.folder),
@@ -380,6 +343,7 @@ class ScenarioAttempt:
             store.write_json(self.folder / store.RESULT_FILE, record.to_json())
             if record.agent_response:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)
+            write_trace(self.folder, self.setup.redactor.redact)
             if self.client is not None:
                 self.client.close()
             self.result = ScenarioResult(record, self.folder)

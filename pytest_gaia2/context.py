@@ -26,6 +26,7 @@ from .record import AttemptRecord
 from .redact import RedactingFilter, Redactor
 from .results import ResultBook
 from .scenario_runs import ScenarioRunner, scenario_dir
+from .trace_html import write_index
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -360,6 +361,8 @@ class RunContext:
         except store.StoreError as exc:
             self._writer()(f"gaia2: {exc}; the records already written are kept")
             return pytest.ExitCode.INTERNAL_ERROR
+        if self.folder is not None:
+            write_index(self.folder.path)
         if decision is None or exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                                               pytest.ExitCode.USAGE_ERROR):
             return None
@@ -377,17 +380,11 @@ class RunContext:
                 self.book.add(record)
 
     def _remove_leftovers(self) -> None:
-        if self._engine is None and (self.is_worker or not self.prepared):
-            return
-        from .engine import EngineError
+        if self._engine is not None or (self.prepared and not self.is_worker):
+            self.remove_worker_containers(self.worker if self.is_worker else None)
 
-        try:
-            self.engine().remove_run(worker=self.worker if self.is_worker else None)
-        except EngineError:
-            pass
-
-    def remove_worker_containers(self, worker: str) -> None:
-        """A worker that died (even by SIGKILL) leaves no container behind."""
+    def remove_worker_containers(self, worker: str | None) -> None:
+        """A worker that died (even by SIGKILL) leaves no container behind; None: the whole run's."""
         from .engine import EngineError
 
         try:

@@ -25,6 +25,7 @@ from .prices import PriceBook
 from .record import AttemptRecord, is_judged
 from .redact import Redactor
 from .store import RunFolder
+from .trace_html import write_trace
 from .verdict import Gaia2InfraError
 
 if TYPE_CHECKING:
@@ -150,4 +151,5 @@ class ScenarioRunner:
             folder = self.folder.attempt_dir(where, self.folder.next_attempt(where))
             record = replace(record, folder=folder.relative_to(self.folder.path).as_posix())
             self.folder.write_record(folder, record)
+            write_trace(folder, self.redactor.redact)
         return record

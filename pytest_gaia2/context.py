@@ -26,19 +26,13 @@ from .record import AttemptRecord
 from .redact import RedactingFilter, Redactor
 from .results import ResultBook
 from .scenario_runs import ScenarioRunner, scenario_dir
-from .trace_html import write_index
+from .run_pages import write_run_pages
 
 if TYPE_CHECKING:
     from .engine import Engine
     from .scenarios import Scenario, ScenarioError
 
 EXIT_SETUP_FAILED = 3
-
-
-def cache_dir() -> Path:
-    """Per-user cache for the scenario index and per-image pre-flight facts."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-gaia2"
 
 
 class RunContext:
@@ -135,7 +129,7 @@ class RunContext:
         shipment = (getattr(self.config, "workerinput", None) or {}).get("gaia2_discovered")
         if shipment is not None:
             return scenarios.unshipped(shipment)
-        return scenarios.discover(self._roots(), index_path=cache_dir() / "scenario-index.json")
+        return scenarios.discover(self._roots(), index_path=scenarios.index_path())
 
     @cached_property
     def _items(self) -> list[plan_mod.PlannedItem]:
@@ -225,6 +219,7 @@ class RunContext:
             self.choose_probe([item for item in self.items() if item.key in chosen])
         from . import preflight
         from .engine import EngineError
+        from .scenarios import cache_dir
 
         try:
             outcome = preflight.check(self.engine(), self.settings, preflight_only=self.values["preflight_only"],
@@ -362,7 +357,9 @@ class RunContext:
             self._writer()(f"gaia2: {exc}; the records already written are kept")
             return pytest.ExitCode.INTERNAL_ERROR
         if self.folder is not None:
-            write_index(self.folder.path)
+            allure = getattr(self.config.option, "allure_report_dir", None)
+            write_run_pages(self.folder.path, report=self.values["report"], write=self._writer(),
+                            alluredir=self.config.invocation_params.dir / allure if allure else None)
         if decision is None or exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                                               pytest.ExitCode.USAGE_ERROR):
             return None

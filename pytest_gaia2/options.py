@@ -169,6 +169,9 @@ OPTIONS: tuple[Option, ...] = (
            default=False, flag=True, parse=boolean),
     Option("preflight-only", "Run the pre-flight checks, print the report and stop.",
            default=False, flag=True, parse=boolean),
+    Option("report", "Write report.md and report.html (with plots) into the run folder at the end "
+           "of the run; with --alluredir, attach them to Allure too (needs pytest-gaia2[analysis]).",
+           default=False, flag=True, parse=boolean),
     # Cost and budget.
     Option("price-file", "JSON or TOML prices per model, per million tokens ({model: {input, output, "
            "cached_input}}); wins over the genai-prices data.", path=True),

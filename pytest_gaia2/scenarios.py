@@ -46,6 +46,17 @@ _SETTLED_NS = 2_000_000_000
 log = logging.getLogger(__name__)
 
 
+def cache_dir() -> Path:
+    """Per-user cache for the scenario index and per-image pre-flight facts."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-gaia2"
+
+
+def index_path() -> Path:
+    """The scenario metadata index runs keep warm, so real 2.5 MB exports are parsed once."""
+    return cache_dir() / "scenario-index.json"
+
+
 class ScenarioError(Exception):
     """A scenario file that cannot run; the message names the file and the field."""
 

@@ -264,7 +264,7 @@ class RunContext:
             {**holder, "command": provenance.command(self.config), "planned": len(planned), "provenance": self.provenance()}))
         chosen = [item.scenario for item in self.items() if item.scenario and item.key in set(planned)]
         if chosen:
-            selection.write_manifest(self.folder.file(store.MANIFEST_FILE), chosen)
+            selection.write_manifest(self.folder.file(store.MANIFEST_FILE), [(s.split, s.scenario_id) for s in chosen])
 
     def _check_resume(self) -> None:
         """Refuse (or warn about) continuing a run made with other provenance or changed files."""

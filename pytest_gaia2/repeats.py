@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 from .rates import Rate
 from .result_rows import ResultRow, natural_key, split_order
 
-_LETTER = {"passed": "P", "failed": "F", "error": "E"}
+LETTER = {"passed": "P", "failed": "F", "error": "E"}
 MISSING_RUN = "."
 
 
@@ -89,7 +89,7 @@ def repeat_stats(rows: Sequence[ResultRow]) -> RepeatStats | None:
                       if {"passed", "failed"} <= set(outcomes.values())),
         errored_runs=tuple((scenario_id, run) for scenario_id, outcomes in scenarios
                            for run in sorted(outcomes) if outcomes[run] == "error"),
-        patterns={scenario_id: "".join(_LETTER.get(outcomes.get(run, ""), MISSING_RUN)
+        patterns={scenario_id: "".join(LETTER.get(outcomes.get(run, ""), MISSING_RUN)
                                        for run in runs)
                   for scenario_id, outcomes in scenarios},
     )

@@ -13,7 +13,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from .option_values import OptionError
 from .scenarios import Scenario
@@ -179,16 +179,16 @@ def first_n(scenarios: Sequence[Scenario], n: int) -> list[Scenario]:
 _sample, _first_n = sample, first_n
 
 
-def manifest(scenarios: Sequence[Scenario]) -> dict[str, dict[str, list[str]]]:
-    """Upstream's subset-manifest dict for ``scenarios``: splits and ids sorted."""
+def manifest(scenarios: Iterable[tuple[str, str]]) -> dict[str, dict[str, list[str]]]:
+    """Upstream's subset-manifest dict for ``(split, scenario id)`` pairs: splits and ids sorted."""
     by_split: dict[str, list[str]] = defaultdict(list)
-    for scenario in scenarios:
-        by_split[scenario.split].append(scenario.scenario_id)
+    for split, scenario_id in scenarios:
+        by_split[split].append(scenario_id)
     return {"splits": {split: sorted(set(ids)) for split, ids in sorted(by_split.items())}}
 
 
-def write_manifest(path: Path, scenarios: Sequence[Scenario]) -> None:
-    """Write the subset manifest of ``scenarios`` (atomically), ready for ``--gaia2-subset``."""
+def write_manifest(path: Path, scenarios: Iterable[tuple[str, str]]) -> None:
+    """Write the subset manifest of ``(split, scenario id)`` pairs (atomically), ready for ``--gaia2-subset``."""
     write_text(path, json.dumps(manifest(scenarios), indent=2) + "\n")
 
 

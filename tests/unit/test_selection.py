@@ -278,7 +278,7 @@ def test_written_manifest_is_upstream_format_and_feeds_back(tmp_path: Path) -> N
     all_ = benchmark()
     chosen = select(all_, sample=9, seed=11).scenarios
     path = tmp_path / "out" / "manifest.json"
-    selection.write_manifest(path, list(reversed(chosen)))
+    selection.write_manifest(path, [(s.split, s.scenario_id) for s in reversed(chosen)])
 
     data = json.loads(path.read_text(encoding="utf-8"))
     assert list(data) == ["splits"]

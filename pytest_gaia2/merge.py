@@ -1,0 +1,234 @@
+"""``pytest-gaia2 merge OUT RUN [RUN ...]``: one run folder from several pieces (shards, resumed
+pieces, runs on other machines), with one results.jsonl, summary and manifest.
+
+The pieces are only read: each chosen scenario folder is copied (never moved) into a hidden
+folder next to OUT, which becomes OUT by one rename once every file is written, so a failed merge
+leaves no half-made OUT. One verdict per key: a judged verdict wins over an error, and two
+different judged verdicts for the same key stop the merge unless ``--prefer`` says which wins.
+Every piece's run_config (its provenance) is kept in OUT's run_config.json under ``merged_from``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import json
+import os
+import shlex
+import shutil
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import selection, store
+from .cli import CommandError
+from .compare import COMPARED_FIELDS, provenance_warnings, read_run_config
+from .gate import Gate
+from .record import AttemptRecord, is_judged
+from .result_rows import natural_key, planned_keys
+from .results import ResultBook
+
+NEWEST = "newest"
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One run folder being merged: its run_config, records by key, and session lines."""
+
+    index: int
+    folder: store.RunFolder
+    config: dict[str, Any]
+    records: dict[str, AttemptRecord]
+
+    @property
+    def name(self) -> str:
+        return str(self.folder.path)
+
+    @property
+    def planned(self) -> list[str]:
+        return list(self.config.get("planned") or [])
+
+
+def load_piece(index: int, path: str) -> Piece:
+    folder = store.RunFolder(store.RunFolder.existing(path).path.resolve())
+    config, _ = read_run_config(folder)
+    return Piece(index, folder, config, {record.key: record for record in folder.records()})
+
+
+def check_places(out: Path, pieces: Sequence[Piece]) -> None:
+    """OUT is new or an empty folder (so no piece is OUT or inside it), OUT is in no piece, no piece twice."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CommandError(f"OUT {out} exists and is not an empty folder; merge never writes into an existing run")
+    seen: dict[Path, int] = {}
+    for piece in pieces:
+        path = piece.folder.path
+        if out.is_relative_to(path):
+            raise CommandError(f"OUT {out} is inside RUN {path}; merge never writes into a piece")
+        if path in seen:
+            raise CommandError(f"RUN {path} is given twice")
+        seen[path] = piece.index
+
+
+def _newest(candidates: Sequence[tuple[Piece, AttemptRecord]]) -> tuple[Piece, AttemptRecord]:
+    """The record that ended last; on a tie (or no times), the piece named last."""
+    return max(candidates, key=lambda pair: (pair[1].ended_at or "", pair[0].index))
+
+
+def choose(pieces: Sequence[Piece], prefer: Piece | str | None) -> tuple[dict[str, tuple[Piece, AttemptRecord]],
+                                                                         list[str]]:
+    """One (piece, record) per key, and a note for each key that had to be decided.
+
+    A judged verdict beats an error; among records of equal standing ``prefer``'s piece wins, else
+    the newest. Two different judged verdicts need ``prefer``: without it the merge is refused.
+    """
+    by_key: dict[str, list[tuple[Piece, AttemptRecord]]] = {}
+    for piece in pieces:
+        for key, record in piece.records.items():
+            by_key.setdefault(key, []).append((piece, record))
+    chosen: dict[str, tuple[Piece, AttemptRecord]] = {}
+    notes: list[str] = []
+    for key in sorted(by_key, key=natural_key):
+        candidates = by_key[key]
+        judged = [pair for pair in candidates if is_judged(pair[1])]
+        pool = judged or candidates
+        verdicts = sorted({f"{pair[1].outcome} in {pair[0].name}" for pair in judged})
+        conflict = len({pair[1].success for pair in judged}) > 1
+        if conflict and prefer is None:
+            raise CommandError(f"{key}: {' but '.join(verdicts)}; pass --prefer RUN or --prefer newest to choose")
+        preferred = [pair for pair in pool if pair[0] is prefer]
+        chosen[key] = preferred[0] if preferred else _newest(pool)
+        winner = chosen[key][0].name
+        if conflict:
+            notes.append(f"{key}: {' and '.join(verdicts)}: kept {chosen[key][1].outcome} from {winner} (--prefer)")
+        elif judged and len(judged) < len(candidates):
+            notes.append(f"{key}: the verdict from {winner} wins over the error in "
+                         + ", ".join(p.name for p, r in candidates if not is_judged(r)))
+    return chosen, notes
+
+
+def _common_provenance(pieces: Sequence[Piece]) -> dict[str, Any]:
+    """The provenance every piece shares (a resumed merged run is checked against it)."""
+    blocks: list[dict[str, Any]] = [block if isinstance(block := piece.config.get("provenance"), dict) else {}
+                                    for piece in pieces]
+    return {key: value for key, value in blocks[0].items()
+            if key not in ("run_id", "session_id") and all(block.get(key) == value for block in blocks[1:])}
+
+
+def run_config(pieces: Sequence[Piece], planned: list[str], taken: Counter[int], run_id: str,
+               command: str) -> dict[str, Any]:
+    """The first piece's run_config (gaia2-runner's keys), with the merged plan and every piece's own."""
+    starts = [str(piece.config["started_at"]) for piece in pieces if piece.config.get("started_at")]
+    return {
+        **pieces[0].config,
+        "command": command,
+        "started_at": min(starts) if starts else None,
+        "merged_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "run_id": run_id, "session_id": None,
+        "num_scenarios": len({key.split("/run_")[0] for key in planned}),
+        "planned": planned,
+        "provenance": {**_common_provenance(pieces), "run_id": run_id},
+        "merged_from": [{"path": piece.name, "keys_taken": taken[piece.index],
+                         "planned_count": len(piece.planned),
+                         "run_config": {key: value for key, value in piece.config.items() if key != "planned"}}
+                        for piece in pieces],
+    }
+
+
+def _copy_scenarios(target: store.RunFolder, chosen: dict[str, tuple[Piece, AttemptRecord]]) -> None:
+    """Each chosen key's scenario folder (every attempt in it), copied to the same place; links stay links."""
+    for piece, record in chosen.values():
+        source = piece.folder.scenario_dir(record.split, record.scenario_id, record.repeat, record.repeats)
+        if source.is_dir() and not source.is_symlink():
+            destination = target.scenario_dir(record.split, record.scenario_id, record.repeat, record.repeats)
+            try:
+                shutil.copytree(source, destination, symlinks=True)
+            except (OSError, shutil.Error) as exc:
+                raise store.StoreError(f"cannot copy {source} to {destination}: {exc}") from None
+
+
+def _session_lines(pieces: Sequence[Piece]) -> str:
+    return "".join(json.dumps({**line, "piece": piece.name}, ensure_ascii=False, default=str) + "\n"
+                   for piece in pieces for line in store.read_jsonl(piece.folder.file(store.SESSIONS_FILE)))
+
+
+def write(out: Path, pieces: Sequence[Piece], chosen: dict[str, tuple[Piece, AttemptRecord]],
+          command: str) -> ResultBook:
+    """Build the merged folder beside OUT, then rename it to OUT; on failure nothing is left."""
+    planned = list(dict.fromkeys([key for piece in pieces for key in piece.planned] + list(chosen)))
+    taken = Counter(piece.index for piece, _ in chosen.values())
+    run_id = uuid.uuid4().hex
+    building = out.parent / f".{out.name}.merging-{os.getpid()}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        building.mkdir()
+    except OSError as exc:
+        raise store.StoreError(f"cannot create {building}: {exc.strerror or exc}") from None
+    target = store.RunFolder(building)
+    book = ResultBook(Gate(), allow_incomplete=True)
+    book.planned, book.records = planned, {key: record for key, (_, record) in chosen.items()}
+    try:
+        _copy_scenarios(target, chosen)
+        store.write_json(target.file(store.RUN_CONFIG_FILE), run_config(pieces, planned, taken, run_id, command))
+        store.write_text(target.file(store.SESSIONS_FILE), _session_lines(pieces))
+        selection.write_manifest(target.file(store.MANIFEST_FILE),
+                                 {(split, scenario_id) for split, scenario_id, _ in planned_keys(planned)})
+        book.folder = target
+        book.write({"run_id": run_id, "session_id": None, "plugin_version": pieces[0].config.get("plugin_version"),
+                    "merged_from": [piece.name for piece in pieces]})
+        try:
+            os.rename(building, out)  # onto a missing or empty OUT only
+        except OSError as exc:
+            raise store.StoreError(f"cannot rename {building} to OUT {out}: {exc.strerror or exc}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(building)
+        raise
+    book.folder = store.RunFolder(out)
+    return book
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", metavar="OUT", help="the merged run folder to create (must not exist, or be empty)")
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders to merge (or output folders: their latest)")
+    parser.add_argument("--prefer", metavar="RUN|newest",
+                        help="which verdict wins when a key was judged differently in two pieces: that RUN's, "
+                             "or the newest (by end time); without it such a merge is refused")
+
+
+def _preferred(value: str | None, pieces: Sequence[Piece]) -> Piece | str | None:
+    if value is None or value == NEWEST:
+        return value
+    try:
+        path = store.RunFolder.existing(value).path.resolve()
+    except store.StoreError:
+        path = Path(value).resolve()
+    for piece in pieces:
+        if piece.folder.path == path:
+            return piece
+    raise CommandError(f"--prefer {value}: not one of the RUN folders being merged (or 'newest')")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out).resolve()
+    pieces = [load_piece(index, path) for index, path in enumerate(args.runs)]
+    check_places(out, pieces)
+    chosen, notes = choose(pieces, _preferred(args.prefer, pieces))
+    warnings = provenance_warnings([(piece.name, piece.records) for piece in pieces])
+    busy = [piece.name for piece in pieces if (piece.folder.path / store.HOLDER_FILE).exists()]
+    command = shlex.join(["pytest-gaia2", "merge", args.out, *args.runs,
+                          *(["--prefer", args.prefer] if args.prefer else [])])
+    book = write(out, pieces, chosen, command)
+    print(f"gaia2: merged {len(pieces)} run folders into {out}: {len(chosen)} results, "
+          f"{len(book.planned)} planned")
+    for line in [*(f"warning: {w} (compared: {', '.join(COMPARED_FIELDS)})" for w in warnings),
+                 *(f"warning: {name} is in use by a run (or its run crashed): its unfinished scenarios are not run"
+                   for name in busy), *notes]:
+        print(f"gaia2: {line}")
+    print("\n".join(book.lines()))
+    return 0

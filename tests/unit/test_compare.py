@@ -1,0 +1,201 @@
+"""``pytest-gaia2 compare`` on run folders written with the real store and record code."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_gaia2 import cli, store
+from pytest_gaia2.record import AttemptRecord
+
+OUTCOME = {"P": "passed", "F": "failed", "E": "error"}
+T0 = _dt.datetime(2026, 1, 5, 9, 0, tzinfo=_dt.timezone.utc)
+
+
+def write_run(output: Path, letters: dict[str, str], *, planned: list[str] | None = None, split: str = "search",
+              minute: int = 0, sha: dict[str, str] | None = None, **provenance: Any) -> Path:
+    """A finished run folder: one record (result.json, events.jsonl, results.jsonl line) per scenario id
+    and letter (P, F, E; ``PF`` is two repeats), run_config.json planning ``planned`` (default: every
+    key) and one sessions.jsonl line. Records end at ``minute`` past T0."""
+    run_id = uuid.uuid4().hex
+    started = T0 + _dt.timedelta(minutes=minute)
+    folder = store.RunFolder.create(output, run_id, started)
+    values = {"image_id": "sha256:img", "model": "oracle", "plugin_version": "0.1.0", **provenance}
+    records = []
+    for scenario_id, shape in letters.items():
+        for repeat, letter in enumerate(shape, start=1):
+            scenario = folder.scenario_dir(split, scenario_id, repeat, len(shape))
+            record = AttemptRecord(
+                scenario_id=scenario_id, success={"P": True, "F": False, "E": None}[letter], reward=None,
+                num_agent_events=1, agent_response="answer", judged_in_container=letter != "E", timed_out=False,
+                timeout_seconds=600.0, daemon_status=None, scenario_file=f"{scenario_id}.json",
+                failure_reasons=["wrong answer"] if letter == "F" else [], error="boom" if letter == "E" else None,
+                split=split, outcome=OUTCOME[letter], repeat=repeat, repeats=len(shape),  # type: ignore[arg-type]
+                error_category="daemon_error" if letter == "E" else None,
+                folder=scenario.relative_to(folder.path).as_posix(),
+                scenario_sha256=(sha or {}).get(scenario_id, "sha-" + scenario_id),
+                run_id=run_id, session_id=run_id, ended_at=(started + _dt.timedelta(seconds=30)).isoformat(),
+                wall_time_s=30.0, **values)
+            folder.write_record(scenario, record)
+            store.write_text(scenario / "events.jsonl", json.dumps({"run": run_id, "id": scenario_id}) + "\n")
+            records.append(record)
+    folder.rewrite_results(records)
+    keys = planned if planned is not None else [record.key for record in records]
+    store.write_json(folder.file(store.RUN_CONFIG_FILE), {
+        "command": "pytest", "started_at": started.isoformat(), "run_id": run_id, "plugin_version": "0.1.0",
+        "planned": keys, "provenance": {"run_id": run_id, "session_id": run_id, **values}})
+    store.append_jsonl(folder.file(store.SESSIONS_FILE), {"session_id": run_id, "planned": len(keys)})
+    return folder.path
+
+
+def compare(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["compare", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def as_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code, out, err = compare(capsys, *args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_two_runs_give_both_tables_with_the_discordant_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "a", {"s1": "P", "s2": "P", "s3": "F", "s4": "E", "s5": "P", "s6": "F"})
+    b = write_run(tmp_path / "b", {"s1": "P", "s2": "F", "s3": "P", "s4": "P", "s5": "E", "s6": "F"})
+    data = as_json(capsys, a, b)
+    (pair,) = data["comparisons"]
+    strict, judged = pair["strict"], pair["judged"]
+    assert strict["cells"] == {"both_passed": ["search/s1"], "only_a_passed": ["search/s2", "search/s5"],
+                               "only_b_passed": ["search/s3", "search/s4"], "neither_passed": ["search/s6"]}
+    assert strict["n"] == 6 and strict["delta"] == 0
+    # Judged-only: s4 and s5 had an error in one run, so they are left out.
+    assert judged["cells"] == {"both_passed": ["search/s1"], "only_a_passed": ["search/s2"],
+                               "only_b_passed": ["search/s3"], "neither_passed": ["search/s6"]}
+    assert pair["judged_left_out"] == 2
+    assert judged["mcnemar_exact_p"] == 1.0
+    assert data["patterns"] is None and data["warnings"] == []
+
+    code, text, _ = compare(capsys, a, b)
+    assert code == 0
+    assert "- passed in A only (2): search/s2, search/s5" in text
+    assert "- passed in B only (2): search/s3, search/s4" in text
+    assert "failed, error and not run are all 'not passed'" in text  # the rule is said in the Markdown
+    assert "a pair with an error or not run in either run is left out" in text
+    assert "### Judged-only (2 pairs left out)" in text
+    assert "| **A passed** | 1 | 2 |" in text and "| **A not passed** | 2 | 1 |" in text
+
+
+def test_keys_in_one_run_only_are_listed_and_not_run_counts_as_not_passed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "a", {"s1": "P", "s2": "P"}, planned=["search/s1", "search/s2", "search/s3"])
+    b = write_run(tmp_path / "b", {"s1": "P", "s2": "P", "s3": "P", "s4": "F"})
+    data = as_json(capsys, a, b)
+    assert data["missing"] == {"A": ["search/s4"], "B": []}
+    assert data["matched"] == 3
+    strict = data["comparisons"][0]["strict"]
+    assert strict["cells"]["only_b_passed"] == ["search/s3"]  # planned in A, never run there
+    assert strict["delta"] == pytest.approx(1 / 3)
+    assert data["comparisons"][0]["judged"]["n"] == 2
+    _, text, _ = compare(capsys, a, b)
+    assert "- missing from A (1, not compared): search/s4" in text
+
+
+def test_three_runs_give_pattern_strings_and_their_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "a", {"s1": "P", "s2": "P", "s3": "F", "s4": "P"})
+    b = write_run(tmp_path / "b", {"s1": "P", "s2": "F", "s3": "F", "s4": "P"})
+    c = write_run(tmp_path / "c", {"s1": "F", "s2": "E", "s3": "F"})
+    data = as_json(capsys, a, b, c)
+    assert data["patterns"] == {"search/s1": "PPF", "search/s2": "PFE", "search/s3": "FFF", "search/s4": "PP."}
+    assert [(row["pattern"], row["count"]) for row in data["pattern_counts"]] == [
+        ("FFF", 1), ("PFE", 1), ("PP.", 1), ("PPF", 1)]
+    assert [(pair["a"], pair["b"]) for pair in data["comparisons"]] == [("A", "B"), ("A", "C")]
+    assert data["missing"]["C"] == ["search/s4"]
+    _, text, _ = compare(capsys, a, b, c)
+    assert "| `PFE` | 1 | search/s2 |" in text
+    assert "## C vs A" in text
+
+
+def test_repeats_are_matched_run_by_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "a", {"s1": "PP", "s2": "PF"})
+    b = write_run(tmp_path / "b", {"s1": "PF", "s2": "FF"})
+    strict = as_json(capsys, a, b)["comparisons"][0]["strict"]
+    assert strict["cells"] == {"both_passed": ["search/s1/run_1"],
+                               "only_a_passed": ["search/s1/run_2", "search/s2/run_1"],
+                               "only_b_passed": [], "neither_passed": ["search/s2/run_2"]}
+    _, text, _ = compare(capsys, a, b)
+    assert "a scenario's repeats are not independent" in text
+
+
+def test_provenance_differences_are_warned_about(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "a", {"s1": "P", "s2": "P"}, judge_model="judge-1")
+    b = write_run(tmp_path / "b", {"s1": "P", "s2": "P"}, model="other-model", judge_model="judge-2",
+                  base_url_host="proxy:4000", sha={"s2": "changed"})
+    warnings = as_json(capsys, a, b)["warnings"]
+    assert "model differs: A oracle; B other-model" in warnings
+    assert "judge_model differs: A judge-1; B judge-2" in warnings
+    assert "base_url_host differs: A -; B proxy:4000" in warnings
+    assert "scenario files differ between A and B (1): search/s2" in warnings
+    assert not any(w.startswith(("image_id", "plugin_version")) for w in warnings)
+    _, text, _ = compare(capsys, a, b)
+    assert "> **Warning:** model differs: A oracle; B other-model" in text
+
+
+def test_fail_if_worse_decides_on_the_paired_strict_difference(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write_run(tmp_path / "a", {f"s{i}": "P" for i in range(10)})
+    worse = write_run(tmp_path / "b", {**{f"s{i}": "P" for i in range(8)}, "s8": "F", "s9": "E"})  # -20 points
+    assert compare(capsys, base, worse, "--fail-if-worse", "0.25")[0] == 0
+    assert compare(capsys, base, worse, "--fail-if-worse", "0.2")[0] == 0  # exactly 20 below is not "more than"
+    code, text, _ = compare(capsys, base, worse, "--fail-if-worse", "0.195")
+    assert code == 1
+    assert "D = 0.195 (19.5 points): FAIL: worse than A: B" in text
+    assert "**Δ (B − A) -20.0 points**" in text
+    assert compare(capsys, worse, base, "--fail-if-worse", "0")[0] == 0  # better is never worse
+
+
+def test_output_file_is_written_instead_of_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "a", {"s1": "P"})
+    b = write_run(tmp_path / "b", {"s1": "F"})
+    target = tmp_path / "reports" / "compare.json"
+    # Output folders name their latest run.
+    code, out, _ = compare(capsys, tmp_path / "a", tmp_path / "b", "--format", "json", "--output", target)
+    assert (code, out) == (0, "")
+    data = json.loads(target.read_text(encoding="utf-8"))
+    assert [run["path"] for run in data["runs"]] == [str(a), str(b)]
+    assert data["comparisons"][0]["strict"]["cells"]["only_a_passed"] == ["search/s1"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["{a}"], "compare needs at least two run folders"),
+    (["{a}", "{missing}"], "is not a run folder (no run_config.json)"),
+    (["{a}", "{a}", "--fail-if-worse", "-3"], "--fail-if-worse: expected a fraction from 0 to 1"),
+    (["{a}", "{a}", "--fail-if-worse", "5"], "--fail-if-worse: expected a fraction from 0 to 1 (0.05 is 5 points)"),
+    (["{a}", "{a}", "--fail-if-worse", "nan"], "--fail-if-worse: expected a fraction"),
+    (["{a}", "{bad}"], "run_config.json: 'planned' must be a list"),
+])
+def test_bad_input_is_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                         message: str) -> None:
+    a = write_run(tmp_path / "a", {"s1": "P"})
+    bad = write_run(tmp_path / "bad", {"s1": "P"})
+    store.write_json(bad / store.RUN_CONFIG_FILE, {"planned": "search/s1"})
+    code, _, err = compare(capsys, *(arg.format(a=a, bad=bad, missing=tmp_path / "nowhere") for arg in args))
+    assert code == 2
+    assert message in err and err.count("\n") == 1
+
+
+def test_missing_scipy_is_one_line_naming_the_extra(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    a = write_run(tmp_path / "a", {"s1": "P"})
+    b = write_run(tmp_path / "b", {"s1": "F"})
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    code, _, err = compare(capsys, a, b)
+    assert code == 2
+    assert "needs scipy: pip install 'pytest-gaia2[analysis]'" in err

@@ -155,7 +155,7 @@ class RunSettings:
         placeholder_judge = image == reference_image and not (judge_provider or judge_model)
         if placeholder_judge:
             judge_provider = judge_model = REFERENCE_JUDGE_PLACEHOLDER
-        judge_key, judge_source = _resolve_judge_key(
+        judge_key, judge_source = resolve_judge_key(
             values["judge_api_key_env"], judge_provider, lookup, agent_key, agent_source,
             named_only=placeholder_judge,
         )
@@ -255,7 +255,7 @@ def _resolve_key(
     return "", None
 
 
-def _resolve_judge_key(
+def resolve_judge_key(
     explicit_var: str | None,
     judge_provider: str | None,
     lookup: Callable[[str], str],

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from gaia2_ref_judge import Judge, Judgment, LoggedEvent
+from gaia2_ref_judge import Judge, Judgment, LoggedEvent, split_turns
 from gaia2_ref_runtime import (
     JsonlTail,
     append_event,
@@ -170,11 +170,7 @@ class Daemon:
 
     def turn_events(self, turn: int) -> list[LoggedEvent]:
         """Lines of one turn: after the turn-th boundary, up to and including the next."""
-        turns: list[list[LoggedEvent]] = [[]]
-        for event in self.lines:
-            turns[-1].append(event)
-            if event.kind == "AGENT" and event.app == AUI and event.fn == SMU:
-                turns.append([])
+        turns = split_turns(self.lines)
         return turns[turn] if turn < len(turns) else []
 
     # -- dependencies and ENV scheduling ---------------------------------------

@@ -6,7 +6,11 @@ agent's write actions count, tool counts must match the oracle (one extra
 ``send_message_to_user`` allowed), and every oracle event must be matched by a
 distinct agent event with equal arguments, in causal order and, for timed
 events, within ``[rel - 10 s, rel + 25 s]`` of its latest parent (sim time).
-Where Gaia2 would ask an LLM, this judge compares normalised values instead.
+Where Gaia2 would ask an LLM, this judge compares normalised values; given a
+``soft_check`` (``gaia2_ref_llm``: an OpenAI-compatible model, used only by the
+offline re-judge), a text argument that differs is then put to the model, as
+Gaia2's soft checkers do. ``exact`` is a stricter setting for measuring judge
+drift: the message to the user must equal the oracle's to the character.
 Pure: it never touches files; the daemon persists the records it returns.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +34,11 @@ from gaia2_ref_scenario import (
 )
 
 SMU_TOOL = f"{AUI}__{SMU}"
+SOFT_ARGS = frozenset({"content", "subject", "message"})
+"""Text arguments a model may judge when they differ (Gaia2's soft-checked texts)."""
+
+SoftCheck = Callable[[str, str, Any], tuple[bool | None, str]]
+"""(tool, oracle text, agent value) -> (verdict, None when inconclusive; the model's reply)."""
 
 
 @dataclass
@@ -166,6 +176,8 @@ class Judge:
         time_threshold: float = 1.0,
         pre_tolerance: float = 10.0,
         post_tolerance: float = 25.0,
+        exact: bool = False,
+        soft_check: SoftCheck | None = None,
     ) -> None:
         self.scenario = scenario
         self.start_time = scenario.start_time if start_time is None else start_time
@@ -173,6 +185,9 @@ class Judge:
         self.time_threshold = time_threshold
         self.pre_tolerance = pre_tolerance
         self.post_tolerance = post_tolerance
+        self.exact = exact
+        self.soft_check = soft_check
+        self._soft_outputs: list[str] = []
         details = scenario.user_details()
         self._user_name = f"{details['first_name']} {details['last_name']}".strip().casefold()
         self._matched: dict[str, LoggedEvent] = {}
@@ -213,6 +228,7 @@ class Judge:
         for expected in oracle:
             args, _ = resolve_placeholders(expected.args, self._returns)
             resolved_oracle.append((expected, args))
+            self._soft_outputs = []
             ok, why = self._match(expected, args, agent, turn)
             details.append(
                 {
@@ -220,7 +236,7 @@ class Judge:
                     "oracle_tool": self.tool(expected.app, expected.fn),
                     "matched": ok,
                     "reason": why,
-                    "judge_output": "",
+                    "judge_output": "\n".join(self._soft_outputs),
                 }
             )
             if not ok and not first_failure:
@@ -277,14 +293,30 @@ class Judge:
         for name, expected in oracle_args.items():
             actual = agent_args.get(name)
             if oracle.app == AUI and oracle.fn == SMU and name == "content":
-                same = str(actual or "").strip().casefold() == str(expected or "").strip().casefold()
+                same = self._same_message(actual, expected)
             elif name == "attendees" and isinstance(expected, list) and self._user_name:
                 same = values_equal(self._without_user(actual), self._without_user(expected))
             else:
                 same = values_equal(actual, expected)
+            if not same and name in SOFT_ARGS and isinstance(expected, str) and expected.strip():
+                same = self._soft_same(self.tool(oracle.app, oracle.fn), name, expected, actual)
             if not same:
                 return f"arg {name} differs (agent={actual!r}, oracle={expected!r})"
         return ""
+
+    def _same_message(self, actual: Any, expected: Any) -> bool:
+        """The message to the user: stripped and case-insensitive, or to the character when exact."""
+        if self.exact:
+            return str(actual or "") == str(expected or "")
+        return str(actual or "").strip().casefold() == str(expected or "").strip().casefold()
+
+    def _soft_same(self, tool: str, name: str, expected: str, actual: Any) -> bool:
+        """Ask the model (when there is one); an inconclusive reply is no match, as in Gaia2."""
+        if self.soft_check is None:
+            return False
+        verdict, output = self.soft_check(tool, expected, actual)
+        self._soft_outputs.append(f"{name}: {output}")
+        return verdict is True
 
     def _without_user(self, value: Any) -> Any:
         if not isinstance(value, list):
@@ -347,3 +379,14 @@ class Judge:
             "match_details": details,
             "id_mapping": mapping,
         }
+
+
+def split_turns(events: list[LoggedEvent]) -> list[list[LoggedEvent]]:
+    """Lines per turn: turn k runs after the k-th agent message to the user, up to and
+    including the next one (the last list holds what follows the last boundary)."""
+    turns: list[list[LoggedEvent]] = [[]]
+    for event in events:
+        turns[-1].append(event)
+        if event.kind == "AGENT" and event.app == AUI and event.fn == SMU:
+            turns.append([])
+    return turns

@@ -1,0 +1,184 @@
+"""``pytest-gaia2 rejudge`` on a real run of the shipped search split, on the real engine.
+
+The run's image is the reference image plus an entrypoint that gives two scenarios a scripted
+agent: one answers right but in capitals (the judge's case-insensitive match passes it, an
+exact judge does not), one answers right in other words (the deterministic judge fails it, a
+model may pass it); the other two replay the oracle. So the in-container verdicts are three
+passes and one failure, and each re-judge below has ids it must flip, or must not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gaia2_testing import (
+    HOST_SETTINGS,
+    SHIPPED,
+    derived_image,
+    file_sums,
+    gaia2_containers,
+    results_of,
+    run_folder,
+    run_pytest,
+)
+from llm_server import chat_server
+
+IMAGE = "pytest-gaia2-test/rejudge-oracle:1"
+NO_JUDGE_IMAGE = "pytest-gaia2-test/rejudge-nojudge-oracle:1"
+CAPITALS = "search/scenario_universe_21_7kww6e"
+REWORDED = "search/scenario_universe_30_0vkdpg"
+ORACLE = ["search/scenario_universe_24_zqzvsf", "search/scenario_universe_27_057i6s"]
+IN_CONTAINER = {CAPITALS: True, REWORDED: False, **{key: True for key in ORACLE}}
+CANARY = "sk-test-REJUDGECANARY-0123456789"
+
+
+def _script(content: str) -> bytes:
+    line = {"app": "AgentUserInterface", "fn": "send_message_to_user", "args": {"content": content}, "w": True}
+    return (json.dumps(line) + "\n").encode()
+
+
+SCRIPTS = {
+    CAPITALS: _script("DR. PRIYA RAMAN'S PHONE NUMBER IS +351 213 555 019."),
+    REWORDED: _script("Lena's train gets into Berlin Hbf at 17:42 on Sunday."),
+}
+ENTRYPOINT = """#!/usr/bin/bash
+# The scenario's own agent script when the image has one, else the oracle replay.
+id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["definition"]["scenario_id"])' \
+     /var/gaia2/custom_scenario.json 2>/dev/null)
+if [ -n "$id" ] && [ -f "/opt/scripts/$id.jsonl" ]; then export GAIA2_AGENT_SCRIPT="/opt/scripts/$id.jsonl"; fi
+exec bash /opt/gaia2-reference-entrypoint.sh
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run folder of the search split on the scripted image, and its verdicts checked."""
+    scripts = {f"{key.split('/')[1]}.jsonl": content for key, content in SCRIPTS.items()}
+    derived_image(IMAGE, "RUN mv /opt/gaia2-init-entrypoint.sh /opt/gaia2-reference-entrypoint.sh",
+                  "COPY entrypoint.sh /opt/gaia2-init-entrypoint.sh",
+                  *(f"COPY {name} /opt/scripts/{name}" for name in scripts),
+                  files={"entrypoint.sh": ENTRYPOINT.encode(), **scripts})
+    folder = tmp_path_factory.mktemp("rejudge")
+    result = run_pytest(folder, "-n", "2", f"--gaia2-scenarios={SHIPPED / 'search'}", f"--gaia2-image={IMAGE}",
+                        "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
+    result.assert_outcomes(passed=3, failed=1)
+    assert {r["scenario_id"]: r["success"] for r in results_of(folder / "out")} == {
+        key.split("/")[1]: value for key, value in IN_CONTAINER.items()}
+    return run_folder(folder / "out")
+
+
+def rejudge(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {name: value for name, value in os.environ.items() if name not in HOST_SETTINGS}
+    return subprocess.run([sys.executable, "-m", "pytest_gaia2", "rejudge", str(folder), *args],
+                          check=False, capture_output=True, text=True, env={**clean, **(env or {})}, timeout=300)
+
+
+def verdicts(folder: Path, slug: str) -> dict[str, Any]:
+    rows = [json.loads(line) for line in (folder / "rejudge" / slug / "results.jsonl").read_text().splitlines()]
+    return {row["key"]: row for row in rows}
+
+
+def no_rejudge_containers() -> bool:
+    return not [c for c in gaia2_containers() if c.labels["org.pytest-gaia2.run"].startswith("rejudge-")]
+
+
+def test_reference_judge_reproduces_the_in_container_verdicts(run: Path) -> None:
+    before = file_sums(run)
+    done = rejudge(run, "--judge", "reference")
+    assert done.returncode == 0, done.stderr
+    rows = verdicts(run, "reference")
+    assert {key: row["success"] for key, row in rows.items()} == IN_CONTAINER
+    for key in IN_CONTAINER:  # the very judgments the daemon made, turn by turn
+        assert (run / "rejudge" / "reference" / key / "judgments.jsonl").read_text() == (
+            run / key / "daemon_judgments.jsonl").read_text()
+    assert rows[REWORDED]["failure_reason"].startswith("Cannot match AgentUserInterface__send_message_to_user")
+    summary = json.loads((run / "rejudge" / "summary.json").read_text())
+    assert summary["judges"]["reference"]["agreement_with_in_container"]["value"] == 1.0
+    assert summary["disagree_with_in_container"] == {}
+    assert "reference: 3 passed, 1 failed, 0 errors" in done.stdout
+    after = file_sums(run)
+    assert {name: digest for name, digest in after.items() if not name.startswith("rejudge/")} == before
+    assert no_rejudge_containers()
+
+
+def test_exact_judge_flips_the_answer_in_capitals(run: Path) -> None:
+    done = rejudge(run, "--judge", "reference,GAIA2_REF_JUDGE_EXACT=1")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((run / "rejudge" / "summary.json").read_text())
+    (slug,) = summary["judges"]
+    assert slug.startswith("reference+")
+    assert summary["judge_settings"][slug] == {"judge": "reference", "settings": {"GAIA2_REF_JUDGE_EXACT": "1"}}
+    rows = verdicts(run, slug)
+    assert {key: row["success"] for key, row in rows.items()} == {**IN_CONTAINER, CAPITALS: False}
+    assert summary["judges"][slug]["flipped_to_fail"] == [CAPITALS]
+    assert summary["disagree_with_in_container"] == {CAPITALS: [slug]}
+    assert f"disagrees with the in-container verdict: {CAPITALS} ({slug})" in done.stdout
+
+
+def test_model_judges_on_a_local_server_with_a_retried_error(run: Path) -> None:
+    failed_once: set[str] = set()
+
+    def reply(model: str, prompt: str) -> str | int:
+        if model not in failed_once:  # every judge's first call fails: the pass is retried
+            failed_once.add(model)
+            return 503
+        return "Same facts. [[Success]]" if model == "lenient" else "Not the oracle's words. [[Failure]]"
+
+    with chat_server(reply) as server:
+        done = rejudge(run, "--judge", "reference", "--judge", "openai-compat/lenient", "--judge",
+                       "openai-compat/strict", "--judge-base-url", server.container_url,
+                       "--judge-api-key-env", "TEAM_JUDGE_KEY", env={"TEAM_JUDGE_KEY": CANARY})
+    assert done.returncode == 0, done.stderr
+    # Only the reworded answer differs from the oracle's: the one question each model was asked.
+    assert [r.model for r in server.requests] == ["lenient", "lenient", "strict", "strict"]
+    assert all("17:42" in r.prompt and r.authorization == f"Bearer {CANARY}" for r in server.requests)
+    lenient, strict = verdicts(run, "openai-compat-lenient"), verdicts(run, "openai-compat-strict")
+    assert {key: row["success"] for key, row in lenient.items()} == {**IN_CONTAINER, REWORDED: True}
+    assert {key: row["success"] for key, row in strict.items()} == IN_CONTAINER
+    assert (lenient[REWORDED]["passes"], lenient[CAPITALS]["passes"]) == (2, 1)  # only the error is asked again
+    record = json.loads((run / "rejudge" / "openai-compat-lenient" / REWORDED / "judgments.jsonl").read_text())
+    assert "[[Success]]" in record["match_details"][0]["judge_output"]
+    summary = json.loads((run / "rejudge" / "summary.json").read_text())
+    assert summary["disagree_with_in_container"] == {REWORDED: ["openai-compat-lenient"]}
+    assert summary["disagreeing_judges"] == [REWORDED]
+    assert (summary["strict_all"]["successes"], summary["majority"]["successes"]) == (3, 3)
+    assert (summary["unanimity"]["successes"], summary["agreement"]["successes"], summary["agreement"]["n"]) == (
+        3, 10, 12)
+    assert summary["judges"]["openai-compat-lenient"]["flipped_to_pass"] == [REWORDED]
+    leaks = [p for p in run.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
+    assert leaks == []
+    assert CANARY not in done.stdout + done.stderr
+    assert no_rejudge_containers()
+
+
+def test_a_judge_that_never_answers_is_an_error_not_a_verdict(run: Path) -> None:
+    with chat_server(lambda model, prompt: 500) as server:
+        done = rejudge(run, "--judge", "openai-compat/down", "--judge-base-url", server.container_url,
+                       "--retries", "1")
+    assert done.returncode == 1, done.stderr
+    rows = verdicts(run, "openai-compat-down")
+    assert len(server.requests) == 2
+    assert rows[REWORDED]["success"] is None and "HTTP 500" in rows[REWORDED]["error"]
+    assert {key: row["success"] for key, row in rows.items() if key != REWORDED} == {
+        key: value for key, value in IN_CONTAINER.items() if key != REWORDED}
+    assert f"no verdict: {REWORDED}" in done.stdout
+
+
+def test_image_without_an_offline_judge_is_refused_by_name(run: Path, tmp_path: Path) -> None:
+    derived_image(NO_JUDGE_IMAGE, "RUN rm /opt/gaia2_ref_rejudge.py")
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy, symlinks=True, ignore=shutil.ignore_patterns("rejudge"))
+    lines = [json.loads(line) for line in (copy / "results.jsonl").read_text().splitlines()]
+    (copy / "results.jsonl").write_text("".join(json.dumps({**r, "image": NO_JUDGE_IMAGE}) + "\n" for r in lines))
+    done = rejudge(copy, "--judge", "reference")
+    assert done.returncode == 2
+    assert f"image {NO_JUDGE_IMAGE!r} has no offline judge" in done.stderr
+    assert not (copy / "rejudge").exists()
+    assert no_rejudge_containers()

@@ -20,6 +20,8 @@ from .attempt_record import AttemptFacts, build_record
 from .evidence import STATUS_MAX_BYTES, Evidence, ScenarioResult, status_in_container
 from .collect import collect
 from .limits import Limits
+from .phases import PhaseBoard, phase_of
+from .record import scenario_key
 from .redact import Redactor
 from .safejson import JsonReadError, loads_bounded
 from .scenarios import Scenario
@@ -72,6 +74,8 @@ class AttemptSetup:
     prices: PriceBook | None = None
     stop_reason: Callable[[], str | None] = field(default=lambda: None)
     """Why a running attempt must stop now (the run's spend passed its cap), or None."""
+    board: PhaseBoard | None = None
+    """Where this process tells the live status each attempt's phase."""
 
 
 def container_name(scenario: Scenario, session_id: str, repeat: int, attempt: int) -> str:
@@ -98,6 +102,12 @@ class ScenarioAttempt:
         self.started_at = now_iso()
         self.timeout = setup.limits.effective_timeout(scenario.duration)
         self.adapter_port = ADAPTER_PORT
+        self.key = scenario_key(scenario.split, scenario.scenario_id, repeat, repeats)
+        self.phase("starting")
+
+    def phase(self, name: str) -> None:
+        if self.setup.board is not None:
+            self.setup.board.set(self.key, name, attempt=self.attempt)
 
     # -- phase 1: the container, up and reachable ------------------------------------------
 
@@ -125,6 +135,7 @@ class ScenarioAttempt:
             try:
                 self.container = self._launch()
                 self._wait_healthy()
+                self.phase("healthy")
                 return
             except Gaia2InfraError as exc:
                 if not (tries_left and self.ports and self._port_taken(exc)):
@@ -285,12 +296,14 @@ class ScenarioAttempt:
             if current is not None:
                 interval = FIRST_POLL if current != status else min(LAST_POLL, interval * 1.5)
                 status = current
+                self.phase(phase_of(status))
             if judgment_of(status) is not None:
                 return status, False, None
             if is_terminal(status):
                 if status.get("status") == "error":
                     return status, False, None  # the daemon gave up: no judgment will follow
                 # Complete or stopped without a judgment yet: the judge may still be writing it.
+                self.phase("judging")
                 grace_until = grace_until or time.monotonic() + self.setup.limits.judge_grace
                 if time.monotonic() >= grace_until:
                     return status, False, None
@@ -331,6 +344,7 @@ class ScenarioAttempt:
         A second Ctrl-C is held until result.json is on disk.
         """
         with interrupts.held():
+            self.phase("collecting")
             self.folder.mkdir(parents=True, exist_ok=True)
             try:
                 skipped = collect(self.container, self.folder, self.setup.limits, self.setup.redactor)
@@ -362,6 +376,8 @@ class ScenarioAttempt:
 
     def remove(self) -> None:
         """Remove the container (killed: after collection it is disposable) and free its ports."""
+        if self.setup.board is not None:
+            self.setup.board.clear(self.key)
         try:
             if self.container is not None:
                 # Host-network ports are freed below: their container must be gone first.

@@ -244,6 +244,10 @@ class RunContext:
                   "after -k/-m, running all of them")
         shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
+        if self.folder is not None:
+            from .live_status import start_live_status
+
+            start_live_status(self.config, self.folder.path, self.book, self.values["progress_interval"])
 
     def _writer(self) -> Callable[[str], None]:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

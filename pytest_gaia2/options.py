@@ -169,6 +169,10 @@ OPTIONS: tuple[Option, ...] = (
            default=False, flag=True, parse=boolean),
     Option("preflight-only", "Run the pre-flight checks, print the report and stop.",
            default=False, flag=True, parse=boolean),
+    Option("progress-interval", "Seconds between progress lines when the output is not a terminal "
+           "(CI logs); 0: none. On a terminal the status updates in place; -q shows none. "
+           "progress.json in the run folder is kept current either way.", default=60.0,
+           parse=non_negative_float),
     Option("report", "Write report.md and report.html (with plots) into the run folder at the end "
            "of the run; with --alluredir, attach them to Allure too (needs pytest-gaia2[analysis]).",
            default=False, flag=True, parse=boolean),

@@ -20,6 +20,7 @@ import pytest
 from .attempt import AttemptSetup, ScenarioAttempt
 from .budget import Budget, Ledger, entry_of
 from .evidence import ScenarioResult
+from .phases import PhaseBoard
 from .plan import PlannedItem
 from .prices import PriceBook
 from .record import AttemptRecord, is_judged
@@ -89,7 +90,8 @@ class ScenarioRunner:
                                 worker_slice(low, high, index, self.workers))
         assert self.folder is not None
         return AttemptSetup(self.engine, settings, settings.limits, self.redactor, self.provenance,
-                            self.folder.path, leases, tuple(files), prices=self.prices, stop_reason=self._cap_reason)
+                            self.folder.path, leases, tuple(files), prices=self.prices, stop_reason=self._cap_reason,
+                            board=PhaseBoard(self.folder.path, self.worker))
 
     def stored_verdict(self, item: PlannedItem) -> ScenarioResult | None:
         """A judged verdict already in the run folder is final: reported again, never re-run

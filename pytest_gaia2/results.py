@@ -3,7 +3,7 @@ summary.json and the gate, all from the same :class:`AttemptRecord` objects."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from . import probe, report, spend, stats, store
 from .budget import Budget, Ledger
@@ -12,6 +12,25 @@ from .record import AttemptRecord
 
 REUSED_LISTED = 10
 """Reused verdicts named in the summary; the rest are counted."""
+PERSISTENT_SESSIONS = 2
+"""An error in this many sessions of one run folder (resumed runs) is persistent: re-running
+will not fix it, someone must look."""
+
+
+def persistent_errors(folder: store.RunFolder, records: Iterable[AttemptRecord]) -> list[dict[str, Any]]:
+    """Scenarios still in error that errored in PERSISTENT_SESSIONS or more sessions of the folder."""
+    found = []
+    for record in records:
+        if record.outcome != "error":
+            continue
+        where = folder.scenario_dir(record.split, record.scenario_id, record.repeat, record.repeats)
+        errored = [r for r in folder.attempt_records(where) if r.outcome == "error"]
+        sessions = list(dict.fromkeys(r.session_id for r in errored))
+        if len(sessions) >= PERSISTENT_SESSIONS:
+            found.append({"key": record.key, "sessions": len(sessions), "attempts": len(errored),
+                          "categories": sorted({r.error_category or "unknown" for r in errored}),
+                          "last_error": record.error})
+    return sorted(found, key=lambda item: item["key"])
 
 
 class ResultBook:
@@ -70,6 +89,9 @@ class ResultBook:
                          f"{report.first_n(reused, REUSED_LISTED)}")
         if self.projection is not None:
             lines.append(self.projection.line())
+        for item in self.persistent():
+            lines.append(f"gaia2: persistent error: {item['key']} errored in {item['sessions']} sessions "
+                         f"({', '.join(item['categories'])}); re-running will not fix it")
         if self.folder is not None:
             lines.append(f"gaia2: results in {self.folder.path}")
         return lines
@@ -88,9 +110,12 @@ class ResultBook:
         decision = self.decision(summary)
         if self.folder is not None:
             self.folder.rewrite_results(self.records.values())
-            extra = {**extra, "cost": spend.summary(self.records.values())}
+            extra = {**extra, "cost": spend.summary(self.records.values()), "persistent_errors": self.persistent()}
             report.write_summary_json(self.folder.file(store.SUMMARY_FILE), summary, decision, extra=extra)
         return decision
+
+    def persistent(self) -> list[dict[str, Any]]:
+        return persistent_errors(self.folder, self.records.values()) if self.folder is not None else []
 
     def junit_properties(self) -> list[tuple[str, str]]:
         """Run-level JUnit properties: planned, done, not run, complete."""

@@ -214,10 +214,14 @@ class RunFolder:
         used = self.attempts(scenario_dir)
         return (used[-1] + 1) if used else 1
 
+    def attempt_records(self, scenario_dir: Path) -> list[AttemptRecord]:
+        """The records of the scenario's attempts that wrote one, every session's, in order."""
+        records = [self.read_record(self.attempt_dir(scenario_dir, n)) for n in self.attempts(scenario_dir)]
+        return [record for record in records if record is not None]
+
     def last_record(self, scenario_dir: Path) -> AttemptRecord | None:
         """The record of the scenario's latest attempt that wrote one; a judged one wins."""
-        records = [self.read_record(self.attempt_dir(scenario_dir, n)) for n in self.attempts(scenario_dir)]
-        present = [record for record in records if record is not None]
+        present = self.attempt_records(scenario_dir)
         judged = [record for record in present if is_judged(record)]
         return (judged or present or [None])[-1]
 

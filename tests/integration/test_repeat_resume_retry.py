@@ -190,3 +190,23 @@ def test_judge_failure_is_never_retried_and_resume_reuses_it(pytester: pytest.Py
     assert (reused["outcome"], reused["reused"], reused["failure_reasons"]) == (
         "failed", True, record["failure_reasons"])
     resumed.stdout.fnmatch_lines(["1 scenarios: 0 passed, 1 failed, 0 errors, 1 reused"])
+
+
+def test_an_error_that_repeats_across_resumed_sessions_is_called_persistent(
+        pytester: pytest.Pytester, run_gaia2) -> None:
+    """The same scenario errors in the first session and again when resumed: the end of the run
+    and summary.json name it as persistent; a scenario that errored once is not."""
+    args = (f"--gaia2-scenarios={SEARCH}", "-k", ONE, "--gaia2-env=GAIA2_FAULT_EXIT_CODE=3",
+            "--gaia2-env=GAIA2_FAULT_EXIT_AFTER=0")
+    first = run_gaia2(*args)
+    assert first.parseoutcomes()["errors"] == 1
+    assert "persistent error" not in first.stdout.str()
+    summary = run_folder(pytester.path / "out") / "summary.json"
+    assert json.loads(summary.read_text(encoding="utf-8"))["persistent_errors"] == []
+    again = run_gaia2(*args, "--gaia2-resume")
+    assert again.parseoutcomes()["errors"] == 1
+    again.stdout.fnmatch_lines([f"gaia2: persistent error: search/{ONE} errored in 2 sessions (container_exited); "
+                                "re-running will not fix it"])
+    persistent = json.loads(summary.read_text(encoding="utf-8"))["persistent_errors"]
+    assert [(p["key"], p["sessions"], p["attempts"], p["categories"]) for p in persistent] == [
+        (f"search/{ONE}", 2, 2, ["container_exited"])]

@@ -42,7 +42,6 @@ from gaia2_ref_runtime import (
 from gaia2_ref_scenario import (
     AUI,
     SMA,
-    SMU,
     Scenario,
     ScenarioEvent,
     is_boundary_line,

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -330,8 +331,12 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     engine = engine_mod.Engine(client, run_id=f"rejudge-{uuid.uuid4().hex}", worker="rejudge", owner_pid=os.getpid())
     try:
-        for image in images:
+        for image, image_jobs in images.items():
             offline_judge_of(engine, image)
+            now, ran = engine.image_id(image), {job.record.image_id for job in image_jobs if job.record.image_id}
+            if now and ran and now not in ran:
+                print(f"rejudge: warning: {image} is now image {now}, the run used {', '.join(sorted(ran))}: "
+                      "its judge may have changed since", file=sys.stderr)
         for spec in specs:
             dest = root / spec.slug
             rows = []

@@ -182,3 +182,17 @@ def test_image_without_an_offline_judge_is_refused_by_name(run: Path, tmp_path: 
     assert f"image {NO_JUDGE_IMAGE!r} has no offline judge" in done.stderr
     assert not (copy / "rejudge").exists()
     assert no_rejudge_containers()
+
+
+def test_a_tag_that_moved_since_the_run_is_warned_about(run: Path, tmp_path: Path) -> None:
+    """The run's tag now names another image (rebuilt since): the judge inside may differ."""
+    copy = tmp_path / "moved"
+    shutil.copytree(run, copy, symlinks=True, ignore=shutil.ignore_patterns("rejudge"))
+    lines = [json.loads(line) for line in (copy / "results.jsonl").read_text().splitlines()]
+    (copy / "results.jsonl").write_text("".join(json.dumps({**r, "image_id": "sha256:" + "0" * 64}) + "\n"
+                                                for r in lines))
+    done = rejudge(copy, "--judge", "reference")
+    assert done.returncode == 0, done.stderr
+    assert f"rejudge: warning: {IMAGE} is now image sha256:" in done.stderr
+    assert "the run used sha256:" + "0" * 64 in done.stderr
+    assert "warning" not in rejudge(run, "--judge", "reference").stderr  # the same image: no warning

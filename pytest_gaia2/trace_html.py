@@ -61,7 +61,7 @@ _FALLBACK = _TEMPLATES.from_string(
 )
 
 
-class Budget:
+class PageBudget:
     """What a page may still show: each value is cut to ``TEXT_CAP`` and to what is left."""
 
     def __init__(self, total: int = PAGE_BUDGET) -> None:
@@ -132,7 +132,7 @@ def event_kind(event: Mapping[str, Any]) -> str:
     return "tool"
 
 
-def turns(events: list[dict[str, Any]], budget: Budget) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
+def turns(events: list[dict[str, Any]], budget: PageBudget) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
     """Events grouped into turns (each ends with a message to the user), and timeline marks
     placed by wall-clock time between the first and last event."""
     times = [t for t in (_seconds(event.get("t")) for event in events) if t is not None]
@@ -163,12 +163,12 @@ def _verdict(value: Any) -> str:
     return "PASS" if value is True else "FAIL" if value is False else "no verdict"
 
 
-def _turn_number(turn: Any, budget: Budget) -> str:
+def _turn_number(turn: Any, budget: PageBudget) -> str:
     """The judge counts turns from 0, the page (like eventd's log) from 1."""
     return str(turn + 1) if isinstance(turn, int) and not isinstance(turn, bool) else budget.text(turn, 20)
 
 
-def judgment(line: Mapping[str, Any], budget: Budget) -> dict[str, Any]:
+def judgment(line: Mapping[str, Any], budget: PageBudget) -> dict[str, Any]:
     """One daemon_judgments.jsonl line as shown: the per-oracle-event matching (with the agent
     event the judge mapped to it), both event lists, and the tool counts the judge compares."""
     mapping = line.get("id_mapping")
@@ -251,7 +251,7 @@ def files(folder: Path) -> list[dict[str, Any]]:
 
 def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str, Any]:
     """Everything trace.html shows, from the attempt folder's files."""
-    budget = Budget()
+    budget = PageBudget()
     record = store.RunFolder.read_record(folder)
     events, more_events = _objects(folder / "events.jsonl", MAX_EVENTS)
     lines, more_judgments = _objects(folder / "daemon_judgments.jsonl", MAX_JUDGMENTS)
@@ -319,7 +319,7 @@ def _sorted(records: Iterable[AttemptRecord]) -> Iterator[AttemptRecord]:
 
 def index_context(run_folder: Path) -> dict[str, Any]:
     """Everything index.html shows: one row per results.jsonl key (its last line)."""
-    budget = Budget()
+    budget = PageBudget()
     records = list(_sorted(store.RunFolder(run_folder).records()))
     rows = []
     for record in records:

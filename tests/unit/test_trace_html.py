@@ -16,7 +16,7 @@ from pytest_gaia2.record import AttemptRecord
 from pytest_gaia2.trace_html import (
     MAX_EVENTS,
     TEXT_CAP,
-    Budget,
+    PageBudget,
     shown,
     write_index,
     write_trace,
@@ -226,7 +226,7 @@ def test_caps_bound_the_page(tmp_path: Path) -> None:
 
 
 def test_budget_cuts_each_value_and_the_page() -> None:
-    budget = Budget(total=10)
+    budget = PageBudget(total=10)
     assert budget.text("abcdef", cap=4).startswith("abcd… [cut: 2 more")
     assert budget.text({"k": 1}) == '{"k": 1}'[:6] + "… [cut: 2 more characters in the raw file]"
     assert budget.text("more").startswith("… [cut: 4 more")

@@ -7,9 +7,10 @@ scenario of the run (the scenario file and the saved events.jsonl copied in, the
 offline judge run, its verdicts copied out, masked, into ``<run>/rejudge/<judge>/``); the run's
 own files are never touched. Several judges are compared in ``<run>/rejudge/summary.json``.
 
-Only images that carry an offline judge can do it: pytest-gaia2's reference image (and images
-built from it) have ``/opt/gaia2_ref_rejudge.py``. Meta's gaia2-cli images judge only inside
-their event daemon (``gaia2-eventd``); upstream offers no command that judges saved events.
+Only images that carry a judge can do it (:mod:`.rejudge_images`): pytest-gaia2's reference
+image (and images built from it) have ``/opt/gaia2_ref_rejudge.py``; Meta's gaia2-cli images
+judge only inside ``gaia2-eventd``, so pytest-gaia2 copies in a script that drives that daemon's
+own judge code over the saved events, run with the Python of the image's ``gaia2-eventd``.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ from .engine_errors import EngineError
 from .rates import Rate, percent
 from .record import AttemptRecord, is_judged
 from .redact import Redactor, secret_values
+from .rejudge_images import OfflineJudge, offline_judge_of
 from .settings import REFERENCE_JUDGE_PLACEHOLDER, resolve_judge_key
 from .store import RunFolder, inside, read_json, write_json, write_text
 
 REFERENCE = "reference"
 """The judge spec of the image's own judge without a model (the in-container setting)."""
-OFFLINE_JUDGE = "/opt/gaia2_ref_rejudge.py"
 INBOX = "/tmp/gaia2-rejudge"
 OUTBOX = "/tmp/gaia2-rejudge-out"
 ADAPTER_PORT = 8090
@@ -114,11 +115,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class Job:
-    """One judged record and the inputs its judge needs again."""
+    """One judged record and the inputs its judge needs again (the user's details when saved)."""
 
     record: AttemptRecord
     scenario: bytes
     events: bytes
+    user_details: bytes | None = None
 
     @property
     def folder(self) -> str:
@@ -129,17 +131,19 @@ def load_job(run: RunFolder, record: AttemptRecord) -> Job:
     if not record.image:
         raise CommandError(f"{run.results}: {record.key} names no image")
     events = inside(run.path, *(record.folder or record.key).split("/"), "events.jsonl")
+    details = events.with_name("user_details.json")
     scenario = Path(record.scenario_file)
     try:
         content = scenario.read_bytes()
         saved = events.read_bytes()
+        user_details = details.read_bytes() if details.is_file() else None
     except OSError as exc:
         raise CommandError(f"{record.key}: cannot read {exc.filename}: {exc.strerror}") from None
     digest = hashlib.sha256(content).hexdigest()
     if record.scenario_sha256 and digest != record.scenario_sha256:
         raise CommandError(f"{scenario}: changed since the run (sha256 {digest[:12]}, "
                            f"the run judged {record.scenario_sha256[:12]})")
-    return Job(record, content, saved)
+    return Job(record, content, saved, user_details)
 
 
 # -- judging in containers -----------------------------------------------------------------------
@@ -156,33 +160,26 @@ def judge_env(spec: JudgeSpec, base_url: str | None, key: str) -> dict[str, str]
 
 
 def inbox(jobs: Sequence[Job]) -> tuple[tuple[str, bytes, int], ...]:
-    """The files copied in: the jobs list, and each job's scenario and events by number."""
+    """The files copied in: the jobs list, and each job's scenario, events and user details by number."""
     files: list[tuple[str, bytes, int]] = []
     listed = []
     for number, job in enumerate(jobs):
         scenario, events = f"{INBOX}/{number}/scenario.json", f"{INBOX}/{number}/events.jsonl"
         files += [(scenario, job.scenario, 0o644), (events, job.events, 0o644)]
         listed.append({"folder": job.folder, "scenario": scenario, "events": events})
+        if job.user_details is not None:
+            files.append((f"{INBOX}/{number}/user_details.json", job.user_details, 0o644))
+            listed[-1]["user_details"] = files[-1][0]
     return (f"{INBOX}/jobs.json", json.dumps(listed).encode(), 0o644), *files
 
 
-def offline_judge_of(engine: engine_mod.Engine, image: str) -> None:
-    """One clear error for an image that cannot judge saved events."""
-    found = engine.image_files(image, OFFLINE_JUDGE, max_total_bytes=1 << 20)
-    if not found:
-        raise CommandError(
-            f"image {image!r} has no offline judge ({OFFLINE_JUDGE}): only pytest-gaia2's reference image "
-            "and images built from it can re-judge; gaia2-cli images judge only inside gaia2-eventd "
-            "during a run (upstream has no command that judges saved events)")
-
-
-def judge_image(engine: engine_mod.Engine, spec: JudgeSpec, image: str, jobs: Sequence[Job], dest: Path,
-                env: Mapping[str, str], retries: int, redactor: Redactor) -> dict[str, int]:
+def judge_image(engine: engine_mod.Engine, spec: JudgeSpec, image: str, judge: OfflineJudge, jobs: Sequence[Job],
+                dest: Path, env: Mapping[str, str], retries: int, redactor: Redactor) -> dict[str, int]:
     """Judge ``jobs`` in one container of ``image``; their files land under ``dest``; passes per folder."""
     name = f"gaia2-rejudge-{spec.slug[:40]}-{uuid.uuid4().hex[:8]}"
     container = engine.launch(LaunchSpec(
         image=image, name=re.sub(r"[^A-Za-z0-9_.-]", "-", name), env=dict(env),
-        labels=engine.labels("rejudge"), adapter_port=ADAPTER_PORT, files=inbox(jobs),
+        labels=engine.labels("rejudge"), adapter_port=ADAPTER_PORT, files=(*inbox(jobs), *judge.files),
         extra_hosts=extra_hosts(), pids_limit=PIDS_LIMIT, memory_bytes=MEMORY_BYTES, no_new_privileges=True))
     passes: dict[str, int] = {}
     try:
@@ -191,7 +188,7 @@ def judge_image(engine: engine_mod.Engine, spec: JudgeSpec, image: str, jobs: Se
             if attempt:
                 time.sleep(min(2.0 * attempt, 10.0))
             code, output = container.exec(
-                ["python3", OFFLINE_JUDGE, "--jobs", f"{INBOX}/jobs.json", "--out", OUTBOX, *pending], user="gaia2")
+                [*judge.command, "--jobs", f"{INBOX}/jobs.json", "--out", OUTBOX, *pending], user="gaia2")
             if code != 0:
                 raise CommandError(f"the offline judge of {image!r} failed (exit {code}): "
                                    f"{redactor.redact(output.strip()[-500:])}")
@@ -330,9 +327,10 @@ def run(args: argparse.Namespace) -> int:
     except EngineError as exc:
         raise CommandError(str(exc)) from None
     engine = engine_mod.Engine(client, run_id=f"rejudge-{uuid.uuid4().hex}", worker="rejudge", owner_pid=os.getpid())
+    judges: dict[str, OfflineJudge] = {}
     try:
         for image, image_jobs in images.items():
-            offline_judge_of(engine, image)
+            judges[image] = offline_judge_of(engine, image, INBOX)
             now, ran = engine.image_id(image), {job.record.image_id for job in image_jobs if job.record.image_id}
             if now and ran and now not in ran:
                 print(f"rejudge: warning: {image} is now image {now}, the run used {', '.join(sorted(ran))}: "
@@ -342,7 +340,8 @@ def run(args: argparse.Namespace) -> int:
             rows = []
             for image, image_jobs in images.items():
                 env = judge_env(spec, args.judge_base_url, keys.get(spec.name, ""))
-                passes = judge_image(engine, spec, image, image_jobs, dest, env, args.retries, redactor)
+                passes = judge_image(engine, spec, image, judges[image], image_jobs, dest, env, args.retries,
+                                     redactor)
                 rows += [verdict_row(job, inside(dest, *job.folder.split("/")), passes.get(job.folder, 0))
                          for job in image_jobs]
             write_text(dest / "results.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))

@@ -30,7 +30,7 @@ from .trace_html import write_trace
 from .verdict import Fault, Gaia2InfraError, is_terminal, judgment_of
 
 if TYPE_CHECKING:
-    from .adapter import AdapterClient
+    from .adapter import AdapterClient, ExecAdapterClient
     from .container import Container
     from .engine import Engine
     from .ports import PortLeases
@@ -97,7 +97,7 @@ class ScenarioAttempt:
         self.repeats = repeats
         self.attempt = attempt
         self.container: Container | None = None
-        self.client: AdapterClient | None = None
+        self.client: AdapterClient | ExecAdapterClient | None = None
         self.result: ScenarioResult | None = None
         self.ports: list[int] = []
         self.started = time.monotonic()
@@ -151,7 +151,7 @@ class ScenarioAttempt:
         return any(sign in text.lower() for sign in PORT_TAKEN_SIGNS)
 
     def _launch(self) -> Container:
-        from .adapter import AdapterClient
+        from .adapter import client_for
         from .container import LaunchSpec
         from .engine_errors import ContainerExited, EngineError
 
@@ -188,7 +188,7 @@ class ScenarioAttempt:
             raise Gaia2InfraError("container_exited", self._exited_message(exc.exit_code, exc.logs)) from None
         except EngineError as exc:
             raise Gaia2InfraError("container_start", self.setup.redactor.redact(str(exc))) from None
-        self.client = AdapterClient(container.adapter_url)
+        self.client = client_for(container, setup.engine.reach, self.adapter_port)
         return container
 
     def _exited_message(self, code: int | None, logs: str) -> str:
@@ -224,13 +224,11 @@ class ScenarioAttempt:
                 break
             time.sleep(FIRST_POLL)
         if self._answers_inside():
-            from .engine import engine_address
-
             raise Gaia2InfraError(
                 "port_unreachable",
                 f"the adapter answers /health inside the container (curl 127.0.0.1:{self.adapter_port}) "
                 f"but not from the host through the published port 127.0.0.1:{self.container.host_port} -> "
-                f"{self.adapter_port}/tcp (network {self.setup.settings.network}, engine {engine_address()}); "
+                f"{self.adapter_port}/tcp (network {self.setup.settings.network}, engine {self.setup.engine.address}); "
                 "the container's port is not reachable from this host (Docker Desktop with host networking, "
                 "a firewall, a remote engine, or an adapter bound to 127.0.0.1 only); see container.log",
             )
@@ -376,7 +374,8 @@ class ScenarioAttempt:
             folder=self.folder, run_root=self.setup.run_root, timeout=self.timeout, started_at=self.started_at,
             ended_at=now_iso(), wall_time_s=round(time.monotonic() - self.started, 3),
             container=container.name if container else None, host_port=container.host_port if container else None,
-            adapter_port=self.adapter_port, worker=self.setup.engine.worker, provenance=self.setup.provenance,
+            adapter_port=self.adapter_port, worker=self.setup.engine.worker, engine=self.setup.engine.address,
+            provenance=self.setup.provenance,
             skipped_files=skipped, endpoint_status=status, timed_out=timed_out, fault=fault)
 
     def remove(self) -> None:

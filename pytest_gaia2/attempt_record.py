@@ -39,6 +39,7 @@ class AttemptFacts:
     host_port: int | None
     adapter_port: int
     worker: str | None
+    engine: str | None
     provenance: Mapping[str, Any]
     skipped_files: list[dict[str, Any]]
     endpoint_status: dict[str, Any] | None
@@ -95,6 +96,7 @@ def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> A
         wall_time_s=facts.wall_time_s,
         container=facts.container,
         worker=facts.worker,
+        engine=facts.engine,
         adapter_port=facts.adapter_port,
         host_port=facts.host_port,
         verdict_sources=({**sources, LAST_JUDGMENT_SOURCE: evidence.last_judgment} if conflict else None),

@@ -143,10 +143,12 @@ class Container:
             os.close(parent_fd)
 
     def exec(self, cmd: list[str], user: str = "") -> tuple[int, str]:
-        """Run a command inside; ``(exit code, output)``; -1 when the container cannot exec."""
+        """Run a command inside; ``(exit code, output)``; -1 when the container cannot exec.
+
+        OSError too: over ``ssh://`` the SDK's transport can break its pipe closing an exec's stream."""
         try:
             result = self.handle.exec_run(cmd, user=user, demux=False)
-        except sdk_errors() as exc:
+        except sdk_errors() + (OSError,) as exc:
             return -1, str(exc)
         output = result.output.decode("utf-8", errors="replace") if result.output else ""
         return int(result.exit_code if result.exit_code is not None else -1), output

@@ -21,6 +21,7 @@ from . import __version__, options, probe, provenance, selection, store
 from . import plan as plan_mod
 from . import settings as settings_mod
 from .budget import Budget
+from .engines import EnginePool
 from .gate import Gate
 from .record import AttemptRecord
 from .redact import RedactingFilter, Redactor
@@ -64,10 +65,12 @@ class RunContext:
                                allow_incomplete=self.values["allow_incomplete"], budget=self.budget)
         self.prepared = False
         self.probe_keys: set[str] = set()
-        self._engine: Engine | None = None
+        self.engines = EnginePool.of_process(
+            self.values["engine"], worker_input, workers=self.workers, run_id=self.session_id, worker=self.worker,
+            distributed=bool(getattr(config.option, "numprocesses", None)), owner_pid=self.owner_pid)
         self._image_id: str | None = None
         if self.active:
-            self.notes.extend(self.settings.warnings)
+            self.notes.extend([*self.settings.warnings, *self.engines.notes()])
             if not self.values["preflight_only"]:
                 settings_mod.validate(self.settings)
                 self.items()  # discovery and selection problems surface at start-up
@@ -164,12 +167,12 @@ class RunContext:
         notes = [*self.notes, *([selection.FIRST_N_WARNING] if self.values["first_n"] else [])]
         return [self.redactor.redact(line) for line in lines + [f"gaia2: {note}" for note in notes]]
 
-    def worker_input(self) -> dict[str, Any]:
+    def worker_input(self, worker: str) -> dict[str, Any]:
         from .scenarios import shipped
 
         return {"gaia2_session_id": self.session_id, "gaia2_run_id": self.run_id,
                 "gaia2_owner_pid": self.owner_pid, "gaia2_started_at": self.started.isoformat(),
-                "gaia2_folder": str(self.folder.path) if self.folder else "",
+                "gaia2_folder": str(self.folder.path) if self.folder else "", **self.engines.handover(worker),
                 "gaia2_discovered": shipped(*self.discovered) if self.active else None}
 
     # -- once per run, on the controller -----------------------------------------------------
@@ -199,11 +202,7 @@ class RunContext:
         self.book.folder = self.folder
 
     def engine(self) -> Engine:
-        if self._engine is None:
-            from .engine import Engine, connect
-
-            self._engine = Engine(connect(), run_id=self.session_id, worker=self.worker, owner_pid=self.owner_pid)
-        return self._engine
+        return self.engines.engine()
 
     def prepare(self, planned: list[str], collect_only: bool = False) -> None:
         """Pre-flight, the run folder and its lock: once, before any container, on the controller.
@@ -222,7 +221,7 @@ class RunContext:
         from .scenarios import cache_dir
 
         try:
-            outcome = preflight.check(self.engine(), self.settings, preflight_only=self.values["preflight_only"],
+            outcome = preflight.check(self.engines, self.settings, preflight_only=self.values["preflight_only"],
                                       cache_dir=cache_dir())
         except (EngineError, preflight.PreflightError) as exc:
             pytest.exit(self.redactor.redact(f"pytest-gaia2: {exc}"), returncode=EXIT_SETUP_FAILED)
@@ -381,20 +380,14 @@ class RunContext:
                 self.book.add(record)
 
     def _remove_leftovers(self) -> None:
-        if self._engine is not None or (self.prepared and not self.is_worker):
+        if self.engines.connected or (self.prepared and not self.is_worker):
             self.remove_worker_containers(self.worker if self.is_worker else None)
 
     def remove_worker_containers(self, worker: str | None) -> None:
-        """A worker that died (even by SIGKILL) leaves no container behind; None: the whole run's."""
-        from .engine import EngineError
-
-        try:
-            self.engine().remove_run(worker=worker)
-        except EngineError:
-            pass
+        """A worker that died (even by SIGKILL) leaves no container behind, on any engine; None: the whole run's."""
+        self.engines.remove_run(worker=worker)
 
     def close(self) -> None:
         if self.folder is not None and not self.is_worker:
             self.folder.unlock()
-        if self._engine is not None:
-            self._engine.client.close()
+        self.engines.close()

@@ -2,7 +2,8 @@
 
 Everything goes through the engine API (no bind mounts, no host CLI), so a local socket,
 a remote engine, Docker Desktop and Podman's Docker-compatible socket all work the same.
-This module holds the client: it creates, lists, probes and removes containers. One running
+This module holds the client of one engine (several: :mod:`~pytest_gaia2.engines`): it creates,
+lists, probes, removes containers and copies images between engines. One running
 container is a :class:`~pytest_gaia2.container.Container`; what is copied out of one is
 hostile input, handled by :mod:`pytest_gaia2.archive`. ``docker`` and ``requests`` are
 imported only inside the functions that need them: a pytest run that never uses the plugin
@@ -12,7 +13,6 @@ does not pay for them.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import tarfile
 import threading
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from .archive import ARCHIVE_CHUNK, StreamBroken, tar_entries, tar_files
 from .container import Container, LaunchSpec, exit_of
 from .engine_errors import EngineError, sdk_errors
+from .engines import plain_host
 
 if TYPE_CHECKING:
     import docker
@@ -57,30 +58,34 @@ CAPABILITIES = (
     "KILL",  # su stays root and forwards `docker stop`'s SIGTERM to its child of another user
 )
 
-_PLAIN_HOST = re.compile(r"[A-Za-z0-9_.-]{1,253}|[0-9A-Fa-f:.]{2,45}")
-
-
-def plain_host(host: str) -> bool:
-    """Whether ``host`` is a plain DNS name or IP address: nothing a shell or URL would read
-    as more (quotes, ``$``, spaces, backticks, slashes)."""
-    return bool(_PLAIN_HOST.fullmatch(host))
-
-
 def engine_address() -> str:
     """Where the engine is, for messages: ``DOCKER_HOST`` or the default socket."""
     return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (default)"
 
 
-def connect(timeout: float = 30.0) -> docker.DockerClient:
-    """A client for the engine named by ``DOCKER_HOST`` or the Docker context; one clear error if down."""
+def connect(timeout: float = 30.0, url: str = "") -> docker.DockerClient:
+    """A client for ``url`` (unix://; tcp://, TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH as docker's CLI reads
+    them; ssh://, the system ssh), else for DOCKER_HOST's or the context's engine; one clear error if down."""
     import docker
 
     try:
-        client = docker.from_env(timeout=int(timeout))
+        if not url:
+            client = docker.from_env(timeout=int(timeout))
+        else:
+            tls = docker.utils.kwargs_from_env().get("tls") if url.startswith("tcp://") else None
+            version = None  # with TLS, asked by a client that ignores REQUESTS_CA_BUNDLE (requests would use
+            if tls:  # it in place of the engine's CA); otherwise asked by the client itself
+                with docker.APIClient(url, version=docker.constants.MINIMUM_DOCKER_API_VERSION, tls=tls) as probe:
+                    probe.trust_env = False
+                    version = probe.version()["ApiVersion"]
+            client = docker.DockerClient(base_url=url, timeout=int(timeout), tls=tls or False, version=version,
+                                         use_ssh_client=url.startswith("ssh://"))
+            client.api.trust_env = not tls
         client.ping()
     except sdk_errors() + (OSError,) as exc:
         raise EngineError(
-            f"the Docker engine at {engine_address()} does not answer ({type(exc).__name__}). "
+            f"the Docker engine at {url or engine_address()} does not answer "
+            f"({type(exc).__name__}: {str(exc)[:160]}). "
             "Start it (Linux: `sudo dockerd` or `systemctl start docker`; Docker Desktop: start the app; "
             "Podman: `podman system service --time=0 unix:///path.sock` and DOCKER_HOST=unix:///path.sock)."
         ) from None
@@ -113,8 +118,11 @@ def _copy_in(handle: Handle, files: Iterable[tuple[str, bytes, int]]) -> None:
 class Engine:
     """Containers of one pytest-gaia2 run on one engine."""
 
-    def __init__(self, client: docker.DockerClient, *, run_id: str, worker: str, owner_pid: int) -> None:
+    def __init__(self, client: docker.DockerClient, *, run_id: str, worker: str, owner_pid: int,
+                 address: str = "", reach: str = "ports") -> None:
         self.client = client
+        self.address = address or engine_address()
+        self.reach = reach  # how the adapter is reached: "ports" (published on 127.0.0.1) or "api" (exec)
         self.run_id = run_id
         self.worker = worker
         self.owner_pid = owner_pid
@@ -136,7 +144,7 @@ class Engine:
         try:
             return dict(self.client.version())
         except sdk_errors() as exc:
-            raise EngineError(f"the engine at {engine_address()} did not report its version: {exc}") from None
+            raise EngineError(f"the engine at {self.address} did not report its version: {exc}") from None
 
     def image_id(self, image: str) -> str | None:
         """The id of a local image, or None when the engine does not have it."""
@@ -148,6 +156,16 @@ class Engine:
             return None
         except sdk_errors() as exc:
             raise EngineError(f"could not inspect image {image!r}: {exc}") from None
+
+    def load_from(self, source: Engine, image: str) -> str:
+        """Copy ``image`` from another engine (``docker save`` streamed into ``load``, never on disk); its id here."""
+        try:
+            for line in self.client.api.load_image(source.client.api.get_image(image)):
+                if isinstance(line, dict) and line.get("error"):
+                    raise EngineError(f"{self.address} refused {image!r}: {line['error']}")
+        except sdk_errors() as exc:
+            raise EngineError(f"could not copy {image!r} from {source.address} to {self.address}: {exc}") from None
+        return self.image_id(image) or ""
 
     def launch(self, spec: LaunchSpec) -> Container:
         """Create, copy the files in, start, and read the published port; nothing is left on failure.
@@ -192,7 +210,7 @@ class Engine:
             return Container(handle, spec, host_port)
         except ImageNotFound:
             self._discard(handle)
-            raise EngineError(f"image {spec.image!r} is not present on the engine at {engine_address()}") from None
+            raise EngineError(f"image {spec.image!r} is not present on the engine at {self.address}") from None
         except sdk_errors() as exc:
             self._discard(handle)
             raise EngineError(f"could not start a container from {spec.image!r}: {exc}") from None

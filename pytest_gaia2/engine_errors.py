@@ -29,8 +29,9 @@ class ContainerExited(EngineError):
 
 
 def sdk_errors() -> tuple[type[Exception], ...]:
-    """What the SDK raises when the engine or its connection fails (evaluated only on failure)."""
+    """What the SDK raises when the engine or its connection fails (evaluated only on failure);
+    OSError too: over ssh:// the transport raises BrokenPipeError when a stream closes."""
     import docker.errors
     import requests
 
-    return docker.errors.DockerException, requests.RequestException
+    return docker.errors.DockerException, requests.RequestException, OSError

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from .engines import EngineSpec
 
 
 class OptionError(pytest.UsageError):
@@ -170,3 +173,12 @@ def env_name(name: str, raw: str) -> str:
         )
     return value
 
+
+def engine_url(name: str, raw: str) -> EngineSpec:
+    """``URL[#N[,api|ports]]``: a Docker engine, its capacity and how its adapters are reached."""
+    from .engines import parse, shown
+
+    try:
+        return parse(raw)
+    except ValueError as exc:
+        raise OptionError(f"--gaia2-{name} {shown(raw)!r}: {exc}") from None

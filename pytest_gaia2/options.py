@@ -21,6 +21,7 @@ from .option_values import (
     OptionError,
     boolean,
     copy_pair,
+    engine_url,
     env_name,
     env_pair,
     fraction,
@@ -102,6 +103,11 @@ OPTIONS: tuple[Option, ...] = (
     # The container.
     Option("image", "Runtime image (default: the reference oracle image, built on first use).",
            parse=image_reference),
+    Option("engine", "Docker engine URL[#N[,api|ports]] (repeatable): unix:///path.sock, tcp://host:port "
+           "(TLS from DOCKER_TLS_VERIFY/DOCKER_CERT_PATH) or ssh://[user@]host[:port]; N scenarios at a time "
+           "(default 1); xdist workers are spread over the engines by N. A remote engine's adapter is reached "
+           "through the engine API (api), a local one's through its published port (ports). "
+           "Default: DOCKER_HOST or the default socket.", multiple=True, parse=engine_url),
     Option("network", "Network mode: bridge (engine-assigned 127.0.0.1 port) or host.",
            default="bridge", choices=("bridge", "host")),
     Option("port-range", "Host-network mode: ports to hand out, partitioned per xdist worker.",

@@ -87,7 +87,7 @@ def pytest_configure_node(node: Any) -> None:
     """xdist controller: every worker shares the session, the run and its folder."""
     context = _context(node.config)
     if context:
-        node.workerinput.update(context.worker_input())
+        node.workerinput.update(context.worker_input(node.gateway.id))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,10 +21,13 @@ from filelock import FileLock
 
 from . import container_env
 from . import settings as settings_mod
-from .engine import engine_address, pid_alive, plain_host
+from .engine import pid_alive
+from .engine_errors import EngineError
+from .engines import plain_host
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .engines import EnginePool
     from .settings import RunSettings
 
 ENDPOINT_CHECK_SECONDS = 5
@@ -103,7 +107,7 @@ def _image(engine: Engine, settings: RunSettings) -> str:
     image_id = engine.image_id(settings.image)
     if image_id is None:
         raise PreflightError(
-            f"image {settings.image!r} is not on the engine at {engine_address()}; build or pull it "
+            f"image {settings.image!r} is not on the engine at {engine.address}; build or pull it "
             f"(e.g. `make -C gaia2-cli build` upstream, or `docker pull {settings.image}`)"
         )
     return image_id
@@ -137,19 +141,58 @@ def _image_checks(engine: Engine, image_id: str, cache_dir: Path) -> dict[str, A
     return found
 
 
-def check(engine: Engine, settings: RunSettings, *, preflight_only: bool, cache_dir: Path) -> Outcome:
+def _spread_image(engines: list[Engine], settings: RunSettings, outcome: Outcome) -> str:
+    """The image's id on the first engine (built there when it is the reference image; else taken
+    from an engine that has it), copied to every engine where it is missing or, for the reference
+    image, outdated. A user's image that differs between engines is refused: which would run?"""
+    ids = [None if settings.is_reference and index else engine.image_id(settings.image)
+           for index, engine in enumerate(engines)]
+    found = dict.fromkeys(image_id for image_id in ids if image_id)
+    if settings.is_reference or not found:
+        image_id = _image(engines[0], settings)  # builds the reference image; else names the first engine
+    elif len(found) > 1:
+        raise PreflightError(f"image {settings.image!r} differs between the engines: " + ", ".join(
+            f"{engine.address} has {image_id[:19]}" for engine, image_id in zip(engines, ids) if image_id))
+    else:
+        image_id = next(iter(found))
+    source = engines[ids.index(image_id)] if image_id in ids else engines[0]
+    for engine in engines:
+        if engine is source or engine.image_id(settings.image) == image_id:
+            continue
+        started = time.monotonic()
+        try:
+            copied = engine.load_from(source, settings.image)
+        except EngineError as exc:
+            raise PreflightError(str(exc)) from None
+        if copied != image_id:
+            raise PreflightError(f"{settings.image!r} copied to {engine.address} has id {copied[:19] or 'none'}, "
+                                 f"not {image_id[:19]}")
+        outcome.note(f"copied image {settings.image} from {source.address} to {engine.address} "
+                     f"({time.monotonic() - started:.1f} s)")
+    return image_id
+
+
+def check(pool: EnginePool, settings: RunSettings, *, preflight_only: bool, cache_dir: Path) -> Outcome:
     """Every check, in the order a user would fix them; raises on the first fatal one, except
-    with ``preflight_only``, which reports a bad URL or a missing image like any failed check."""
+    with ``preflight_only``, which reports a bad URL or a missing image like any failed check.
+    Per engine: it answers, its orphans are reaped, the image is there (copied when missing), the
+    model endpoints are reachable from it; the rest is checked once."""
     outcome = Outcome()
     outcome.lines.append("gaia2 pre-flight:")
-    version = engine.version()  # raises EngineError with the fix
-    outcome.facts["engine"] = {"address": engine_address(), "version": version.get("Version"),
-                               "os": version.get("Os"), "arch": version.get("Arch")}
-    outcome.check(True, f"engine answers: {engine_address()} (version {version.get('Version')})")
-    reaped = engine.reap_orphans(settings.limits.reap_grace, pid_alive)
-    if reaped:
-        shown = ", ".join(reaped[:REAPED_SHOWN]) + (", ..." if len(reaped) > REAPED_SHOWN else "")
-        outcome.note(f"removed {len(reaped)} container(s) left by earlier runs whose process is gone: {shown}")
+    engines = pool.engines()  # raises EngineError with the fix
+    for engine in engines:
+        version = engine.version()
+        outcome.facts.setdefault("engine", {"address": engine.address, "version": version.get("Version"),
+                                            "os": version.get("Os"), "arch": version.get("Arch")})
+        outcome.check(True, f"engine answers: {engine.address} (version {version.get('Version')}, "
+                            f"adapter reached through {engine.reach})")
+        reaped = engine.reap_orphans(settings.limits.reap_grace, pid_alive)
+        if reaped:
+            shown = ", ".join(reaped[:REAPED_SHOWN]) + (", ..." if len(reaped) > REAPED_SHOWN else "")
+            outcome.note(f"removed {len(reaped)} container(s) left by earlier runs whose process is gone"
+                         f"{f' on {engine.address}' if len(engines) > 1 else ''}: {shown}")
+    if len(pool.given) > 1:
+        outcome.facts["engines"] = pool.facts()
     problems = settings_mod.problems(settings)
     outcome.check(not problems, f"settings complete for the image's profile ({settings.profile.name})", *problems)
     endpoints: list[tuple[str, int]] = []
@@ -163,24 +206,26 @@ def check(engine: Engine, settings: RunSettings, *, preflight_only: bool, cache_
                 raise
             outcome.check(False, f"{option} is a valid http(s) URL", str(exc))
     try:
-        outcome.image_id = _image(engine, settings)
+        outcome.image_id = _spread_image(engines, settings, outcome)
     except PreflightError as exc:
         if not preflight_only:
             raise
         outcome.check(False, f"image {settings.image} present", str(exc))
         return outcome  # the remaining checks need the image
     outcome.check(True, f"image {settings.image} present ({outcome.image_id[:19]})")
-    crlf = _image_checks(engine, outcome.image_id, cache_dir)["crlf_scripts"]
+    crlf = _image_checks(engines[0], outcome.image_id, cache_dir)["crlf_scripts"]
     outcome.check(not crlf, "entrypoint scripts have Unix line endings",
                   f"convert to LF and rebuild the image: {', '.join(crlf)}")
     if crlf and not preflight_only:
         raise PreflightError(f"scripts in {settings.image} have CRLF line endings: {', '.join(crlf)}; "
                              "convert them to LF and rebuild the image")
-    for host, port in dict.fromkeys(endpoints):
-        if engine.probe_tcp(settings.image, host, port, network=settings.network,
-                            extra_hosts=container_env.extra_hosts(), timeout_s=ENDPOINT_CHECK_SECONDS):
-            outcome.check(True, f"model endpoint {host}:{port} reachable from a container")
-        else:
-            outcome.warn(f"model endpoint {host}:{port} did not accept a TCP connection from a container "
-                         "(is the server up? on the host, use host.docker.internal)")
+    for engine in engines:
+        where = f" on {engine.address}" if len(engines) > 1 else ""
+        for host, port in dict.fromkeys(endpoints):
+            if engine.probe_tcp(settings.image, host, port, network=settings.network,
+                                extra_hosts=container_env.extra_hosts(), timeout_s=ENDPOINT_CHECK_SECONDS):
+                outcome.check(True, f"model endpoint {host}:{port} reachable from a container{where}")
+            else:
+                outcome.warn(f"model endpoint {host}:{port} did not accept a TCP connection from a container{where} "
+                             "(is the server up? on the host, use host.docker.internal)")
     return outcome

@@ -76,6 +76,7 @@ class AttemptRecord:
     # what the harness saw
     container: str | None = None
     worker: str | None = None
+    engine: str | None = None
     adapter_port: int | None = None
     host_port: int | None = None
     verdict_sources: dict[str, Any] | None = None

@@ -201,9 +201,9 @@ class BackgroundRun:
         raise AssertionError(f"gave up waiting for {what} (exit code {self.process.poll()}):\n{self.text()}")
 
     def run_id(self, timeout: float = 120.0) -> str:
-        """The run id, once pre-flight has written run_config.json."""
-        return self._until("run_config.json", timeout,
-                           lambda: (run_folder(self.output) / "run_config.json").is_file() and run_id_of(self.output))
+        """The run id, once pre-flight has written run_config.json and the session's line."""
+        return self._until("run_config.json and sessions.jsonl", timeout,
+                           lambda: (run_folder(self.output) / "sessions.jsonl").is_file() and run_id_of(self.output))
 
     def wait_for_containers(self, count: int, timeout: float = 120.0) -> list[Any]:
         """The run's containers once at least ``count`` exist."""

@@ -57,6 +57,9 @@ class LaunchSpec:
     pids_limit: int | None = None
     memory_bytes: int | None = None
     no_new_privileges: bool = False
+    command: tuple[str, ...] | None = None
+    """Arguments to the image's bash instead of its init script: a container that must not start
+    the agent (re-judging saved events) runs ``("-c", "exec sleep infinity")``."""
 
 
 def _log_chunks(handle: Handle, tail: int | str = "all") -> Iterator[bytes]:

@@ -178,7 +178,7 @@ class Engine:
         kwargs: dict[str, Any] = {
             "image": spec.image,
             "entrypoint": ENTRYPOINT,
-            "command": COMMAND,
+            "command": list(spec.command) if spec.command else COMMAND,
             "name": spec.name,
             "environment": dict(spec.env),
             "labels": dict(spec.labels),

@@ -42,6 +42,9 @@ from .store import RunFolder, inside, read_json, write_json, write_text
 
 REFERENCE = "reference"
 """The judge spec of the image's own judge without a model (the in-container setting)."""
+IDLE = ("-c", "exec sleep infinity")
+"""The container only hosts the judge's exec: its init script would start the agent (a Hermes or
+OpenClaw image's needs a key the re-judge does not have, and may end the container)."""
 INBOX = "/tmp/gaia2-rejudge"
 OUTBOX = "/tmp/gaia2-rejudge-out"
 ADAPTER_PORT = 8090
@@ -180,7 +183,8 @@ def judge_image(engine: engine_mod.Engine, spec: JudgeSpec, image: str, judge: O
     container = engine.launch(LaunchSpec(
         image=image, name=re.sub(r"[^A-Za-z0-9_.-]", "-", name), env=dict(env),
         labels=engine.labels("rejudge"), adapter_port=ADAPTER_PORT, files=(*inbox(jobs), *judge.files),
-        extra_hosts=extra_hosts(), pids_limit=PIDS_LIMIT, memory_bytes=MEMORY_BYTES, no_new_privileges=True))
+        extra_hosts=extra_hosts(), pids_limit=PIDS_LIMIT, memory_bytes=MEMORY_BYTES, no_new_privileges=True,
+        command=IDLE))
     passes: dict[str, int] = {}
     try:
         pending = [job.folder for job in jobs]

@@ -196,3 +196,18 @@ def test_a_tag_that_moved_since_the_run_is_warned_about(run: Path, tmp_path: Pat
     assert f"rejudge: warning: {IMAGE} is now image sha256:" in done.stderr
     assert "the run used sha256:" + "0" * 64 in done.stderr
     assert "warning" not in rejudge(run, "--judge", "reference").stderr  # the same image: no warning
+
+
+def test_an_image_whose_init_would_end_the_container_is_still_rejudged(run: Path, tmp_path: Path) -> None:
+    """A Hermes or OpenClaw image's init starts its agent, which without a key may end the
+    container: the re-judge never runs the init, only the judge."""
+    dying = derived_image("pytest-gaia2-test/rejudge-init-dies:1",
+                          "RUN printf '#!/usr/bin/bash\\necho no agent key >&2\\nexit 3\\n' > /opt/gaia2-init-entrypoint.sh")
+    copy = tmp_path / "dying"
+    shutil.copytree(run, copy, symlinks=True, ignore=shutil.ignore_patterns("rejudge"))
+    lines = [json.loads(line) for line in (copy / "results.jsonl").read_text().splitlines()]
+    (copy / "results.jsonl").write_text("".join(json.dumps({**r, "image": dying}) + "\n" for r in lines))
+    done = rejudge(copy, "--judge", "reference")
+    assert done.returncode == 0, done.stderr
+    assert {key: row["success"] for key, row in verdicts(copy, "reference").items()} == IN_CONTAINER
+    assert no_rejudge_containers()

@@ -26,7 +26,6 @@ from .redact import Redactor
 from .safejson import JsonReadError, loads_bounded
 from .scenarios import Scenario
 from .spend import attempt_cost
-from .trace_html import write_trace
 from .verdict import Fault, Gaia2InfraError, is_terminal, judgment_of
 
 if TYPE_CHECKING:
@@ -360,6 +359,8 @@ class ScenarioAttempt:
             store.write_json(self.folder / store.RESULT_FILE, record.to_json())
             if record.agent_response:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)
+            from .trace_html import write_trace  # jinja2: loaded when the first page is drawn
+
             write_trace(self.folder, self.setup.redactor.redact)
             if self.client is not None:
                 self.client.close()

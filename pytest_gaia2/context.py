@@ -27,7 +27,6 @@ from .record import AttemptRecord
 from .redact import RedactingFilter, Redactor
 from .results import ResultBook
 from .scenario_runs import ScenarioRunner, scenario_dir
-from .run_pages import write_run_pages
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -360,6 +359,8 @@ class RunContext:
             self._writer()(f"gaia2: {exc}; the records already written are kept")
             return pytest.ExitCode.INTERNAL_ERROR
         if self.folder is not None:
+            from .run_pages import write_run_pages
+
             allure = getattr(self.config.option, "allure_report_dir", None)
             write_run_pages(self.folder.path, report=self.values["report"], write=self._writer(),
                             alluredir=self.config.invocation_params.dir / allure if allure else None)

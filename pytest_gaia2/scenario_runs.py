@@ -26,7 +26,6 @@ from .prices import PriceBook
 from .record import AttemptRecord, is_judged
 from .redact import Redactor
 from .store import RunFolder
-from .trace_html import write_trace
 from .verdict import Gaia2InfraError
 
 if TYPE_CHECKING:
@@ -153,5 +152,7 @@ class ScenarioRunner:
             folder = self.folder.attempt_dir(where, self.folder.next_attempt(where))
             record = replace(record, folder=folder.relative_to(self.folder.path).as_posix())
             self.folder.write_record(folder, record)
+            from .trace_html import write_trace
+
             write_trace(folder, self.redactor.redact)
         return record

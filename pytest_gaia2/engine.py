@@ -102,17 +102,13 @@ def _published_port(handle: Handle, port: int) -> int | None:
 
 
 def _copy_in(handle: Handle, files: Iterable[tuple[str, bytes, int]]) -> None:
-    """Copy files into a created container; its existing directories keep owner and mode."""
-    from docker.errors import NotFound
-
-    for path, content, mode in files:
-        target = PurePosixPath(path)
-        try:
-            ok = handle.put_archive(str(target.parent), tar_files([(target.name, content, mode)]))
-        except NotFound:
-            ok = handle.put_archive("/", tar_files([(str(target).lstrip("/"), content, mode)]))
-        if not ok:
-            raise EngineError(f"the engine refused to copy {path} into the container")
+    """Copy files into a created container in one archive at its root (each archive costs the
+    engine a mount of the container's file system). The archive holds no folder entries, so
+    existing folders keep owner and mode; missing ones are created."""
+    entries = [(str(PurePosixPath(path)).lstrip("/"), content, mode) for path, content, mode in files]
+    if entries and not handle.put_archive("/", tar_files(entries)):
+        raise EngineError(f"the engine refused to copy {', '.join('/' + name for name, _, _ in entries)} "
+                          "into the container")
 
 
 class Engine:

@@ -412,3 +412,26 @@ def test_base_urls_are_validated_naming_the_option(url: str, problem: str) -> No
     assert str(raised.value) == f"--gaia2-judge-base-url: {problem}"
     assert preflight._endpoint("--gaia2-base-url", "https://host.docker.internal/v1") == ("host.docker.internal", 443)
     assert preflight._endpoint("--gaia2-base-url", "http://[::1]:8000/v1") == ("::1", 8000)
+
+
+def test_files_go_in_as_one_archive_keeping_existing_folders_and_making_missing_ones(
+        engine: Engine, reference: str) -> None:
+    """The scenario into /var/gaia2 (owned by gaia2), a file into a folder that does not exist:
+    both land with their modes, and /var/gaia2 keeps its owner and mode."""
+    since = time.time()
+    container = launch(engine, reference, command=("-c", "exec sleep infinity"), files=(
+        ("/var/gaia2/custom_scenario.json", b'{"x": 1}', 0o644),
+        ("/opt/new/deeper/tool.sh", b"#!/usr/bin/bash\necho hi\n", 0o755)))
+    identity = container.id
+    try:
+        code, out = container.exec(["stat", "-c", "%U %a %n", "/var/gaia2", "/var/gaia2/custom_scenario.json",
+                                    "/opt/new/deeper/tool.sh"])
+        assert code == 0, out
+        owner, mode, _ = out.splitlines()[0].split()
+        assert (owner, mode) == ("gaia2", "711"), out  # as the Dockerfile made it
+        assert out.splitlines()[1].split()[1] == "644" and out.splitlines()[2].split()[1] == "755"
+        assert container.exec(["/opt/new/deeper/tool.sh"]) == (0, "hi\n")
+    finally:
+        engine.remove(container)
+    copies = [event for event in engine_events(since, container=identity) if event.get("Action") == "extract-to-dir"]
+    assert len(copies) == 1, copies  # one archive, however many files

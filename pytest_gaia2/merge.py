@@ -31,6 +31,7 @@ from .gate import Gate
 from .record import AttemptRecord, is_judged
 from .result_rows import natural_key, planned_keys
 from .results import ResultBook
+from .trace_html import write_index
 
 NEWEST = "newest"
 
@@ -179,6 +180,7 @@ def write(out: Path, pieces: Sequence[Piece], chosen: dict[str, tuple[Piece, Att
         book.folder = target
         book.write({"run_id": run_id, "session_id": None, "plugin_version": pieces[0].config.get("plugin_version"),
                     "merged_from": [piece.name for piece in pieces]})
+        write_index(target.path)
         try:
             os.rename(building, out)  # onto a missing or empty OUT only
         except OSError as exc:

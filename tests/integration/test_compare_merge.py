@@ -105,6 +105,9 @@ def test_two_halves_merged_count_what_the_whole_run_counted(runs: dict[str, Path
     for sid in SEARCH_IDS:  # every scenario folder, with what the container left
         assert (out / "search" / sid / "events.jsonl").is_file()
         assert (out / "search" / sid / "daemon_status.json").is_file()
+        assert (out / "search" / sid / "trace.html").is_file()
+    index = (out / "index.html").read_text(encoding="utf-8")  # the merged run's own index, linking each trace
+    assert all(f'href="search/{sid}/trace.html"' in index for sid in SEARCH_IDS), index[:2000]
     config = json.loads((out / "run_config.json").read_text(encoding="utf-8"))
     assert [piece["path"] for piece in config["merged_from"]] == [str(piece) for piece in pieces]
     assert [piece["run_config"]["keyword"] for piece in config["merged_from"]] == [

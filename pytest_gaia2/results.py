@@ -44,6 +44,7 @@ class ResultBook:
         self.records: dict[str, AttemptRecord] = {}
         self.budget = budget or Budget()
         self._summary: stats.Summary | None = None
+        self._persistent: list[dict[str, Any]] | None = None
         self.unpriced_models: set[str] = set()
         self.projection: probe.Projection | None = None
 
@@ -52,7 +53,7 @@ class ResultBook:
         tell the user now: one warning per model without a price, and the probe's projection
         once its last scenario is in."""
         self.records[record.key] = record
-        self._summary = None
+        self._summary = self._persistent = None
         if self.folder is not None:
             store.append_jsonl(self.folder.results, record.to_json())
         notices = []
@@ -115,7 +116,10 @@ class ResultBook:
         return decision
 
     def persistent(self) -> list[dict[str, Any]]:
-        return persistent_errors(self.folder, self.records.values()) if self.folder is not None else []
+        """Read from the attempt folders once per change (the summary lines and summary.json both show it)."""
+        if self._persistent is None:
+            self._persistent = persistent_errors(self.folder, self.records.values()) if self.folder is not None else []
+        return self._persistent
 
     def junit_properties(self) -> list[tuple[str, str]]:
         """Run-level JUnit properties: planned, done, not run, complete."""

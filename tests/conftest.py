@@ -30,9 +30,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Integration tests need the engine; so do tests marked ``docker``."""
+    """Integration and hostile-container tests need the engine; so do tests marked ``docker``."""
     for item in items:
-        if "integration" in item.path.parts:
+        if "integration" in item.path.parts or "hostile" in item.path.parts:
             item.add_marker(pytest.mark.docker)
     needing = [item for item in items if item.get_closest_marker("docker")]
     if needing:

@@ -8,10 +8,14 @@ read ours; the rest is pytest-gaia2's: identity, provenance and what the harness
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping, get_args
 
 Outcome = Literal["passed", "failed", "error"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+MAX_COUNT = 10**9
+"""The largest count, repeat, attempt or number of seconds or dollars a record may hold."""
 
 RUNNER_KEYS = (
     "scenario_id", "success", "reward", "num_agent_events", "num_oracle_events", "agent_response",
@@ -25,6 +29,59 @@ PROVENANCE_KEYS = (
     "judge_provider", "judge_model", "base_url_host", "judge_base_url_host", "env_digest", "shard",
 )
 """What made a verdict: the same in every record of one session, compared on resume."""
+
+
+class RecordError(ValueError):
+    """A record that is no JSON object, or has a field of the wrong type or out of range
+    (``field`` names it)."""
+
+    def __init__(self, name: str | None, message: str) -> None:
+        super().__init__(f"field {name!r}: {message}" if name else message)
+        self.field = name
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "bool": ("true or false", lambda v: isinstance(v, bool)),
+    "int": ("an integer", _integer),
+    "float": ("a finite number", _number),
+    "dict[str, Any]": ("an object", lambda v: isinstance(v, dict)),
+    "list[str]": ("a list of strings", lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v)),
+    "list[dict[str, Any]]": ("a list of objects", lambda v: isinstance(v, list) and all(isinstance(i, dict) for i in v)),
+    "Outcome": (f"one of {', '.join(OUTCOMES)}", lambda v: v in OUTCOMES),
+}
+"""Each field annotation's JSON form: what a person is told, and the check."""
+_RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(("repeat", "repeats", "attempt"), (1, MAX_COUNT)),
+    **dict.fromkeys(("num_agent_events", "num_oracle_events", "timeout_seconds", "wall_time_s", "cost_usd"),
+                    (0, MAX_COUNT)),
+    **dict.fromkeys(("adapter_port", "host_port"), (0, 65535)),
+}
+_NULL_IS_DEFAULT = {"num_agent_events", "agent_response", "judged_in_container", "timed_out", "timeout_seconds",
+                    "scenario_file", "failure_reasons", "num_oracle_events"}
+"""gaia2-runner's keys that its files may hold as null: they read as the default."""
+
+
+def checked(name: str, annotation: str, value: Any) -> Any:
+    """``value`` if it fits the field's annotation and range, else a :class:`RecordError`."""
+    kind, optional = annotation.removesuffix(" | None"), annotation.endswith(" | None")
+    if value is None and optional:
+        return None
+    described, fits = _TYPES[kind]
+    if not fits(value):
+        raise RecordError(name, f"expected {described}{' or null' if optional else ''}, got {ascii(value)[:60]}")
+    low, high = _RANGES.get(name, (-math.inf, math.inf))
+    if name in _RANGES and not low <= value <= high:
+        raise RecordError(name, f"{value!r} is outside {low:g}..{high:g}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -109,22 +166,25 @@ class AttemptRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AttemptRecord:
-        """A record read back (result.json, results.jsonl); unknown keys are ignored and
-        missing ones take their defaults, so files of earlier versions still read."""
-        known = {f.name for f in fields(cls)}
-        values = {key: value for key, value in data.items() if key in known}
-        values.setdefault("scenario_id", str(data.get("scenario_id") or "unknown"))
+        """A record read back (result.json, results.jsonl), every field type- and range-checked
+        (a :class:`RecordError` names the first bad one); unknown keys are ignored and missing
+        ones take their defaults, so files of earlier versions still read."""
+        if not isinstance(data, Mapping):
+            raise RecordError(None, f"expected a JSON object, got {type(data).__name__}")
+        values: dict[str, Any] = {}
+        for spec in fields(cls):
+            if spec.name not in data or (data[spec.name] is None and spec.name in _NULL_IS_DEFAULT):
+                continue
+            values[spec.name] = checked(spec.name, str(spec.type), data[spec.name])
+        if values.setdefault("scenario_id", "unknown") == "":
+            raise RecordError("scenario_id", "must not be empty")
         for key in RUNNER_KEYS:
             values.setdefault(key, None)
-        values["failure_reasons"] = list(values.get("failure_reasons") or [])
-        values["num_agent_events"] = int(values.get("num_agent_events") or 0)
-        values["agent_response"] = str(values.get("agent_response") or "")
-        values["judged_in_container"] = bool(values.get("judged_in_container"))
-        values["timed_out"] = bool(values.get("timed_out"))
-        values["timeout_seconds"] = float(values.get("timeout_seconds") or 0.0)
-        values["scenario_file"] = str(values.get("scenario_file") or "")
-        if "repeat" not in data and isinstance(data.get("run"), int):  # files of version 0.1
-            values["repeat"] = data["run"]
+        defaults = {"num_agent_events": 0, "agent_response": "", "judged_in_container": False, "timed_out": False,
+                    "timeout_seconds": 0.0, "scenario_file": "", "failure_reasons": []}
+        values.update({key: default for key, default in defaults.items() if values[key] is None})
+        if "repeat" not in data and _integer(data.get("run")):  # files of version 0.1
+            values["repeat"] = checked("run", "int", data["run"])
         if "outcome" not in data:
             values["outcome"] = outcome_of(values.get("success"))
         return cls(**values)

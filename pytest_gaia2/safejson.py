@@ -13,7 +13,7 @@ import os
 import stat
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 DEFAULT_MAX_DEPTH = 200
 
@@ -22,6 +22,7 @@ _STEP = [1 if byte in b"[{" else -1 if byte in b"]}" else 0 for byte in range(25
 
 # Non-blocking, so even a FIFO swapped in after the stat cannot hang the open; binary on Windows.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _KINDS = (
     (stat.S_ISDIR, "directory"),
     (stat.S_ISFIFO, "fifo"),
@@ -89,35 +90,56 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "special file")
 
 
-def read_regular_file(path: Path, *, max_bytes: int) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes``; anything else is a :class:`JsonReadError`.
+def _refused(mode: int) -> JsonReadError | None:
+    return None if stat.S_ISREG(mode) else JsonReadError(f"not a regular file ({_kind(mode)})")
+
+
+def open_regular(path: Path, *, max_bytes: int, follow_symlinks: bool = True) -> BinaryIO:
+    """A binary stream of a regular file of at most ``max_bytes`` (checked on the opened file).
 
     A FIFO, socket, device or directory is refused from ``stat`` alone, before any open, so
-    reading never blocks; what was opened is checked again in case the path was swapped.
+    opening never blocks; what was opened is checked again in case the path was swapped. With
+    ``follow_symlinks=False`` a symbolic link is refused too (O_NOFOLLOW): files of a run
+    folder are never links, so one there points somewhere the reader must not go.
     """
     try:
-        mode = os.stat(path).st_mode
-        if not stat.S_ISREG(mode):
-            raise JsonReadError(f"not a regular file ({_kind(mode)})")
-        with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as stream:
-            info = os.fstat(stream.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise JsonReadError(f"not a regular file ({_kind(info.st_mode)})")
-            if info.st_size > max_bytes:
-                raise JsonLimitError(f"larger than the {max_bytes} bytes allowed ({info.st_size} bytes)")
-            data = stream.read(info.st_size + 1)
-            if len(data) > info.st_size:  # it grew since fstat: read on, still bounded
-                data += stream.read(max_bytes + 1 - len(data))
+        mode = (os.stat if follow_symlinks else os.lstat)(path).st_mode
+        if stat.S_ISLNK(mode):
+            raise JsonReadError("is a symbolic link, not followed")
+        if (refused := _refused(mode)) is not None:
+            raise refused
+        fd = os.open(path, _OPEN_FLAGS | (0 if follow_symlinks else _NOFOLLOW))
     except FileNotFoundError:
         reason = "broken symbolic link" if os.path.islink(path) else "no such file"
         raise JsonReadError(f"cannot be read ({reason})") from None
     except OSError as exc:
         raise JsonReadError(f"cannot be read ({exc.strerror or exc})") from None
+    stream = os.fdopen(fd, "rb")
+    info = os.fstat(fd)
+    if (refused := _refused(info.st_mode)) is not None or info.st_size > max_bytes:
+        stream.close()
+        raise refused or JsonLimitError(f"larger than the {max_bytes} bytes allowed ({info.st_size} bytes)")
+    return stream
+
+
+def read_regular_file(path: Path, *, max_bytes: int, follow_symlinks: bool = True) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``; anything else is a :class:`JsonReadError`
+    (see :func:`open_regular`); a file that grows while read is cut at the bound and refused."""
+    with open_regular(path, max_bytes=max_bytes, follow_symlinks=follow_symlinks) as stream:
+        try:
+            size = os.fstat(stream.fileno()).st_size
+            data = stream.read(size + 1)
+            if len(data) > size:  # it grew since fstat: read on, still bounded
+                data += stream.read(max(0, max_bytes + 1 - len(data)))
+        except OSError as exc:
+            raise JsonReadError(f"cannot be read ({exc.strerror or exc})") from None
     if len(data) > max_bytes:
         raise JsonLimitError(f"larger than the {max_bytes} bytes allowed (grew while being read)")
     return data
 
 
-def read_json_file(path: Path, *, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+def read_json_file(path: Path, *, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH,
+                   follow_symlinks: bool = True) -> Any:
     """Parse a regular JSON file with the limits of :func:`loads_bounded`."""
-    return loads_bounded(read_regular_file(path, max_bytes=max_bytes), max_bytes=max_bytes, max_depth=max_depth)
+    data = read_regular_file(path, max_bytes=max_bytes, follow_symlinks=follow_symlinks)
+    return loads_bounded(data, max_bytes=max_bytes, max_depth=max_depth)

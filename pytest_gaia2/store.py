@@ -26,8 +26,9 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from .record import AttemptRecord, is_judged
-from .safejson import JsonLimitError, JsonReadError, loads_bounded, read_json_file
+from . import names
+from .record import AttemptRecord, RecordError, is_judged
+from .safejson import JsonLimitError, JsonReadError, loads_bounded, open_regular, read_json_file
 
 RESULT_FILE = "result.json"
 RESULTS_FILE = "results.jsonl"
@@ -40,6 +41,8 @@ LOCK_FILE = ".gaia2.lock"
 HOLDER_FILE = ".gaia2.lock.json"
 RECORD_MAX_BYTES = 64 * 2**20
 """result.json files are read back bounded: a container cannot make the host read a huge one."""
+JSONL_MAX_BYTES = 1 << 30
+"""A whole JSONL file (results.jsonl of a large run included) is read up to this size."""
 
 STATE_DIR = "/var/gaia2/state"
 STATE_FILES: dict[str, str] = {
@@ -67,7 +70,6 @@ def is_log_artifact(name: str) -> bool:
     """Whether a path below LOG_DIR is one of the logs an attempt keeps."""
     return name in LOG_FILES or name.startswith(f"{OPENCLAW_LOG_DIR}/")
 
-_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _RUN_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")
 
 
@@ -75,15 +77,20 @@ class StoreError(Exception):
     """The results store cannot do what was asked; the message names the folder or file."""
 
 
+class ResultsError(StoreError):
+    """A results.jsonl that cannot be trusted whole: the message names the file, the line and the field."""
+
+
 def safe_part(name: str) -> str:
     """A name that may become one path component: ids, splits, file stems.
 
-    Refuses ``.``, ``..``, a leading dot, separators and anything past 128 characters,
-    so no derived path can leave its parent or pass the host's limits.
+    Refuses ``.``, ``..``, a leading dot, separators, anything past 128 characters and what
+    Windows cannot name (:mod:`~pytest_gaia2.names`), so no derived path can leave its parent,
+    pass the host's limits or break the run folder when it is copied to another system.
     """
-    if not _PART.fullmatch(name) or name in {".", ".."}:
-        raise StoreError(f"{name!r} cannot be a folder name in the results store "
-                         "(letters, digits, '_', '.', '-'; no leading dot; at most 128 characters)")
+    if names.problem(name) is not None:
+        raise StoreError(f"{name!r} cannot be a folder name in the results store ({names.RULES}; "
+                         f"at most {names.MAX_PART} characters)")
     return name
 
 
@@ -120,20 +127,21 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n")
 
 
 def read_json(path: Path, max_bytes: int = RECORD_MAX_BYTES) -> Any:
-    """Parsed JSON, or None when the file is missing, unreadable, too big or too deep."""
+    """Parsed JSON, or None when the file is missing, unreadable, too big, too deep, or not a
+    regular file (a symbolic link included: the store writes none)."""
     try:
-        return read_json_file(path, max_bytes=max_bytes)
+        return read_json_file(path, max_bytes=max_bytes, follow_symlinks=False)
     except JsonReadError:
         return None
 
 
 def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
     """One line per call, flushed at once, so a crashed run keeps what it finished."""
-    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    line = (json.dumps(record, ensure_ascii=False, default=str, allow_nan=False) + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -146,18 +154,42 @@ def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
         raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from None
 
 
+def numbered_lines(path: Path, max_line_bytes: int = RECORD_MAX_BYTES,
+                   max_bytes: int = JSONL_MAX_BYTES) -> Iterator[tuple[int, Any | JsonLimitError]]:
+    """(line number, parsed value or the reason it is refused) of a JSONL file, streamed.
+
+    Only a regular file that is no symbolic link is opened (a FIFO cannot hang the reader, a
+    link to /dev/zero is refused) and at most ``max_bytes`` of it read: a :class:`JsonReadError`
+    says why not. Lines are read at most ``max_line_bytes + 1`` bytes at a time, so a line
+    without end costs no more memory than that. Blank lines are skipped.
+    """
+    with open_regular(path, max_bytes=max_bytes, follow_symlinks=False) as handle:
+        number, total = 0, 0
+        while line := handle.readline(max_line_bytes + 1):
+            number, total = number + 1, total + len(line)
+            if total > max_bytes:
+                raise JsonLimitError(f"larger than the {max_bytes} bytes allowed (grew while being read)")
+            if len(line) > max_line_bytes:
+                while not line.endswith(b"\n") and (line := handle.readline(max_line_bytes + 1)):
+                    total += len(line)  # the rest of this line, however long, is skipped unkept
+                yield number, JsonLimitError(f"longer than the {max_line_bytes} bytes allowed")
+            elif line.strip():
+                try:
+                    yield number, loads_bounded(line, max_bytes=max_line_bytes)
+                except JsonLimitError as exc:
+                    yield number, exc
+
+
 def json_lines(path: Path, max_line_bytes: int = RECORD_MAX_BYTES) -> Iterator[Any]:
-    """Every parseable line of a JSONL file, streamed; torn, oversized or too deep lines are skipped."""
+    """Every parseable line of a JSONL file, streamed; torn, oversized or too deep lines are
+    skipped, and a file that is missing or not a regular file (see :func:`numbered_lines`) reads
+    as empty."""
     try:
-        handle = open(path, "rb")
-    except OSError:
+        for _number, value in numbered_lines(path, max_line_bytes):
+            if not isinstance(value, JsonLimitError):
+                yield value
+    except JsonReadError:
         return
-    with handle:
-        for line in handle:
-            try:
-                yield loads_bounded(line, max_bytes=max_line_bytes)
-            except JsonLimitError:
-                continue
 
 
 def read_jsonl(path: Path, max_line_bytes: int = RECORD_MAX_BYTES) -> list[dict[str, Any]]:
@@ -227,32 +259,49 @@ class RunFolder:
 
     @staticmethod
     def read_record(folder: Path) -> AttemptRecord | None:
+        """The attempt's result.json, or None when it is missing, unreadable or not a valid record."""
         data = read_json(folder / RESULT_FILE)
         if not isinstance(data, dict):
             return None
         try:
             return AttemptRecord.from_json(data)
-        except (TypeError, ValueError):
+        except RecordError:
             return None
 
     def write_record(self, folder: Path, record: AttemptRecord) -> None:
         write_json(folder / RESULT_FILE, record.to_json())
 
-    def records(self) -> Iterator[AttemptRecord]:
-        """Every stored record of the run's results.jsonl, last line per key."""
+    def records(self, strict: bool = False) -> Iterator[AttemptRecord]:
+        """Every stored record of the run's results.jsonl, last line per key.
+
+        ``strict`` (the console command): the file must be a regular file within the bounds and
+        every line a valid record, else one :class:`ResultsError` names the file, line and
+        field, so no result vanishes unsaid. Otherwise (a run resuming or drawing its pages)
+        bad lines are skipped and a missing or unreadable file has no records.
+        """
         latest: dict[str, AttemptRecord] = {}
-        for row in read_jsonl(self.results):
-            try:
-                record = AttemptRecord.from_json(row)
-            except (TypeError, ValueError):
-                continue
-            latest[record.key] = record
+        if not os.path.lexists(self.results):  # a run that has finished no scenario yet
+            return
+        try:
+            for number, row in numbered_lines(self.results):
+                try:
+                    if isinstance(row, JsonLimitError):
+                        raise RecordError(None, str(row))
+                    record = AttemptRecord.from_json(row)
+                except RecordError as exc:
+                    if strict:
+                        raise ResultsError(f"{self.results}: line {number}: {exc}") from None
+                    continue
+                latest[record.key] = record
+        except JsonReadError as exc:
+            if strict:
+                raise ResultsError(f"{self.results}: {exc}") from None
         yield from latest.values()
 
     def rewrite_results(self, records: Iterable[AttemptRecord]) -> None:
         """One line per scenario key in a fixed order, written atomically at the end of a run."""
         by_key = {record.key: record for record in records}
-        lines = "".join(json.dumps(by_key[key].to_json(), ensure_ascii=False, default=str) + "\n"
+        lines = "".join(json.dumps(by_key[key].to_json(), ensure_ascii=False, default=str, allow_nan=False) + "\n"
                         for key in sorted(by_key))
         write_text(self.results, lines)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from . import container_env, interrupts, store
 from .attempt_record import AttemptFacts, build_record
+from .budget import record_spend
 from .evidence import STATUS_MAX_BYTES, Evidence, ScenarioResult, status_in_container
 from .collect import collect
 from .limits import Limits
@@ -356,6 +357,7 @@ class ScenarioAttempt:
                                   self.setup.redactor)
             if self.setup.prices is not None:
                 record = replace(record, **attempt_cost(self.folder, self.setup.prices, self.setup.settings.model))
+                record_spend(self.setup.run_root, self.key, self.attempt, record.cost_usd)  # before result.json
             store.write_json(self.folder / store.RESULT_FILE, record.to_json())
             if record.agent_response:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)

@@ -20,7 +20,7 @@ import pytest
 from . import __version__, options, probe, provenance, selection, store
 from . import plan as plan_mod
 from . import settings as settings_mod
-from .budget import Budget
+from .budget import Budget, Ledger
 from .engines import EnginePool
 from .gate import Gate
 from .record import AttemptRecord
@@ -258,6 +258,8 @@ class RunContext:
         if self.values["resume"]:
             self.folder.lock(holder)
             self._check_resume()
+            for problem in Ledger(self.folder.path).read().problems:  # once, on the controller
+                self._writer()(self.redactor.redact(f"gaia2: warning: spend ledger: {problem}"))
         else:
             self.folder = self.book.folder = store.RunFolder.create(self.output, self.run_id, self.started)
             self.folder.lock(holder)

@@ -33,9 +33,17 @@ def non_negative_float(name: str, raw: str, what: str = "a number of seconds") -
     return value
 
 
+USD_MAX = 1e9
+"""A budget above a billion dollars is a typo (or ``1e308``), not a limit."""
+
+
 def usd(name: str, raw: str) -> float:
-    """An amount of US dollars (``50``, ``12.5`` or ``$50``): finite, not negative."""
-    return non_negative_float(name, raw.strip().removeprefix("$"), "an amount of US dollars")
+    """An amount of US dollars (``50``, ``12.5`` or ``$50``): finite, above 0, at most ``USD_MAX``."""
+    value = non_negative_float(name, raw.strip().removeprefix("$"), "an amount of US dollars")
+    if not 0 < value <= USD_MAX:
+        raise OptionError(f"--gaia2-{name}: expected an amount of US dollars above 0 and at most "
+                          f"{USD_MAX:,.0f}, got {raw!r}")
+    return value
 
 
 def positive_float(name: str, raw: str) -> float:

@@ -10,6 +10,9 @@ Sources, first that knows the model wins:
 
 A model none of them knows is never given a guessed price: its cost is unknown (``usd`` is
 ``None``) and its name is kept in :attr:`PriceBook.unknown_models`, for one warning each.
+Nor is a figure out of range: a trace whose usage holds a refused value, or a cost past
+``ATTEMPT_USD_MAX``, is *refused* (``usd`` ``None``, the source saying why), never written as
+an absurd or infinite amount, and never silently 0.
 Long-context tiers use their base price, since a sum of calls no longer tells each call's size.
 """
 
@@ -33,10 +36,15 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 PRICE_FILE_MAX_BYTES = 16 * 2**20
+PRICE_MAX = 100_000.0
+"""USD per million tokens: ten cents a token, hundreds of times any listed price; more is a typo."""
+ATTEMPT_USD_MAX = 1_000_000.0
+"""USD for one attempt: a larger figure is garbage, refused rather than added to the run's spend."""
 PRICE_FIELDS = ("input", "output", "cached_input", "cache_write")
 PRICE_FILE = "price file"
 REPORTED = "reported by the provider"
 UNKNOWN = "unknown"
+REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,14 @@ class Cost:
     def priced(self) -> bool:
         return self.usd is not None
 
+    @classmethod
+    def checked(cls, usd: float, source: str) -> Cost:
+        """``usd`` from ``source``, or refused when it is not a finite amount up to ``ATTEMPT_USD_MAX``."""
+        if usd_amount(usd, ATTEMPT_USD_MAX) is None:
+            return cls(None, f"{REFUSED}: ${usd:g} from the {source} is more than the "
+                             f"${ATTEMPT_USD_MAX:,.0f} an attempt can cost")
+        return cls(usd, source)
+
     def to_json(self) -> dict[str, Any]:
         return {"usd": self.usd, "priced": self.priced, "source": self.source}
 
@@ -84,19 +100,21 @@ class PriceBook:
 
     def cost(self, usage: Usage, model: str | None = None) -> Cost:
         """What ``usage`` cost, priced as ``model`` (else the one model its calls named)."""
+        if usage.refused:  # a count left out would make the cost look smaller than it was
+            return Cost(None, f"{REFUSED}: {'; '.join(usage.refused)}")
         if not usage.usage_calls:
             return Cost(None, UNKNOWN)  # nothing reported: zero tokens would claim it was free
         names = [model] if model else []
-        if len(usage.models) == 1:  # several models cannot share one price
+        if len(usage.models) == 1 and not usage.other_models:  # several models cannot share one price
             names.append(usage.models[0])
         found = next(filter(None, map(self.file_prices.get, _candidates(names))), None)
         if found is not None:
-            return Cost(found.usd(usage), PRICE_FILE)
+            return Cost.checked(found.usd(usage), PRICE_FILE)
         if usage.reported_cost_calls == usage.usage_calls:
-            return Cost(usage.reported_cost_usd, REPORTED)
+            return Cost.checked(usage.reported_cost_usd, REPORTED)
         for name in _candidates(names):
             if (package := _package_price(name)) is not None:
-                return Cost(package[0].usd(usage), package[1])
+                return Cost.checked(package[0].usd(usage), package[1])
         self.unknown_models.update(names[:1])
         return Cost(None, UNKNOWN)
 
@@ -136,8 +154,9 @@ def _price(where: str, entry: Any) -> Price:
         raise OptionError(f"{where}: unknown keys {', '.join(unknown)} (known: {', '.join(PRICE_FIELDS)})")
     amounts: dict[str, float] = {}
     for key, value in entry.items():
-        if (amount := usd_amount(value)) is None:
-            raise OptionError(f"{where}: {key} must be a non-negative number of USD, got {value!r}")
+        if (amount := usd_amount(value, PRICE_MAX)) is None:
+            raise OptionError(f"{where}: {key} must be a number of USD per million tokens from 0 to "
+                              f"{PRICE_MAX:,.0f}, got {value!r}")
         amounts[key] = amount
     return Price(**amounts)
 

@@ -9,6 +9,7 @@ from . import probe, report, spend, stats, store
 from .budget import Budget, Ledger
 from .gate import Gate, GateDecision
 from .record import AttemptRecord
+from .usage import shown_names
 
 REUSED_LISTED = 10
 """Reused verdicts named in the summary; the rest are counted."""
@@ -58,11 +59,12 @@ class ResultBook:
             store.append_jsonl(self.folder.results, record.to_json())
         notices = []
         unpriced = set((record.usage or {}).get("models") or []) - self.unpriced_models \
-            if record.usage and record.cost_usd is None else set()
+            if record.usage and record.cost_usd is None and not spend.is_refused(record) else set()
         if unpriced:  # never a guessed price
             self.unpriced_models |= unpriced
-            notices.append(f"gaia2: warning: no price for {', '.join(sorted(unpriced))}: its cost is unknown "
+            notices.append(f"gaia2: warning: no price for {shown_names(sorted(unpriced))}: its cost is unknown "
                            "(--gaia2-price-file gives one)")
+        notices += spend.refusal_notice(record)
         if probe_keys and self.projection is None and probe_keys <= self.records.keys():
             self.projection = probe.project([self.records[key] for key in probe_keys], len(self.planned), workers)
             notices.append(self.projection.line())

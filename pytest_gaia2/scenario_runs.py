@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import pytest
 
 from .attempt import AttemptSetup, ScenarioAttempt
-from .budget import Budget, Ledger, entry_of
+from .budget import Budget, Ledger
 from .evidence import ScenarioResult
 from .phases import PhaseBoard
 from .plan import PlannedItem
@@ -61,12 +61,19 @@ class ScenarioRunner:
         self.prices = PriceBook.load(price_file)
         self.ledger = Ledger(folder.path) if folder is not None else None
 
-    def spent(self) -> float:
-        """The run's spend so far, every worker and every earlier session included."""
-        return self.ledger.total() if self.ledger is not None else 0.0
+    def _budget_reason(self, decide: Callable[[float], str | None]) -> str | None:
+        """The budget's decision on the run's spend so far (every worker and every earlier
+        session included); with a budget set, a ledger that cannot be read stops the run
+        rather than let it spend blind."""
+        if not self.budget.limited or self.ledger is None:
+            return None
+        read = self.ledger.read()
+        if not read.complete:
+            return f"budget: {'; '.join(read.problems)}; with a budget set, the run stops here"
+        return decide(read.total)
 
     def _cap_reason(self) -> str | None:
-        return self.budget.capped(self.spent()) if self.budget.cap is not None else None
+        return self._budget_reason(self.budget.capped) if self.budget.cap is not None else None
 
     @cached_property
     def attempt_setup(self) -> AttemptSetup:
@@ -121,7 +128,7 @@ class ScenarioRunner:
         if stored is not None:
             return stored
         for remaining in reversed(range(self.retries + 1)):
-            halted = self.budget.halted(self.spent())
+            halted = self._budget_reason(self.budget.halted)
             if halted:
                 pytest.skip(halted)
             attempt = self.new_attempt(item)
@@ -135,8 +142,6 @@ class ScenarioRunner:
                 result = attempt.result
             finally:
                 attempt.remove()
-            if self.ledger is not None and result.record.cost_usd:
-                self.ledger.add(entry_of(item.key, result.record.attempt), result.record.cost_usd)
             if not result.errored or not remaining:
                 return result
             log.warning("gaia2: %s: %s; attempt %d of %d", item.key, result.record.error_category,

@@ -7,9 +7,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from .prices import PriceBook
+from .prices import REFUSED, PriceBook
 from .record import AttemptRecord
-from .usage import read_usage
+from .usage import read_usage, shown_names
 
 TOKEN_KEYS = ("calls", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
 
@@ -21,6 +21,20 @@ def attempt_cost(folder: Path, prices: PriceBook, model: str | None) -> dict[str
         return {}
     cost = prices.cost(usage, model)
     return {"usage": usage.to_json(), "cost_usd": cost.usd, "cost_source": cost.source}
+
+
+def is_refused(record: AttemptRecord) -> bool:
+    """Whether the attempt's cost was refused as out of range (see :mod:`~pytest_gaia2.prices`)."""
+    return str(record.cost_source or "").startswith(REFUSED)
+
+
+def refusal_notice(record: AttemptRecord) -> list[str]:
+    """The one warning for an attempt whose cost was refused: which file and field, and that
+    its cost is unknown rather than 0."""
+    if not is_refused(record):
+        return []
+    return [f"gaia2: warning: {record.key}: cost {record.cost_source}; its cost is unknown "
+            "(not counted in the run's spend)"]
 
 
 def _tokens(records: Iterable[AttemptRecord]) -> dict[str, int]:
@@ -43,12 +57,12 @@ def summary(records: Iterable[AttemptRecord]) -> dict[str, Any] | None:
     def block(group: list[AttemptRecord]) -> dict[str, Any]:
         priced = [record.cost_usd for record in group if record.cost_usd is not None]
         return {"usd": round(sum(priced), 6), "priced": len(priced), "unpriced": len(group) - len(priced),
-                "tokens": _tokens(group)}
+                "refused": sum(map(is_refused, group)), "tokens": _tokens(group)}
 
     by_split: dict[str, list[AttemptRecord]] = defaultdict(list)
     for record in traced:
         by_split[record.split].append(record)
-    unknown = sorted({model for record in traced if record.cost_usd is None
+    unknown = sorted({model for record in traced if record.cost_usd is None and not is_refused(record)
                       for model in ([record.model] if record.model else (record.usage or {}).get("models") or [])})
     return {**block(traced), "by_split": {split: block(group) for split, group in sorted(by_split.items())},
             "unknown_models": unknown}
@@ -59,8 +73,10 @@ def summary_lines(block: dict[str, Any] | None, budget_text: str | None) -> list
     if block is None:
         return []
     tokens = block["tokens"]
+    why = [f"no price for: {shown_names(block['unknown_models'])}"] if block["unknown_models"] else []
+    why += [f"{block['refused']} refused as out of range"] if block.get("refused") else []
     lines = [f"cost: ${block['usd']:.2f} over {block['priced']} priced scenario(s)"
-             + (f", {block['unpriced']} with cost unknown (no price for: {', '.join(block['unknown_models'])})"
+             + (f", {block['unpriced']} with cost unknown" + (f" ({'; '.join(why)})" if why else "")
                 if block["unpriced"] else "")
              + (f"; {budget_text}" if budget_text else ""),
              f"tokens: {tokens['input_tokens']} in ({tokens['cached_input_tokens']} cached), "

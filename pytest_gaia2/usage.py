@@ -7,15 +7,19 @@ differently, so every shape is normalised to one meaning: ``input_tokens`` count
 cached reads and cache writes included (OpenAI's meaning; Anthropic reports them apart), so
 prices per kind of token apply to disjoint parts of it.
 
-A trace comes from the container, so nothing in it is trusted: lines that do not parse, or
-counts that are not non-negative integers, are left out rather than stopping the run.
+A trace comes from the container, so nothing in it is trusted: lines that do not parse are
+left out; a count or cost that is not a number in range (negative, fractional, past
+``COUNT_MAX`` or ``CALL_USD_MAX``, a string) is *refused*: counted as nothing, and noted in
+:attr:`Usage.refused` so the attempt's cost becomes unknown instead of silently smaller.
+Reading is linear in the trace's size: at most ``MODELS_MAX`` model names are kept, the
+others only counted.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +28,18 @@ from .store import RECORD_MAX_BYTES, json_lines
 
 COUNT_MAX = 10**12
 """More tokens than any one call uses: a larger count is garbage, not usage."""
+CALL_USD_MAX = 1_000_000.0
+"""More than any one call costs: a larger reported cost is garbage, not spend."""
 NAME_MAX = 200
 """Longer "model names" are garbage, not names."""
+MODELS_MAX = 50
+"""Model names kept per attempt; more are counted in ``other_models``, never listed."""
+REFUSED_MAX = 3
+"""Refused values described per attempt (the first ones); enough to say which file and field."""
+NAMES_SHOWN = 5
+"""Model names a warning or summary line lists before "and N more"."""
+COUNT_FIELDS = ("calls", "usage_calls", "input_tokens", "output_tokens", "cached_input_tokens",
+                "cache_write_tokens", "reported_cost_calls", "other_models")
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,8 @@ class Usage:
 
     ``usage_calls`` counts the calls whose response reported usage (a failed call reports
     none), ``reported_cost_calls`` those that also reported their cost (OpenRouter, LiteLLM).
+    ``models`` are the first ``MODELS_MAX`` distinct names, ``other_models`` how many more
+    there were; ``refused`` describes the first values refused as out of range.
     """
 
     calls: int = 0
@@ -45,6 +61,8 @@ class Usage:
     reported_cost_usd: float = 0.0
     reported_cost_calls: int = 0
     models: tuple[str, ...] = ()
+    other_models: int = 0
+    refused: tuple[str, ...] = field(default=())
 
     @property
     def uncached_input_tokens(self) -> int:
@@ -54,32 +72,55 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        return Usage(
-            calls=self.calls + other.calls,
-            usage_calls=self.usage_calls + other.usage_calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            reported_cost_usd=self.reported_cost_usd + other.reported_cost_usd,
-            reported_cost_calls=self.reported_cost_calls + other.reported_cost_calls,
-            models=tuple(sorted(set(self.models) | set(other.models))),
-        )
+        tally = _Tally()
+        tally.add(self)
+        tally.add(other)
+        return tally.usage()
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "models": list(self.models)}
+        return {**asdict(self), "models": list(self.models), "refused": list(self.refused)}
+
+
+class _Tally:
+    """A running sum of calls, in time linear in what is added: names in a dict, not a tuple
+    rebuilt per call."""
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(COUNT_FIELDS, 0)
+        self.cost = 0.0
+        self.models: dict[str, None] = {}
+        self.others: set[str] = set()
+        self.refused: list[str] = []
+
+    def add(self, usage: Usage) -> None:
+        for key in COUNT_FIELDS:
+            self.counts[key] += getattr(usage, key)
+        self.cost += usage.reported_cost_usd
+        for name in usage.models:
+            if name in self.models:
+                continue
+            if len(self.models) < MODELS_MAX:
+                self.models[name] = None
+            else:
+                self.others.add(name)
+        self.refused += usage.refused[:REFUSED_MAX - len(self.refused)]
+
+    def usage(self) -> Usage:
+        counts = {**self.counts, "other_models": self.counts["other_models"] + len(self.others)}
+        return Usage(**counts, reported_cost_usd=self.cost, models=tuple(sorted(self.models)),
+                     refused=tuple(self.refused))
 
 
 def read_usage(path: Path, max_line_bytes: int = RECORD_MAX_BYTES) -> Usage:
     """The summed usage of every ``llm_call`` line of a trace; a missing file is no usage."""
-    total = Usage()
+    tally = _Tally()
     for line in json_lines(path, max_line_bytes):
         if isinstance(line, dict) and line.get("type") == "llm_call":
-            total += _call_usage(line, max_line_bytes)
-    return total
+            tally.add(_call_usage(line, max_line_bytes, f"{path.name}, llm_call {tally.counts['calls'] + 1}"))
+    return tally.usage()
 
 
-def _call_usage(line: Mapping[str, Any], max_bytes: int) -> Usage:
+def _call_usage(line: Mapping[str, Any], max_bytes: int, where: str) -> Usage:
     """One call's usage: the usage blocks of its response merged, the last value of each field winning.
 
     Streams spread usage over events (Anthropic: input in ``message_start``, output in
@@ -96,31 +137,55 @@ def _call_usage(line: Mapping[str, Any], max_bytes: int) -> Usage:
     request = line.get("request")
     names.append(request.get("model") if isinstance(request, dict) else None)
     model = next((name for name in names if isinstance(name, str) and 0 < len(name.strip()) <= NAME_MAX), None)
-    counts = _counts(usage)
-    cost = usd_amount(usage.get("cost"))
+    counts = _Counts(usage, where)
+    given, made, cached, written = counts.tokens()
+    raw_cost = usage.get("cost")
+    cost = usd_amount(raw_cost, CALL_USD_MAX)
+    if cost is None and raw_cost is not None:
+        counts.refuse("usage.cost", raw_cost, f"a cost in USD up to {CALL_USD_MAX:g} a call")
     return Usage(
         calls=1,
         usage_calls=int(bool(usage)),
-        input_tokens=counts[0],
-        output_tokens=counts[1],
-        cached_input_tokens=counts[2],
-        cache_write_tokens=counts[3],
+        input_tokens=given,
+        output_tokens=made,
+        cached_input_tokens=cached,
+        cache_write_tokens=written,
         reported_cost_usd=cost or 0.0,
         reported_cost_calls=int(cost is not None),
         models=(model,) if model else (),
+        refused=tuple(counts.refused),
     )
 
 
-def usd_amount(value: Any) -> float | None:
+def usd_amount(value: Any, ceiling: float = math.inf) -> float | None:
     """``value`` as an amount of USD (OpenRouter's ``usage.cost``, a price) if it is a finite,
-    non-negative number; ``None`` otherwise."""
+    non-negative number no larger than ``ceiling``; ``None`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
-        cost = float(value)
+        amount = float(value)
     except OverflowError:  # an integer too large for a float
         return None
-    return cost if math.isfinite(cost) and cost >= 0 else None
+    return amount if math.isfinite(amount) and 0 <= amount <= ceiling else None
+
+
+def shown_names(names: Iterable[str], limit: int = NAMES_SHOWN, more: int = 0) -> str:
+    """``a, b, c and 7 more``: a list of names for one line, never longer than ``limit`` names."""
+    names = list(names)
+    hidden = len(names) - limit + more if len(names) > limit else more
+    text = ", ".join(names[:limit])
+    return f"{text} and {hidden} more" if hidden > 0 else text
+
+
+def _shown_value(value: Any) -> str:
+    """A refused value for a message: numbers as numbers, anything else by its type only (its
+    text is the container's)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"a {type(value).__name__}"
+    try:
+        return f"{float(value):g}"
+    except OverflowError:
+        return "an integer too large for a float"
 
 
 def _response_events(line: Mapping[str, Any], max_bytes: int) -> list[Any]:
@@ -159,31 +224,47 @@ def _payloads(events: list[Any]) -> Iterator[Mapping[str, Any]]:
                     yield event[key]
 
 
-def _counts(usage: Mapping[str, Any]) -> tuple[int, int, int, int]:
-    """(input incl. cache, output, cache read, cache write) from any provider's usage block."""
-    # OpenAI chat completions, and LiteLLM / OpenRouter / vLLM in that shape
-    if usage.keys() & {"prompt_tokens", "completion_tokens"}:
-        details = _details(usage, "prompt_tokens_details")
-        cached = _count(details, "cached_tokens") or _count(usage, "cache_read_input_tokens")
-        written = _count(details, "cache_write_tokens") or _count(usage, "cache_creation_input_tokens")
-        return _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"), cached, written
-    # Gemini: thoughts are billed as output but counted apart
-    if usage.keys() & {"promptTokenCount", "candidatesTokenCount"}:
-        output = _count(usage, "candidatesTokenCount") + _count(usage, "thoughtsTokenCount")
-        return _count(usage, "promptTokenCount"), output, _count(usage, "cachedContentTokenCount"), 0
-    if usage.keys() & {"cache_read_input_tokens", "cache_creation_input_tokens"}:  # Anthropic
-        cached, written = _count(usage, "cache_read_input_tokens"), _count(usage, "cache_creation_input_tokens")
-        return _count(usage, "input_tokens") + cached + written, _count(usage, "output_tokens"), cached, written
-    # OpenAI Responses (input includes the cached part), or Anthropic without cache fields
-    cached = _count(_details(usage, "input_tokens_details"), "cached_tokens")
-    return _count(usage, "input_tokens"), _count(usage, "output_tokens"), cached, 0
+class _Counts:
+    """The token counts of one call's usage block, with every present value that is not a
+    count noted as refused."""
 
+    def __init__(self, usage: Mapping[str, Any], where: str) -> None:
+        self.usage = usage
+        self.where = where
+        self.refused: list[str] = []
 
-def _details(usage: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = usage.get(key)
-    return value if isinstance(value, dict) else {}
+    def refuse(self, name: str, value: Any, expected: str) -> None:
+        if len(self.refused) < REFUSED_MAX:
+            self.refused.append(f"{self.where}: {name} is {_shown_value(value)}, not {expected}")
 
+    def tokens(self) -> tuple[int, int, int, int]:
+        """(input incl. cache, output, cache read, cache write) from any provider's usage block."""
+        usage, count = self.usage, self.count
+        # OpenAI chat completions, and LiteLLM / OpenRouter / vLLM in that shape
+        if usage.keys() & {"prompt_tokens", "completion_tokens"}:
+            cached = (count("prompt_tokens_details", "cached_tokens") or count(None, "cache_read_input_tokens"))
+            written = (count("prompt_tokens_details", "cache_write_tokens")
+                       or count(None, "cache_creation_input_tokens"))
+            return count(None, "prompt_tokens"), count(None, "completion_tokens"), cached, written
+        # Gemini: thoughts are billed as output but counted apart
+        if usage.keys() & {"promptTokenCount", "candidatesTokenCount"}:
+            output = count(None, "candidatesTokenCount") + count(None, "thoughtsTokenCount")
+            return count(None, "promptTokenCount"), output, count(None, "cachedContentTokenCount"), 0
+        if usage.keys() & {"cache_read_input_tokens", "cache_creation_input_tokens"}:  # Anthropic
+            cached, written = count(None, "cache_read_input_tokens"), count(None, "cache_creation_input_tokens")
+            return count(None, "input_tokens") + cached + written, count(None, "output_tokens"), cached, written
+        # OpenAI Responses (input includes the cached part), or Anthropic without cache fields
+        cached = count("input_tokens_details", "cached_tokens")
+        return count(None, "input_tokens"), count(None, "output_tokens"), cached, 0
 
-def _count(block: Mapping[str, Any], key: str) -> int:
-    value = block.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= COUNT_MAX else 0
+    def count(self, details: str | None, key: str) -> int:
+        """``usage[key]`` (or ``usage[details][key]``) as a token count; 0 when absent or refused."""
+        block = self.usage.get(details) if details else self.usage
+        if not isinstance(block, dict) or block.get(key) is None:
+            return 0
+        value = block[key]
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= COUNT_MAX:
+            return value
+        self.refuse(f"usage.{details}.{key}" if details else f"usage.{key}", value,
+                    f"a token count from 0 to {COUNT_MAX:.0e}")
+        return 0

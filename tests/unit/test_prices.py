@@ -162,10 +162,11 @@ def test_several_models_share_no_price(tmp_path: Path) -> None:
     ('{"m": 3}', "expected input and output prices"),
     ('{"m": {"input": 1}}', "expected input and output prices"),
     ('{"m": {"input": 1, "output": 2, "cached": 1}}', "unknown keys cached"),
-    ('{"m": {"input": -1, "output": 2}}', "input must be a non-negative number"),
-    ('{"m": {"input": 1, "output": true}}', "output must be a non-negative number"),
-    ('{"m": {"input": "1", "output": 2}}', "input must be a non-negative number"),
-    ('{"m": {"input": 1e999, "output": 2}}', "input must be a non-negative number"),
+    ('{"m": {"input": -1, "output": 2}}', "input must be a number of USD per million tokens from 0 to 100,000"),
+    ('{"m": {"input": 1, "output": true}}', "output must be a number of USD per million tokens from 0 to 100,000"),
+    ('{"m": {"input": "1", "output": 2}}', "input must be a number of USD per million tokens from 0 to 100,000"),
+    ('{"m": {"input": 1e999, "output": 2}}', "input must be a number of USD per million tokens from 0 to 100,000"),
+    ('{"m": {"input": 1, "output": 1e308}}', "output must be a number of USD per million tokens from 0 to 100,000"),
     ('{"m": {"input": 1,', "not valid JSON"),
 ])
 def test_bad_price_files_stop_the_run(tmp_path: Path, content: str, match: str) -> None:

@@ -207,5 +207,6 @@ def test_usages_add_and_serialise() -> None:
     assert total.to_json() == {
         "calls": 3, "usage_calls": 2, "input_tokens": 15, "output_tokens": 3, "cached_input_tokens": 4,
         "cache_write_tokens": 3, "reported_cost_usd": 0.5, "reported_cost_calls": 1, "models": ["a", "b"],
+        "other_models": 0, "refused": [],
     }
     assert json.loads(json.dumps(total.to_json())) == total.to_json()

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import pytest
 
-from . import selection
+from . import names, selection
 from .limits import HARD_TIMEOUT_METHOD, Limits
 from .record import AttemptRecord, scenario_key
 from .scenarios import Scenario, ScenarioError
@@ -91,10 +91,13 @@ def error_split(error: ScenarioError) -> str:
 
 
 def error_name(stem: str, taken: set[tuple[str, str]], split: str) -> str:
-    """A folder-safe, unique name for a broken file's record (two may share a stem)."""
-    base = _UNSAFE.sub("_", stem).lstrip(".")[:100] or "scenario"
+    """A folder-safe name for a broken file's record, unique without regard to case (two
+    files may share a stem, or differ only in case); ``taken`` holds :func:`names.folder_key` pairs."""
+    base = _UNSAFE.sub("_", stem).strip(".-")[:100] or "scenario"
+    if names.problem(base) is not None:  # a Windows device name: CON, nul.x, ...
+        base = f"_{base}"
     name, n = base, 1
-    while (split, name) in taken:
+    while (names.folder_key(split), names.folder_key(name)) in taken:
         n += 1
         name = f"{base}-{n}"
     return name
@@ -108,11 +111,11 @@ def build(scenarios: Sequence[Scenario], errors: Sequence[ScenarioError], *, rep
                     hard_timeout=limits.hard_timeout(s.duration, attempts) if limits else None)
         for s in scenarios for repeat in range(1, repeats + 1)
     ]
-    taken = {(item.split, item.name) for item in items}
+    taken = {(names.folder_key(item.split), names.folder_key(item.name)) for item in items}
     for error in errors:
         split = error_split(error)
         name = error_name(error.path.stem, taken, split)
-        taken.add((split, name))
+        taken.add((names.folder_key(split), names.folder_key(name)))
         items.append(PlannedItem(split, name, error=error))
     return items
 

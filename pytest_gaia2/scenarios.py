@@ -17,12 +17,12 @@ import json
 import logging
 import math
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from . import names
 from .safejson import JsonReadError, loads_bounded, read_json_file, read_regular_file
 from .splits import SPLITS, split_marker, universe_of
 from .store import StoreError, write_text
@@ -31,11 +31,10 @@ from .store import StoreError, write_text
 MAX_SCENARIO_BYTES = 64 * 1024 * 1024
 # Ids and split names are path components: <output>/<run folder>/[run_k/]<split>/<id>/attempt_k/state/<file>.
 # 128 + 64 characters keep each component far under NAME_MAX (255 bytes) and the whole path
-# under PATH_MAX (4096 bytes on Linux, 1024 on macOS) for any reasonable output folder.
-MAX_ID_LENGTH = 128
+# under PATH_MAX (4096 bytes on Linux, 1024 on macOS) for any reasonable output folder; the
+# rest of the rules (valid on Windows too, told apart without case) are in names.py.
+MAX_ID_LENGTH = names.MAX_PART
 MAX_SPLIT_LENGTH = 64
-
-_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 _INDEX_VERSION = 1
 _INDEX_MAX_BYTES = 512 * 1024 * 1024
@@ -102,18 +101,6 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 50 else f"{text[:50]}..."
 
 
-def _name_problem(value: str, limit: int) -> str | None:
-    """Why ``value`` cannot name a folder of the output tree, or None when it can."""
-    shown = _shown(value)
-    if len(value) > limit:
-        return f"{shown} is {len(value)} characters long, more than the {limit} allowed"
-    if not _NAME.fullmatch(value):
-        return f"{shown} may only hold letters, digits, '_', '.' and '-'"
-    if value[0] in ".-":
-        return f"{shown} starts with {value[0]!r} (hidden names, '.', '..' and option-like names cannot name a folder)"
-    return None
-
-
 def _definition_value(data: dict[str, Any], key: str) -> Any:
     metadata = data.get("metadata")
     definition = metadata.get("definition") if isinstance(metadata, dict) else None
@@ -165,7 +152,7 @@ def _number(path: Path, name: str, value: Any) -> float | None:
 
 def _check_split(path: Path, split: str) -> None:
     """The split comes from a folder name and names an output folder, so it obeys the id rules."""
-    problem = _name_problem(split, MAX_SPLIT_LENGTH)
+    problem = names.problem(split, MAX_SPLIT_LENGTH)
     if problem:
         raise ScenarioError(path, "split (folder name)", problem)
 
@@ -182,7 +169,7 @@ def _parse(path: Path, split: str) -> Scenario:
     scenario_id = _definition_value(data, "scenario_id")
     if not isinstance(scenario_id, str) or not scenario_id.strip():
         raise ScenarioError(path, "metadata.definition.scenario_id", "missing or empty")
-    problem = _name_problem(scenario_id, MAX_ID_LENGTH)
+    problem = names.problem(scenario_id, MAX_ID_LENGTH)
     if problem:
         raise ScenarioError(path, "metadata.definition.scenario_id", problem)
     events = data.get("events", [])
@@ -249,7 +236,7 @@ def _from_entry(entry: dict[str, Any], file: Path, split: str) -> Scenario | Non
         return None
     if not all(isinstance(item, str) for item in entry["apps"] + entry["tags"]):
         return None
-    if _name_problem(entry["scenario_id"], MAX_ID_LENGTH):
+    if names.problem(entry["scenario_id"], MAX_ID_LENGTH):
         return None  # the id names a folder: never trust one the parser would refuse
     values = {name: entry[name] for name in _ENTRY_TYPES}
     return Scenario(**{**values, "split": split, "path": file.resolve(),
@@ -377,17 +364,38 @@ def discover(
             except ScenarioError as exc:
                 errors.append(exc)
     index.save(roots)
-    by_id: dict[str, list[Scenario]] = {}
-    for scenario in scenarios:
-        by_id.setdefault(scenario.scenario_id, []).append(scenario)
-    duplicated = {sid for sid, group in by_id.items() if len(group) > 1}
-    for sid in sorted(duplicated):
-        paths = ", ".join(str(s.path) for s in by_id[sid])
-        for scenario in by_id[sid]:
-            errors.append(ScenarioError(
-                scenario.path, "metadata.definition.scenario_id",
-                f"duplicate id {sid!r} (also in: {paths})",
-            ))
-    unique = [s for s in scenarios if s.scenario_id not in duplicated]
+    refused = _aliases(scenarios)
+    errors.extend(refused.values())
+    unique = [s for s in scenarios if s.path not in refused]
     unique.sort(key=lambda s: (s.split, s.scenario_id))
     return unique, errors
+
+
+def _aliases(scenarios: Sequence[Scenario]) -> dict[Path, ScenarioError]:
+    """One error per file whose output folder another file would share on some system: the
+    same id in any spelling of case (NTFS and APFS fold it), or a split folder spelled in
+    two cases. Every file involved is refused: none of them can own the folder."""
+    by_id: dict[str, list[Scenario]] = {}
+    spellings: dict[str, set[str]] = {}
+    for scenario in scenarios:
+        by_id.setdefault(names.folder_key(scenario.scenario_id), []).append(scenario)
+        spellings.setdefault(names.folder_key(scenario.split), set()).add(scenario.split)
+    refused: dict[Path, ScenarioError] = {}
+    for scenario in scenarios:
+        split_names = spellings[names.folder_key(scenario.split)]
+        if len(split_names) > 1:
+            refused[scenario.path] = ScenarioError(
+                scenario.path, "split (folder name)",
+                f"{', '.join(map(repr, sorted(split_names)))} differ only in case: they would share one folder "
+                "on Windows and macOS")
+    for group in by_id.values():
+        if len(group) < 2:
+            continue
+        paths = ", ".join(str(s.path) for s in group)
+        ids = sorted({s.scenario_id for s in group})
+        what = f"duplicate id {ids[0]!r}" if len(ids) == 1 else (
+            f"ids {', '.join(map(repr, ids))} differ only in case (one folder on Windows and macOS)")
+        for scenario in group:
+            refused.setdefault(scenario.path, ScenarioError(
+                scenario.path, "metadata.definition.scenario_id", f"{what} (also in: {paths})"))
+    return refused

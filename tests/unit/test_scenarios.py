@@ -83,6 +83,37 @@ def test_duplicate_ids_are_reported_for_both_files(tmp_path: Path) -> None:
     assert len(errors) == 2 and all("duplicate id 'same'" in str(e) for e in errors)
 
 
+def test_ids_differing_only_in_case_are_refused_for_both_files(tmp_path: Path) -> None:
+    """NTFS and APFS fold case: Case_A and case_a would share one output folder there."""
+    _write(tmp_path / "search" / "a.json", _scenario("Case_A"))
+    _write(tmp_path / "time" / "b.json", _scenario("case_a"))
+    _write(tmp_path / "search" / "c.json", _scenario("s_c"))
+    found, errors = discover([tmp_path])
+    assert [s.scenario_id for s in found] == ["s_c"]
+    problems = _problems(errors)
+    assert problems.keys() == {"a.json", "b.json"}
+    assert all(field == ID_FIELD and problem.startswith("ids 'Case_A', 'case_a' differ only in case")
+               for field, problem in problems.values()), problems
+
+
+def test_split_folders_differing_only_in_case_are_refused(tmp_path: Path) -> None:
+    _write(tmp_path / "Search" / "a.json", _scenario("s_a"))
+    _write(tmp_path / "search" / "b.json", _scenario("s_b"))
+    _write(tmp_path / "time" / "c.json", _scenario("s_c"))
+    found, errors = discover([tmp_path])
+    assert [s.scenario_id for s in found] == ["s_c"]
+    assert {name: field for name, (field, _) in _problems(errors).items()} == {
+        "a.json": "split (folder name)", "b.json": "split (folder name)"}
+
+
+@pytest.mark.parametrize("sid", ["CON", "nul", "COM1", "aux.txt", "LPT9.json", "trailing."])
+def test_ids_windows_cannot_name_are_refused(tmp_path: Path, sid: str) -> None:
+    _write(tmp_path / "search" / "bad.json", _scenario(sid))
+    found, errors = discover([tmp_path])
+    [(field, problem)] = _problems(errors).values()
+    assert found == [] and field == ID_FIELD and problem.startswith(repr(sid)), problem
+
+
 def test_other_directory_is_its_own_split(tmp_path: Path) -> None:
     _write(tmp_path / "custom-set" / "x.json", _scenario("x1"))
     scenarios, _ = discover([tmp_path])
@@ -196,6 +227,9 @@ def test_longest_allowed_id_and_dots_inside(tmp_path: Path) -> None:
     ("splït", "'splït' may only hold letters, digits, '_', '.' and '-'"),
     ("s" * 65, "'" + "s" * 49 + "... is 65 characters long, more than the 64 allowed"),
     ("-x", "'-x' starts with '-' (hidden names, '.', '..' and option-like names cannot name a folder)"),
+    ("CON", "'CON' is a Windows device name (CON): no folder can have it there"),
+    ("aux.d", "'aux.d' is a Windows device name (AUX): no folder can have it there"),
+    ("split.", "'split.' ends with '.', which Windows drops (it would name the same folder as 'split')"),
 ])
 def test_odd_split_folders_give_an_error_for_each_file(tmp_path: Path, folder: str, problem: str) -> None:
     _write(tmp_path / folder / "a.json", _scenario("s_a"))

@@ -1,0 +1,130 @@
+"""Names that become folders: what is accepted is a valid, distinct folder on Windows, macOS and
+Linux alike. The oracles below are the systems' own rules, written out independently of names.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_gaia2 import names, plan, store
+from pytest_gaia2.scenarios import ScenarioError, discover
+
+WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in "0123456789¹²³"),
+                   *(f"LPT{n}" for n in "0123456789¹²³")}
+
+
+def valid_on_windows(name: str) -> bool:
+    """Microsoft's "Naming Files, Paths, and Namespaces": forbidden characters, device names
+    (also with an extension), no trailing space or period, at most 255 characters."""
+    if not name or len(name) > 255 or name in {".", ".."}:
+        return False
+    if any(char in '<>:"/\\|?*' or ord(char) < 32 for char in name):
+        return False
+    if name.endswith((" ", ".")):
+        return False
+    return name.split(".", 1)[0].upper() not in WINDOWS_DEVICES
+
+
+def valid_on_macos(name: str) -> bool:
+    """APFS/HFS+: no '/', NUL or ':' (Finder's separator), at most 255 UTF-8 bytes; names are
+    compared normalised, so a name must be its own NFD form to round-trip unchanged."""
+    return (bool(name) and name not in {".", ".."} and not set(name) & {"/", "\0", ":"}
+            and len(name.encode()) <= 255 and unicodedata.normalize("NFD", name) == name)
+
+
+def valid_on_linux(name: str) -> bool:
+    return bool(name) and name not in {".", ".."} and "/" not in name and "\0" not in name and len(name.encode()) <= 255
+
+
+DEVICE_LIKE = st.builds(
+    lambda word, case, ext: "".join(c.upper() if up else c.lower() for c, up in zip(word, case)) + ext,
+    st.sampled_from(sorted(WINDOWS_DEVICES)), st.lists(st.booleans(), min_size=4, max_size=4),
+    st.sampled_from(["", ".txt", ".json", ".tar.gz", ".", " "]))
+ANY_NAME = st.one_of(
+    st.text(alphabet=st.sampled_from(list("abcXYZ019_.- <>:\"/\\|?*\x00\x1fé\u0301")), max_size=12),
+    st.text(max_size=140),
+    DEVICE_LIKE,
+    st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,140}", fullmatch=True),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(ANY_NAME)
+def test_every_accepted_name_is_a_folder_on_every_system(name: str) -> None:
+    problem = names.problem(name)
+    assert problem is None or (isinstance(problem, str) and "\n" not in problem)
+    if problem is None:
+        assert valid_on_windows(name) and valid_on_macos(name) and valid_on_linux(name), name
+        assert store.safe_part(name) == name
+    else:
+        with pytest.raises(store.StoreError, match="cannot be a folder name"):
+            store.safe_part(name)
+
+
+def _scenario(sid: str) -> str:
+    return json.dumps({"metadata": {"definition": {"scenario_id": sid}}, "events": []})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["search", "Search", "time", "CON", "x."]),
+                          st.one_of(DEVICE_LIKE, st.sampled_from(["Case_A", "case_a", "CASE_A", "s_1", "s_2"]))),
+                min_size=1, max_size=6))
+def test_accepted_scenarios_own_distinct_folders_on_case_insensitive_systems(files: list[tuple[str, str]]) -> None:
+    """Whatever ids and split folders a collection holds, the scenarios that are accepted own
+    output folders that stay distinct when case is folded, and every other file is an error."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for number, (split, sid) in enumerate(files):
+            folder = root / split
+            folder.mkdir(exist_ok=True)
+            (folder / f"f{number}.json").write_text(_scenario(sid), encoding="utf-8")
+        found, errors = discover([root])
+        written = sum(1 for _ in root.rglob("*.json"))  # a case-insensitive tmp folder merges splits
+        assert len(found) + len(errors) == written
+        assert all(isinstance(error, ScenarioError) for error in errors)
+        for scenario in found:
+            assert names.problem(scenario.split) is None and names.problem(scenario.scenario_id) is None
+        assert len({names.folder_key(s.scenario_id) for s in found}) == len(found)
+        splits = {s.split for s in found}
+        assert len({names.folder_key(split) for split in splits}) == len(splits)
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("CON", "'CON' is a Windows device name (CON)"),
+    ("nul", "'nul' is a Windows device name (NUL)"),
+    ("COM1", "'COM1' is a Windows device name (COM1)"),
+    ("aux.txt", "'aux.txt' is a Windows device name (AUX)"),
+    ("LPT9.json", "'LPT9.json' is a Windows device name (LPT9)"),
+    ("trailing.", "'trailing.' ends with '.', which Windows drops (it would name the same folder as 'trailing')"),
+    ("trailing ", "'trailing ' may only hold letters, digits, '_', '.' and '-'"),
+    ("a<b", "'a<b' may only hold letters, digits, '_', '.' and '-'"),
+    ("a:b", "'a:b' may only hold letters, digits, '_', '.' and '-'"),
+    ("tab\there", "'tab\\there' may only hold letters, digits, '_', '.' and '-'"),
+])
+def test_windows_names_are_refused_with_the_reason(name: str, problem: str) -> None:
+    assert (names.problem(name) or "").startswith(problem)
+
+
+@pytest.mark.parametrize("name", ["CONSOLE", "nullable", "COM10", "LPT", "con_1", "scenario_universe_21_7kww6e",
+                                  "a.CON", "v1.2-x"])
+def test_names_that_only_look_like_devices_are_accepted(name: str) -> None:
+    assert names.problem(name) is None
+
+
+def test_error_records_of_files_named_like_devices_get_usable_distinct_folders() -> None:
+    taken: set[tuple[str, str]] = set()
+    made = []
+    for stem in ["CON", "con", "nul.x", "x.", "-rf", "Case_A", "case_a"]:
+        name = plan.error_name(stem, taken, "search")
+        taken.add((names.folder_key("search"), names.folder_key(name)))
+        made.append(name)
+    assert all(names.problem(name) is None for name in made), made
+    assert len({names.folder_key(name) for name in made}) == len(made), made
+    assert made[:2] == ["_CON", "_con-2"] and re.fullmatch(r"case_a-\d", made[-1]), made

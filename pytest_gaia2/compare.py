@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from . import report, stats, store
-from .cli import CommandError
+from .cli import CommandError, create_file
+from .markdown_text import code_span, plain
 from .paired import AnalysisExtraMissing, PairedTable, pattern, pattern_counts
 from .rates import percent, percent_number
 from .record import AttemptRecord
@@ -72,7 +73,7 @@ def load_arm(label: str, path: str | Path) -> Arm:
     """The run folder named on the command line (or the ``latest`` of an output folder)."""
     folder = store.RunFolder.existing(path)
     config, planned = read_run_config(folder)
-    records = {(record.split, record.scenario_id, record.repeat): record for record in folder.records()}
+    records = {(record.split, record.scenario_id, record.repeat): record for record in folder.records(strict=True)}
     outcomes: dict[Key, str] = {key: record.outcome for key, record in records.items()}
     spelled = {key: record.key for key, record in records.items()}
     for key, text in planned_keys(planned).items():
@@ -175,8 +176,8 @@ def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str) -> li
              f"| **{c.a} not passed** | {len(table.only_b)} | {len(table.neither)} |", ""]
     if table.n == 0:
         return lines + ["No pairs.", ""]
-    lines += [f"- passed in {c.a} only ({len(table.only_a)}): {', '.join(table.only_a) or '-'}",
-              f"- passed in {c.b} only ({len(table.only_b)}): {', '.join(table.only_b) or '-'}", ""]
+    lines += [f"- passed in {c.a} only ({len(table.only_a)}): {_keys(table.only_a)}",
+              f"- passed in {c.b} only ({len(table.only_b)}): {_keys(table.only_b)}", ""]
     low, high = table.interval()
     rate_a, rate_b = table.rate_a, table.rate_b
     lines.append(f"{c.a} {rate_a.successes}/{table.n} = {percent(rate_a.value or 0.0)}, {c.b} {rate_b.successes}/"
@@ -186,11 +187,15 @@ def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str) -> li
     return lines + [""]
 
 
+def _keys(keys: Sequence[str]) -> str:
+    return ", ".join(map(plain, keys)) or "-"
+
+
 def _arm_row(arm: Arm) -> str:
     overall = arm.summary.overall
     rates = [f"{percent(rate.value)} [{percent_number(rate.low)}–{percent_number(rate.high)}]"
              if rate.value is not None else "n/a" for rate in (overall.strict, overall.judged)]
-    return (f"| {arm.label} | `{arm.path}` | {arm.summary.planned} | {overall.passed} | {overall.failed} | "
+    return (f"| {arm.label} | {code_span(arm.path)} | {arm.summary.planned} | {overall.passed} | {overall.failed} | "
             f"{overall.errors} | {overall.not_run} | {rates[0]} | {rates[1]} |")
 
 
@@ -198,9 +203,9 @@ def markdown(result: Report) -> str:
     lines = ["# pytest-gaia2 compare", "",
              "| run | folder | planned | passed | failed | errors | not run | strict | judged-only |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|", *(_arm_row(arm) for arm in result.arms), ""]
-    lines += [f"> **Warning:** {warning}" for warning in result.warnings] + ([""] if result.warnings else [])
+    lines += [f"> **Warning:** {plain(warning)}" for warning in result.warnings] + ([""] if result.warnings else [])
     lines.append(f"Matched by (split, scenario id, repeat): {len(result.matched)} keys present in every run.")
-    lines += [f"- missing from {label} ({len(keys)}, not compared): {', '.join(keys)}"
+    lines += [f"- missing from {label} ({len(keys)}, not compared): {_keys(keys)}"
               for label, keys in result.missing.items() if keys]
     if result.repeated:
         lines.append("- pairs are (scenario, run): a scenario's repeats are not independent, so the intervals "
@@ -214,11 +219,11 @@ def markdown(result: Report) -> str:
         labels = "".join(arm.label for arm in result.arms)
         lines += [f"## Patterns ({labels}: P passed, F failed, E error, . no result)", "",
                   "| pattern | count | keys |", "|---|---:|---|"]
-        lines += [f"| `{shape}` | {count} | {', '.join(keys)} |"
+        lines += [f"| `{shape}` | {count} | {_keys(keys)} |"
                   for shape, count, keys in pattern_counts(result.patterns)]
         lines.append("")
     if result.points is not None:
-        verdict = f"FAIL: worse than {result.arms[0].label}: {', '.join(result.worse)}" if result.worse else "ok"
+        verdict = f"FAIL: worse than {result.arms[0].label}: {_keys(result.worse)}" if result.worse else "ok"
         lines += [f"{DECISION_RULE}: D = {result.points / 100:g} ({result.points:g} points): {verdict}", ""]
     return "\n".join(lines)
 
@@ -247,7 +252,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN",
                         help="run folders (or --gaia2-output folders: their latest run); the first is the baseline A")
     parser.add_argument("--format", choices=("markdown", "json"), default="markdown", help="output format")
-    parser.add_argument("--output", metavar="FILE", help="write the comparison to FILE instead of stdout")
+    parser.add_argument("--output", metavar="FILE",
+                        help="write the comparison to FILE instead of stdout: a new file outside every run "
+                             "folder (an existing file or a place in a run folder is refused)")
     parser.add_argument("--fail-if-worse", metavar="D", type=float, dest="drop",
                         help="exit 1 when a later run's paired strict rate is more than D below the first "
                              "run's; a fraction from 0 to 1, like every rate (0.05 is 5 points)")
@@ -267,10 +274,7 @@ def run(args: argparse.Namespace) -> int:
     except AnalysisExtraMissing as exc:
         raise CommandError(str(exc)) from None
     if args.output:
-        target = Path(args.output)
-        if target.exists() and not target.is_file():
-            raise CommandError(f"--output {target} exists and is not a regular file")
-        store.write_text(target, text)
+        create_file("--output", Path(args.output), text.encode("utf-8"), [arm.path.resolve() for arm in arms])
     else:
         print(text, end="")
     return 1 if result.worse else 0

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 MISSING = "the report's plots need matplotlib: pip install 'pytest-gaia2[analysis]'"
 DPI = 100
+LABEL_CHARS = 60
+"""Names from a results folder are cut to this length on a plot (the report's tables hold them whole)."""
 _STRICT, _JUDGED, _ERROR, _NEUTRAL = "#3a6ea5", "#7fb069", "#c0504d", "#8c8c8c"
 
 
@@ -43,6 +45,13 @@ def require() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise MissingLibrary(MISSING) from None
+
+
+def label(text: str) -> str:
+    """A category or split name as plain text on a plot: cut to LABEL_CHARS, and every ``$``
+    escaped so matplotlib draws it instead of reading mathtext (``$\\frac{`` would raise)."""
+    short = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+    return short.replace("$", r"\$")
 
 
 def _figure(width: float = 7.0, height: float = 3.6) -> Figure:
@@ -84,7 +93,7 @@ def pass_rates(overall: GroupStats, splits: Sequence[GroupStats]) -> Plot:
         heights, arms = _bars(rates)
         axes.bar([x + offset for x in positions], heights, width, yerr=arms, capsize=4,
                  color=colour, label=label, error_kw={"elinewidth": 1.2})
-    axes.set_xticks(list(positions), [group.name if group.name != "all" else "all splits" for group in groups],
+    axes.set_xticks(list(positions), [label(group.name) if group.name != "all" else "all splits" for group in groups],
                     rotation=20 if len(groups) > 5 else 0)
     axes.set_ylim(0, 105)
     axes.set_ylabel("pass rate (%)")
@@ -100,7 +109,8 @@ def errors(groups: Sequence[ErrorGroup]) -> Plot:
     figure = _figure(7.0, max(2.0, 0.45 * len(groups) + 1.2))
     axes = figure.add_subplot()
     ordered = list(reversed(groups))
-    axes.barh([group.category for group in ordered], [group.count for group in ordered], color=_ERROR)
+    axes.barh(range(len(ordered)), [group.count for group in ordered], color=_ERROR)
+    axes.set_yticks(range(len(ordered)), [label(group.category) for group in ordered])
     axes.set_xlabel("errors")
     axes.xaxis.get_major_locator().set_params(integer=True)
     axes.set_title("Errors by category")

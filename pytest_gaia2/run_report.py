@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from . import plots, scenarios, spend, stats, store
 from .allure_environment import environment
+from .markdown_text import code_span
 from .budget import LEDGER_FILE, Ledger
 from .plots import MissingLibrary, Plot
 from .rates import Rate, percent, percent_number
@@ -66,14 +66,15 @@ def run_plan(run_config: dict[str, Any], records: Sequence[AttemptRecord]) -> li
 
 def scenario_apps(records: Sequence[AttemptRecord], index: Path | None) -> dict[str, tuple[str, ...] | None]:
     """Each record key's apps, from its scenario file; None when the file cannot be read any
-    more, no longer parses, or is not the file the verdict was given on (its hash changed)."""
+    more, no longer parses, or is not the file the verdict was given on (its hash changed, or the
+    record holds none: a path from a results folder is used only for the file it vouches for)."""
     files = sorted({record.scenario_file for record in records if record.scenario_file})
     found, _unreadable = scenarios.discover([Path(file) for file in files], index_path=index)
     by_path = {scenario.path: scenario for scenario in found}
     apps: dict[str, tuple[str, ...] | None] = {}
     for record in records:
         scenario = by_path.get(Path(record.scenario_file).resolve()) if record.scenario_file else None
-        same = scenario is not None and record.scenario_sha256 in (None, scenario.sha256)
+        same = scenario is not None and record.scenario_sha256 == scenario.sha256
         apps[record.key] = tuple(dict.fromkeys(scenario.apps)) if same and scenario is not None else None
     return apps
 
@@ -102,7 +103,7 @@ def build(folder: store.RunFolder, index: Path | None) -> Report:
     plots.require()
     run_config = store.read_json(folder.file(store.RUN_CONFIG_FILE))
     run_config = run_config if isinstance(run_config, dict) else {}
-    records = list(folder.records())
+    records = list(folder.records(strict=True))
     planned = run_plan(run_config, records)
     summary = stats.summarise([record.to_json() for record in records], planned)
     timed = sorted((record for record in records if record.wall_time_s is not None),
@@ -143,15 +144,6 @@ def _seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} s"
 
 
-def _code(text: object) -> str:
-    """Free text as a Markdown code span that survives a table cell: a fence longer than any
-    backtick run inside, pipes escaped (GFM), one line."""
-    value = " ".join(str(text).split()).replace("|", "\\|")
-    fence = "`" * (max((len(run) for run in re.findall("`+", value)), default=0) + 1)
-    pad = " " if value.startswith("`") or value.endswith("`") else ""
-    return f"{fence}{pad}{value}{pad}{fence}"
-
-
 def render(report: Report, uris: dict[str, str], files: dict[str, str]) -> tuple[str, str]:
     """(report.md, report.html): ``uris`` embed the plots in the HTML, ``files`` link them from
     the Markdown. Autoescaping is on for the HTML; the Markdown puts free text in code spans."""
@@ -160,7 +152,7 @@ def render(report: Report, uris: dict[str, str], files: dict[str, str]) -> tuple
     env = Environment(loader=PackageLoader("pytest_gaia2", "templates"), undefined=StrictUndefined,
                       autoescape=select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(rate=_rate, interval=_interval, fraction=_fraction, seconds=_seconds, code=_code)
+    env.filters.update(rate=_rate, interval=_interval, fraction=_fraction, seconds=_seconds, code=code_span)
     values = {"report": report, "summary": report.summary, "uris": uris, "files": files,
               "apps_unknown": APPS_UNKNOWN}
     return (env.get_template("report.md.j2").render(values), env.get_template("report.html.j2").render(values))

@@ -227,7 +227,7 @@ def test_allure_gets_one_result_with_the_report_and_plots(tmp_path: Path) -> Non
 
 
 def test_free_text_stays_one_table_cell_in_markdown() -> None:
-    from pytest_gaia2.run_report import _code
+    from pytest_gaia2.markdown_text import code_span as _code
 
     assert _code("pytest -k 'a or b' | tee\nlog") == "`pytest -k 'a or b' \\| tee log`"
     assert _code("run `x` ``y``") == "``` run `x` ``y`` ```"  # a longer fence; padded next to a backtick

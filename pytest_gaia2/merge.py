@@ -17,15 +17,19 @@ import json
 import os
 import shlex
 import shutil
+import signal
+import stat
+import sys
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from . import selection, store
-from .cli import CommandError
+from . import interrupts, selection, store
+from .cli import CommandError, enclosing_run
 from .compare import COMPARED_FIELDS, provenance_warnings, read_run_config
 from .gate import Gate
 from .record import AttemptRecord, is_judged
@@ -57,18 +61,20 @@ class Piece:
 def load_piece(index: int, path: str) -> Piece:
     folder = store.RunFolder(store.RunFolder.existing(path).path.resolve())
     config, _ = read_run_config(folder)
-    return Piece(index, folder, config, {record.key: record for record in folder.records()})
+    return Piece(index, folder, config, {record.key: record for record in folder.records(strict=True)})
 
 
 def check_places(out: Path, pieces: Sequence[Piece]) -> None:
     """OUT is new or an empty folder (so no piece is OUT or inside it), OUT is in no piece, no piece twice."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if os.path.lexists(out) and (out.is_symlink() or not out.is_dir() or any(out.iterdir())):
         raise CommandError(f"OUT {out} exists and is not an empty folder; merge never writes into an existing run")
+    if (run := enclosing_run(out.parent)) is not None:
+        raise CommandError(f"OUT {out} is inside run folder {run}; merge never writes into a run folder")
     seen: dict[Path, int] = {}
     for piece in pieces:
         path = piece.folder.path
         if out.is_relative_to(path):
-            raise CommandError(f"OUT {out} is inside RUN {path}; merge never writes into a piece")
+            raise CommandError(f"OUT {out} is inside RUN {path}; merge never writes into a run folder")
         if path in seen:
             raise CommandError(f"RUN {path} is given twice")
         seen[path] = piece.index
@@ -139,16 +145,32 @@ def run_config(pieces: Sequence[Piece], planned: list[str], taken: Counter[int],
     }
 
 
-def _copy_scenarios(target: store.RunFolder, chosen: dict[str, tuple[Piece, AttemptRecord]]) -> None:
-    """Each chosen key's scenario folder (every attempt in it), copied to the same place; links stay links."""
+def _plain(path: str) -> bool:
+    """A folder or regular file itself, not a link to one."""
+    mode = os.lstat(path).st_mode
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def _copy_scenarios(target: store.RunFolder, chosen: dict[str, tuple[Piece, AttemptRecord]]) -> list[str]:
+    """Each chosen key's scenario folder (every attempt in it) copied to the same place: folders and
+    regular files only. Links (which may point anywhere on this host), FIFOs, sockets and devices
+    are not copied; their paths are returned."""
+    skipped: list[str] = []
+
+    def special(folder: str, names: list[str]) -> set[str]:
+        left_out = {name for name in names if not _plain(os.path.join(folder, name))}
+        skipped.extend(os.path.join(folder, name) for name in sorted(left_out))
+        return left_out
+
     for piece, record in chosen.values():
         source = piece.folder.scenario_dir(record.split, record.scenario_id, record.repeat, record.repeats)
         if source.is_dir() and not source.is_symlink():
             destination = target.scenario_dir(record.split, record.scenario_id, record.repeat, record.repeats)
             try:
-                shutil.copytree(source, destination, symlinks=True)
+                shutil.copytree(source, destination, ignore=special)
             except (OSError, shutil.Error) as exc:
                 raise store.StoreError(f"cannot copy {source} to {destination}: {exc}") from None
+    return skipped
 
 
 def _session_lines(pieces: Sequence[Piece]) -> str:
@@ -156,9 +178,33 @@ def _session_lines(pieces: Sequence[Piece]) -> str:
                    for piece in pieces for line in store.read_jsonl(piece.folder.file(store.SESSIONS_FILE)))
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived during the merge: the half-made folder is removed, the exit status is 128+signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Stopped` inside the block, so its clean-up runs."""
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def write(out: Path, pieces: Sequence[Piece], chosen: dict[str, tuple[Piece, AttemptRecord]],
-          command: str) -> ResultBook:
-    """Build the merged folder beside OUT, then rename it to OUT; on failure nothing is left."""
+          command: str) -> tuple[ResultBook, list[str]]:
+    """Build the merged folder beside OUT, then rename it to OUT; on failure or a signal nothing
+    is left. Returns the book and the paths of the links and special files not copied."""
     planned = list(dict.fromkeys([key for piece in pieces for key in piece.planned] + list(chosen)))
     taken = Counter(piece.index for piece, _ in chosen.values())
     run_id = uuid.uuid4().hex
@@ -172,7 +218,7 @@ def write(out: Path, pieces: Sequence[Piece], chosen: dict[str, tuple[Piece, Att
     book = ResultBook(Gate(), allow_incomplete=True)
     book.planned, book.records = planned, {key: record for key, (_, record) in chosen.items()}
     try:
-        _copy_scenarios(target, chosen)
+        skipped = _copy_scenarios(target, chosen)
         store.write_json(target.file(store.RUN_CONFIG_FILE), run_config(pieces, planned, taken, run_id, command))
         store.write_text(target.file(store.SESSIONS_FILE), _session_lines(pieces))
         selection.write_manifest(target.file(store.MANIFEST_FILE),
@@ -186,11 +232,11 @@ def write(out: Path, pieces: Sequence[Piece], chosen: dict[str, tuple[Piece, Att
         except OSError as exc:
             raise store.StoreError(f"cannot rename {building} to OUT {out}: {exc.strerror or exc}") from None
     except BaseException:
-        with contextlib.suppress(OSError):
+        with interrupts.held(), contextlib.suppress(OSError):  # a second signal waits for the clean-up
             shutil.rmtree(building)
         raise
     book.folder = store.RunFolder(out)
-    return book
+    return book, skipped
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -225,12 +271,18 @@ def run(args: argparse.Namespace) -> int:
     busy = [piece.name for piece in pieces if (piece.folder.path / store.HOLDER_FILE).exists()]
     command = shlex.join(["pytest-gaia2", "merge", args.out, *args.runs,
                           *(["--prefer", args.prefer] if args.prefer else [])])
-    book = write(out, pieces, chosen, command)
+    try:
+        with _stoppable():
+            book, skipped = write(out, pieces, chosen, command)
+    except Stopped as stop:
+        print(f"gaia2: merge stopped by signal {stop.signum}; OUT {out} was not made", file=sys.stderr)
+        return 128 + stop.signum
     print(f"gaia2: merged {len(pieces)} run folders into {out}: {len(chosen)} results, "
           f"{len(book.planned)} planned")
     for line in [*(f"warning: {w} (compared: {', '.join(COMPARED_FIELDS)})" for w in warnings),
                  *(f"warning: {name} is in use by a run (or its run crashed): its unfinished scenarios are not run"
-                   for name in busy), *notes]:
+                   for name in busy), *notes,
+                 *(f"not copied (a link or special file, not a regular file): {path}" for path in skipped)]:
         print(f"gaia2: {line}")
     print("\n".join(book.lines()))
     return 0

@@ -129,7 +129,7 @@ def test_places_that_would_overwrite_or_confuse_are_refused(tmp_path: Path, caps
     message = {
         "not_empty": "exists and is not an empty folder; merge never writes into an existing run",
         "piece_inside_out": "exists and is not an empty folder",
-        "out_inside_piece": "is inside RUN",
+        "out_inside_piece": "merge never writes into a run folder",
         "twice": "is given twice",
         "prefer_other": "--prefer elsewhere: not one of the RUN folders being merged",
         "not_a_run": "is not a run folder (no run_config.json)",

@@ -213,9 +213,10 @@ def _append_line(path: Path, line: bytes) -> None:
     """
     try:
         fd = os.open(path, _APPEND_FLAGS, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(f"cannot append to {path}: not a regular file")
         with os.fdopen(fd, "a+b") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise StoreError(f"cannot append to {path}: not a regular file")
             size = handle.seek(0, os.SEEK_END)
             torn = False
             if size:

@@ -49,7 +49,8 @@ class Usage:
     ``usage_calls`` counts the calls whose response reported usage (a failed call reports
     none), ``reported_cost_calls`` those that also reported their cost (OpenRouter, LiteLLM).
     ``models`` are the first ``MODELS_MAX`` distinct names, ``other_models`` how many more
-    there were; ``refused`` describes the first values refused as out of range.
+    there were (in a sum of usages, at most that many: their names are not kept);
+    ``refused`` describes the first values refused as out of range.
     """
 
     calls: int = 0

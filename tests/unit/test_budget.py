@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import json
+import math
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from pytest_gaia2.budget import Budget, Ledger, entry_of
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_gaia2.budget import (
+    LEDGER_FILE,
+    LEGACY_LEDGER_FILE,
+    Budget,
+    Ledger,
+    entry_of,
+    parse_legacy,
+    parse_lines,
+    record_spend,
+)
+from pytest_gaia2.option_values import OptionError, usd
+from pytest_gaia2.prices import ATTEMPT_USD_MAX
+from pytest_gaia2.store import StoreError
 
 
 def test_entries_are_per_attempt_and_never_counted_twice(tmp_path: Path) -> None:
@@ -33,3 +52,149 @@ def test_halt_and_cap() -> None:
     assert budget.capped(80.0) is None and "passed its cap $80.00" in (budget.capped(80.01) or "")
     assert Budget(cap=10.0).halted(10.0) is not None  # a cap alone also stops new starts
     assert Budget().halted(10**6) is None and Budget().capped(10**6) is None
+
+
+# -- the append-only ledger: damage, legacy files, hostile bytes ---------------------------------
+
+
+def test_each_attempt_is_one_appended_line_never_rewritten(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.add("search/a#1", 1.25)
+    first = (tmp_path / LEDGER_FILE).read_bytes()
+    ledger.add("search/b#1", 0.75)
+    ledger.add("search/a#1", 9.0)  # the same attempt again: not added, not replaced
+    data = (tmp_path / LEDGER_FILE).read_bytes()
+    assert data.startswith(first) and data.count(b"\n") == 2
+    assert [json.loads(line)["entry"] for line in data.splitlines()] == ["search/a#1", "search/b#1"]
+    assert ledger.total() == 2.0
+
+
+def test_a_truncated_ledger_keeps_every_whole_line_and_names_the_damage(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    for n in range(3):
+        ledger.add(f"search/s{n}#1", 1.0)
+    path = tmp_path / LEDGER_FILE
+    path.write_bytes(path.read_bytes()[:-20])  # the last line torn, as by a crash mid-write
+    read = ledger.read()
+    assert read.total == 2.0 and read.complete
+    assert read.problems == (f"{path}: damaged line(s) 3 skipped; kept 2 entries ($2.00)",)
+    ledger.add("search/s9#1", 0.5)  # appended on a line of its own, not glued to the torn one
+    assert ledger.read().total == 2.5 and ledger.read().entries["search/s9#1"] == 0.5
+
+
+def test_garbage_lines_cost_only_themselves(tmp_path: Path) -> None:
+    lines = [b'{"entry": "a#1", "usd": 1.5, "at": "x"}', b"garbage", b'{"entry": "b#1", "usd": 1e308}',
+             b'{"entry": "c#1", "usd": -1}', b'{"entry": "", "usd": 1}', b'{"entry": "d#1", "usd": true}',
+             b'{"entry": "e#1", "usd": NaN}', b'["a#1", 1]', b'{"entry": "f#1", "usd": 2}']
+    (tmp_path / LEDGER_FILE).write_bytes(b"\n".join(lines) + b"\n")
+    read = Ledger(tmp_path).read()
+    assert read.entries == {"a#1": 1.5, "f#1": 2.0}
+    assert "damaged line(s) 2, 3, 4, 5, 6, 7, 8 skipped; kept 2 entries ($3.50)" in read.problems[0]
+    (tmp_path / LEDGER_FILE).write_bytes(b"x\n" * 30)
+    assert "damaged line(s) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 20 more skipped" in Ledger(tmp_path).read().problems[0]
+
+
+def test_an_earlier_versions_spend_json_is_read_not_rewritten(tmp_path: Path) -> None:
+    legacy = tmp_path / LEGACY_LEDGER_FILE
+    legacy.write_text(json.dumps({"total_usd": 3.0, "attempts": {"search/a#1": 1.0, "search/b#1": 2.0}}, indent=2))
+    before = legacy.read_bytes()
+    ledger = Ledger(tmp_path)
+    assert ledger.total() == 3.0 and ledger.read().problems == ()
+    assert ledger.add("search/a#1", 5.0) == 3.0  # already in the old ledger: counted once
+    assert ledger.add("search/c#1", 0.5) == 3.5
+    assert legacy.read_bytes() == before and (tmp_path / LEDGER_FILE).is_file()
+
+
+def test_a_truncated_spend_json_keeps_what_it_still_names(tmp_path: Path) -> None:
+    text = json.dumps({"total_usd": 3.0, "attempts": {"search/a#1": 2.0, "search/b#1": 1.0}}, indent=2)
+    (tmp_path / LEGACY_LEDGER_FILE).write_text(text[:text.index("search/b")])
+    read = Ledger(tmp_path).read()
+    assert read.entries == {"search/a#1": 2.0}
+    assert read.problems == (f"{tmp_path / LEGACY_LEDGER_FILE}: damaged (not whole JSON); recovered 1 entries ($2.00)",)
+
+
+def test_a_ledger_that_is_not_a_regular_file_is_incomplete_and_never_blocks(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / LEDGER_FILE)
+    read = Ledger(tmp_path).read()
+    assert not read.complete and "not a regular file (fifo)" in read.problems[0]
+    with pytest.raises(StoreError, match="not a regular file"):
+        Ledger(tmp_path).add("a#1", 1.0)
+
+
+def test_the_ledger_is_never_appended_through_a_symlink(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(b"")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LEDGER_FILE).symlink_to(outside)
+    with pytest.raises(StoreError, match="cannot append"):
+        Ledger(run).add("a#1", 1.0)
+    assert outside.read_bytes() == b""
+
+
+@pytest.mark.parametrize("usd", [math.inf, math.nan, -0.5, ATTEMPT_USD_MAX * 2])
+def test_an_amount_out_of_range_is_never_written(tmp_path: Path, usd: float) -> None:
+    with pytest.raises(StoreError, match="not an amount of USD"):
+        Ledger(tmp_path).add("a#1", usd)
+    assert not (tmp_path / LEDGER_FILE).exists()
+
+
+def test_record_spend_warns_instead_of_raising(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    record_spend(tmp_path, "search/a", 2, None)  # unknown cost: nothing to add
+    assert not (tmp_path / LEDGER_FILE).exists()
+    record_spend(tmp_path, "search/a", 2, 1.5)
+    assert Ledger(tmp_path).read().entries == {"search/a#2": 1.5}
+    os.mkfifo(tmp_path / "other.jsonl")
+    (tmp_path / LEDGER_FILE).unlink()
+    os.mkfifo(tmp_path / LEDGER_FILE)
+    record_spend(tmp_path, "search/a", 3, 1.0)
+    assert "spend of search/a#3 not in the ledger" in caplog.text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000))
+def test_any_bytes_are_some_entries_and_some_damage(data: bytes) -> None:
+    entries, damaged = parse_lines(data)
+    assert all(isinstance(key, str) and 0 <= usd <= ATTEMPT_USD_MAX for key, usd in entries.items())
+    assert math.isfinite(math.fsum(entries.values()))
+    assert all(1 <= number <= data.count(b"\n") + 1 for number in damaged)
+    legacy, _whole = parse_legacy(data)
+    assert all(0 <= usd <= ATTEMPT_USD_MAX for usd in legacy.values())
+
+
+ENTRY_LINES = st.lists(st.tuples(st.text(min_size=1, max_size=30),
+                                 st.floats(min_value=0, max_value=ATTEMPT_USD_MAX)), max_size=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ENTRY_LINES, st.integers(min_value=0, max_value=10_000))
+def test_a_ledger_cut_anywhere_keeps_every_line_before_the_cut(lines: list[tuple[str, float]], cut: int) -> None:
+    data = b"".join(json.dumps({"entry": entry, "usd": usd}).encode() + b"\n" for entry, usd in lines)
+    cut = min(cut, len(data))
+    entries, damaged = parse_lines(data[:cut])
+    whole = data[:cut].count(b"\n")
+    expected: dict[str, float] = {}
+    for entry, usd in lines[:whole]:
+        expected.setdefault(entry, usd)
+    assert {key: entries[key] for key in expected} == expected
+    assert len(damaged) <= 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=1000))
+def test_the_ledger_reader_never_raises_on_any_file(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
+    folder = tmp_path_factory.mktemp("ledger")
+    (folder / LEDGER_FILE).write_bytes(data)
+    (folder / LEGACY_LEDGER_FILE).write_bytes(data)
+    read = Ledger(folder).read()
+    assert read.complete and math.isfinite(read.total)
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "inf", "nan", "1e308", "$2e9", "lots"])
+def test_a_budget_is_a_finite_positive_amount(raw: str) -> None:
+    with pytest.raises(OptionError, match="^--gaia2-budget-halt: (expected|must not be negative)"):
+        usd("budget-halt", raw)
+
+
+def test_a_budget_in_range() -> None:
+    assert usd("budget-cap", "$12.5") == 12.5 and usd("budget-cap", "1e9") == 1e9

@@ -186,3 +186,30 @@ def test_bad_toml_and_missing_files_stop_the_run(tmp_path: Path) -> None:
 def test_price_file_prices() -> None:
     assert Price(input=3.0, output=15.0, cached_input=0.3).usd(USAGE) == pytest.approx(
         (4_000 * 3.0 + 8_000 * 0.3 + 900 * 15.0) / 1_000_000)
+
+
+def test_a_cost_past_the_ceiling_is_refused_never_infinite(tmp_path: Path) -> None:
+    book = PriceBook.load(price_file(tmp_path, {"m": {"input": prices.PRICE_MAX, "output": prices.PRICE_MAX}}))
+    usage = Usage(calls=2, usage_calls=2, input_tokens=2 * 10**12, output_tokens=2 * 10**12, models=("m",))
+    cost = book.cost(usage)
+    assert cost.usd is None and cost.source.startswith("refused: $4e+11 from the price file is more than")
+    assert book.cost(replace(usage, input_tokens=1000, output_tokens=0)).usd == pytest.approx(100.0)
+
+
+def test_a_reported_cost_past_the_ceiling_is_refused() -> None:
+    usage = Usage(calls=3, usage_calls=3, reported_cost_usd=3 * 999_999.0, reported_cost_calls=3, models=("x",))
+    assert PriceBook().cost(usage).source.startswith("refused: $3e+06 from the reported by the provider")
+
+
+def test_usage_with_a_refused_value_has_no_cost_rather_than_a_smaller_one(tmp_path: Path) -> None:
+    book = PriceBook.load(price_file(tmp_path, {"m": {"input": 1, "output": 1}}))
+    refused = ("trace.jsonl, llm_call 2: usage.prompt_tokens is 1e+308, not a token count",)
+    usage = Usage(calls=2, usage_calls=2, input_tokens=10, models=("m",), refused=refused)
+    assert book.cost(usage) == Cost(None, f"refused: {refused[0]}")
+    assert book.unknown_models == set()  # not a missing price: no "no price for" warning
+
+
+def test_several_models_past_the_kept_names_share_no_price(tmp_path: Path) -> None:
+    book = PriceBook.load(price_file(tmp_path, {"a": {"input": 1, "output": 1}}))
+    usage = Usage(calls=2, usage_calls=2, input_tokens=10, models=("a",), other_models=1)
+    assert book.cost(usage) == Cost(None, "unknown")

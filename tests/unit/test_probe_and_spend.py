@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,24 @@ def test_the_spend_summary_sums_priced_scenarios_and_names_unknown_models() -> N
     assert lines[0] == ("cost: $2.00 over 2 priced scenario(s), 1 with cost unknown (no price for: m); "
                         "run spend $2.00 (halt $5.00)")
     assert spend.summary([]) is None and spend.summary_lines(None, None) == []
+
+
+def test_a_refused_cost_is_counted_apart_and_warned_once_never_as_a_missing_price() -> None:
+    refused = replace(_record(3, None), cost_source="refused: trace.jsonl, llm_call 1: usage.cost is 1e+308, not ...",
+                      usage={"calls": 1, "models": ["m-refused"]}, model=None)
+    records = [_record(1, 1.0), _record(2, None), refused]
+    block = spend.summary(records)
+    assert block is not None and (block["priced"], block["unpriced"], block["refused"]) == (1, 2, 1)
+    assert block["unknown_models"] == ["m"]
+    assert spend.summary_lines(block, None)[0] == (
+        "cost: $1.00 over 1 priced scenario(s), 2 with cost unknown (no price for: m; 1 refused as out of range)")
+    assert spend.refusal_notice(refused) == [
+        "gaia2: warning: search/s3: cost refused: trace.jsonl, llm_call 1: usage.cost is 1e+308, not ...; "
+        "its cost is unknown (not counted in the run's spend)"]
+    assert spend.refusal_notice(records[0]) == []
+
+
+def test_the_unknown_models_line_names_a_few_and_counts_the_rest() -> None:
+    records = [replace(_record(n, None), model=f"model-{n:04d}") for n in range(1000)]
+    line = spend.summary_lines(spend.summary(records), None)[0]
+    assert line.endswith("(no price for: model-0000, model-0001, model-0002, model-0003, model-0004 and 995 more)")

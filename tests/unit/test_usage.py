@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from pytest_gaia2.usage import Usage, read_usage, usd_amount
+from pytest_gaia2 import usage as usage_module
+from pytest_gaia2.usage import MODELS_MAX, REFUSED_MAX, Usage, read_usage, shown_names, usd_amount
 
 OPENAI_CHAT = {
     "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-2024-08-06",
@@ -210,3 +215,93 @@ def test_usages_add_and_serialise() -> None:
         "other_models": 0, "refused": [],
     }
     assert json.loads(json.dumps(total.to_json())) == total.to_json()
+
+
+# -- hostile numbers and names: refused where they enter, linear in the trace ---------------------
+
+@pytest.mark.parametrize(("block", "field"), [
+    ({"prompt_tokens": 1e308, "completion_tokens": 7}, "usage.prompt_tokens is 1e+308"),
+    ({"prompt_tokens": 10**13, "completion_tokens": 7}, "usage.prompt_tokens is 1e+13"),
+    ({"prompt_tokens": -5, "completion_tokens": 7}, "usage.prompt_tokens is -5"),
+    ({"prompt_tokens": "100", "completion_tokens": 7}, "usage.prompt_tokens is a str"),
+    ({"prompt_tokens": 1, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 1.5}},
+     "usage.prompt_tokens_details.cached_tokens is 1.5"),
+    ({"prompt_tokens": 1, "completion_tokens": 7, "cost": 1e308}, "usage.cost is 1e+308"),
+    ({"prompt_tokens": 1, "completion_tokens": 7, "cost": 10**400}, "usage.cost is an integer too large"),
+])
+def test_a_value_out_of_range_is_refused_and_named(tmp_path: Path, block: dict[str, Any], field: str) -> None:
+    body = {"model": "m", "usage": block}
+    usage = read_usage(trace(tmp_path, format_a(json.dumps(body)), format_a(json.dumps(body), seq=2)))
+    assert usage.refused[0].startswith(f"trace.jsonl, llm_call 1: {field}")
+    assert usage.refused[1].startswith(f"trace.jsonl, llm_call 2: {field}")
+    assert math.isfinite(usage.reported_cost_usd) and usage.output_tokens == 14
+
+
+def test_costs_of_many_calls_never_add_up_to_infinity(tmp_path: Path) -> None:
+    body = {"model": "m", "usage": {"prompt_tokens": 1, "completion_tokens": 1, "cost": 1e308}}
+    usage = read_usage(trace(tmp_path, *(format_a(json.dumps(body), seq=n) for n in range(10))))
+    assert usage.reported_cost_usd == 0.0 and usage.reported_cost_calls == 0
+    assert len(usage.refused) == REFUSED_MAX and json.dumps(usage.to_json(), allow_nan=False)
+
+
+def test_distinct_model_names_are_capped_and_the_rest_counted(tmp_path: Path) -> None:
+    body = {"usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+    lines = [format_a(json.dumps(body), model=f"model-{n:05d}", seq=n) for n in range(MODELS_MAX + 25)]
+    lines += [format_a(json.dumps(body), model="model-00070", seq=999), format_a(json.dumps(body), model="x" * 201)]
+    usage = read_usage(trace(tmp_path, *lines))
+    assert usage.models == tuple(f"model-{n:05d}" for n in range(MODELS_MAX))
+    assert usage.other_models == 25 and usage.calls == MODELS_MAX + 27 and usage.input_tokens == MODELS_MAX + 27
+    assert (usage + usage).models == usage.models  # the same kept names are not more names
+    assert (usage + usage).other_models == 50  # unkept names are not known: a sum's count is an upper bound
+
+
+def test_a_trace_of_100k_distinct_models_parses_in_linear_time(tmp_path: Path) -> None:
+    """The quadratic reader took 58 s for 10k names and 502 s for 20k; linear, 100k take about a second."""
+    body = json.dumps({"usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+    path = tmp_path / "trace.jsonl"
+    path.write_text("".join(json.dumps(format_a(body, model=f"m{n}", seq=n)) + "\n" for n in range(100_000)))
+    started = time.monotonic()
+    usage = read_usage(path)
+    assert time.monotonic() - started < 10
+    assert usage.calls == 100_000 and len(usage.models) == MODELS_MAX and usage.other_models == 100_000 - MODELS_MAX
+
+
+def test_a_list_of_names_for_one_line_is_short() -> None:
+    assert shown_names(["a", "b"]) == "a, b"
+    assert shown_names([f"n{n}" for n in range(10_000)]) == "n0, n1, n2, n3, n4 and 9995 more"
+    assert shown_names(["a"], more=3) == "a and 3 more"
+
+
+def test_usd_amount_with_a_ceiling() -> None:
+    assert usd_amount(5.0, 5.0) == 5.0 and usd_amount(5.01, 5.0) is None and usd_amount(1e308) == 1e308
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["usage", "prompt_tokens", "completion_tokens", "cost", "model", "cached_tokens",
+                         "prompt_tokens_details", "input_tokens", "message", "response", "usageMetadata",
+                         "promptTokenCount", "cache_read_input_tokens", "type", "raw_response", "request"]),
+        inner, max_size=5),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(JSON_VALUES, max_size=6))
+def test_any_trace_lines_give_finite_bounded_usage(tmp_path: Path, lines: list[Any]) -> None:
+    calls = [line if not isinstance(line, dict) else {**line, "type": "llm_call"} for line in lines]
+    calls += [format_a(json.dumps(line)) for line in lines]
+    path = trace(tmp_path, *calls)
+    usage = read_usage(path)
+    assert math.isfinite(usage.reported_cost_usd) and len(usage.models) <= MODELS_MAX
+    assert all(0 <= getattr(usage, key) for key in usage_module.COUNT_FIELDS)
+    json.dumps(usage.to_json(), allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=3000))
+def test_any_bytes_as_a_trace_never_raise(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(data)
+    usage = read_usage(path)
+    assert math.isfinite(usage.reported_cost_usd)

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -38,7 +37,9 @@ from .record import AttemptRecord, is_judged
 from .redact import Redactor, secret_values
 from .rejudge_images import OfflineJudge, offline_judge_of
 from .settings import REFERENCE_JUDGE_PLACEHOLDER, resolve_judge_key
-from .store import RunFolder, inside, read_json, write_json, write_text
+from .safejson import JsonReadError, read_regular_file
+from .scenarios import MAX_SCENARIO_BYTES
+from .store import RUN_CONFIG_FILE, RunFolder, StoreError, inside, read_json, write_json, write_text
 
 REFERENCE = "reference"
 """The judge spec of the image's own judge without a model (the in-container setting)."""
@@ -53,6 +54,8 @@ MAX_TOTAL_BYTES = 1 << 30
 PIDS_LIMIT = 4096
 MEMORY_BYTES = 4 << 30
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+REJUDGE_DIR = "rejudge"
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-env", action="append", type=env_setting, default=[], metavar="NAME=VALUE",
                         help="a judge setting for every judge's container, e.g. GAIA2_REF_JUDGE_EXACT=1")
     parser.add_argument("--retries", type=int, default=2, help="re-asks of a judge that errored (default 2)")
+    parser.add_argument("--scenarios", action="append", type=Path, default=[], metavar="PATH", required=True,
+                        help="the scenario files the run used (a file or a folder searched for *.json; repeat "
+                             "for several): each record's scenario is the one whose sha256 the record holds")
+    parser.add_argument("--image", metavar="IMAGE",
+                        help="the image whose judge re-judges (default: the run's image from run_config.json, "
+                             "refused when its tag now names another image id than the run used)")
 
 
 # -- the run's judged scenarios ----------------------------------------------------------------
@@ -130,23 +139,67 @@ class Job:
         return self.record.folder or self.record.key
 
 
-def load_job(run: RunFolder, record: AttemptRecord) -> Job:
-    if not record.image:
-        raise CommandError(f"{run.results}: {record.key} names no image")
-    events = inside(run.path, *(record.folder or record.key).split("/"), "events.jsonl")
-    details = events.with_name("user_details.json")
-    scenario = Path(record.scenario_file)
+def _read(path: Path, what: str) -> bytes:
+    """A regular file of the run folder, no link followed, bounded: one error naming it."""
     try:
-        content = scenario.read_bytes()
-        saved = events.read_bytes()
-        user_details = details.read_bytes() if details.is_file() else None
-    except OSError as exc:
-        raise CommandError(f"{record.key}: cannot read {exc.filename}: {exc.strerror}") from None
-    digest = hashlib.sha256(content).hexdigest()
-    if record.scenario_sha256 and digest != record.scenario_sha256:
-        raise CommandError(f"{scenario}: changed since the run (sha256 {digest[:12]}, "
-                           f"the run judged {record.scenario_sha256[:12]})")
-    return Job(record, content, saved, user_details)
+        return read_regular_file(path, max_bytes=MAX_FILE_BYTES, follow_symlinks=False)
+    except JsonReadError as exc:
+        raise CommandError(f"{path}: {what} {exc}") from None
+
+
+def scenario_files(paths: Sequence[Path]) -> dict[str, Path]:
+    """The user's scenario files (``--scenarios``: files, or folders searched for ``*.json``) by sha256;
+    only regular files up to the scenario size bound are hashed."""
+    found: dict[str, Path] = {}
+    for root in paths:
+        if not root.exists():
+            raise CommandError(f"--scenarios {root}: no such file or folder")
+        for path in sorted(root.rglob("*.json")) if root.is_dir() else [root]:
+            try:
+                content = read_regular_file(path, max_bytes=MAX_SCENARIO_BYTES)
+            except JsonReadError:
+                continue
+            found.setdefault(hashlib.sha256(content).hexdigest(), path)
+    return found
+
+
+def load_job(run: RunFolder, record: AttemptRecord, scenarios: Mapping[str, Path]) -> Job:
+    """The record's saved events and user details (files of the run folder itself, never a link out
+    of it) and its scenario: the user's file with the sha256 the record holds."""
+    if not record.scenario_sha256 or not _SHA256.fullmatch(record.scenario_sha256):
+        raise CommandError(f"{run.results}: {record.key}: field 'scenario_sha256' is {record.scenario_sha256!r}: "
+                           "without the run's hash no scenario file can be trusted to be the one judged")
+    found = scenarios.get(record.scenario_sha256)
+    if found is None:
+        raise CommandError(f"{record.key}: no file under --scenarios has the sha256 the run judged "
+                           f"({record.scenario_sha256[:12]}; the run's file was {record.scenario_file!r})")
+    try:
+        events = inside(run.path, *(record.folder or record.key).split("/"), "events.jsonl")
+    except StoreError as exc:
+        raise CommandError(f"{run.results}: {record.key}: field 'folder': {exc}") from None
+    details = events.with_name("user_details.json")
+    user_details = _read(details, "(user details)") if os.path.lexists(details) else None
+    content = read_regular_file(found, max_bytes=MAX_SCENARIO_BYTES)
+    if hashlib.sha256(content).hexdigest() != record.scenario_sha256:
+        raise CommandError(f"{found}: changed while the re-judge read it")
+    return Job(record, content, _read(events, "(saved events)"), user_details)
+
+
+def run_image(folder: RunFolder, engine: engine_mod.Engine, given: str | None) -> str:
+    """The image to re-judge with: ``--image``, else the run's own (run_config.json's provenance)
+    when its tag still names the image id the run used; never an image named by a record."""
+    if given:
+        return given
+    config = read_json(folder.file(RUN_CONFIG_FILE))
+    provenance = config.get("provenance") if isinstance(config, dict) else None
+    image, ran = (provenance.get("image"), provenance.get("image_id")) if isinstance(provenance, dict) else (None, None)
+    if not isinstance(image, str) or not image:
+        raise CommandError(f"{folder.file(RUN_CONFIG_FILE)}: names no image (provenance.image); pass --image IMAGE")
+    now = engine.image_id(image)
+    if not isinstance(ran, str) or now != ran:
+        raise CommandError(f"{image} is now image {now or 'missing'}, the run used {ran or 'an unrecorded id'}: "
+                           "its judge may have changed since; pass --image IMAGE to re-judge with it anyway")
+    return image
 
 
 # -- judging in containers -----------------------------------------------------------------------
@@ -174,6 +227,15 @@ def inbox(jobs: Sequence[Job]) -> tuple[tuple[str, bytes, int], ...]:
             files.append((f"{INBOX}/{number}/user_details.json", job.user_details, 0o644))
             listed[-1]["user_details"] = files[-1][0]
     return (f"{INBOX}/jobs.json", json.dumps(listed).encode(), 0o644), *files
+
+
+def _own_folder(run: RunFolder, *names: str) -> Path:
+    """A folder of the re-judge's own in the run folder, checked to resolve inside it (a link there
+    to elsewhere is refused): the only place rejudge writes."""
+    path = run.path.joinpath(*names)
+    if not path.resolve().is_relative_to(run.path.resolve()):
+        raise CommandError(f"{path} resolves outside the run folder {run.path}; nothing was written")
+    return path
 
 
 def judge_image(engine: engine_mod.Engine, spec: JudgeSpec, image: str, judge: OfflineJudge, jobs: Sequence[Job],
@@ -310,8 +372,9 @@ def run(args: argparse.Namespace) -> int:
     specs = [parse_judge(raw, args.judge_env) for raw in args.judge]
     if len({spec.slug for spec in specs}) < len(specs):
         raise CommandError(f"--judge: the same judge twice: {', '.join(args.judge)}")
-    records = list(folder.records())
-    jobs = [load_job(folder, record) for record in records if is_judged(record)]
+    records = list(folder.records(strict=True))
+    scenarios = scenario_files(args.scenarios)
+    jobs = [load_job(folder, record, scenarios) for record in records if is_judged(record)]
     if not jobs:
         raise CommandError(f"{folder.results}: no judged scenario to re-judge")
 
@@ -321,33 +384,21 @@ def run(args: argparse.Namespace) -> int:
     keys = {spec.name: resolve_judge_key(args.judge_api_key_env, spec.provider, lookup, "", None)[0]
             for spec in specs if spec.name != REFERENCE}
     redactor = Redactor(set(keys.values()) | secret_values(os.environ) | secret_values(dict(args.judge_env)))
-    images: dict[str, list[Job]] = {}
-    for job in jobs:
-        images.setdefault(str(job.record.image), []).append(job)
-    root = folder.path / "rejudge"
+    root = _own_folder(folder, REJUDGE_DIR)
     verdicts: dict[str, dict[str, bool | None]] = {}
     try:
         client = engine_mod.connect()
     except EngineError as exc:
         raise CommandError(str(exc)) from None
     engine = engine_mod.Engine(client, run_id=f"rejudge-{uuid.uuid4().hex}", worker="rejudge", owner_pid=os.getpid())
-    judges: dict[str, OfflineJudge] = {}
     try:
-        for image, image_jobs in images.items():
-            judges[image] = offline_judge_of(engine, image, INBOX)
-            now, ran = engine.image_id(image), {job.record.image_id for job in image_jobs if job.record.image_id}
-            if now and ran and now not in ran:
-                print(f"rejudge: warning: {image} is now image {now}, the run used {', '.join(sorted(ran))}: "
-                      "its judge may have changed since", file=sys.stderr)
+        image = run_image(folder, engine, args.image)
+        judge = offline_judge_of(engine, image, INBOX)
         for spec in specs:
-            dest = root / spec.slug
-            rows = []
-            for image, image_jobs in images.items():
-                env = judge_env(spec, args.judge_base_url, keys.get(spec.name, ""))
-                passes = judge_image(engine, spec, image, judges[image], image_jobs, dest, env, args.retries,
-                                     redactor)
-                rows += [verdict_row(job, inside(dest, *job.folder.split("/")), passes.get(job.folder, 0))
-                         for job in image_jobs]
+            dest = _own_folder(folder, REJUDGE_DIR, spec.slug)
+            env = judge_env(spec, args.judge_base_url, keys.get(spec.name, ""))
+            passes = judge_image(engine, spec, image, judge, jobs, dest, env, args.retries, redactor)
+            rows = [verdict_row(job, inside(dest, *job.folder.split("/")), passes.get(job.folder, 0)) for job in jobs]
             write_text(dest / "results.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
             verdicts[spec.slug] = {row["key"]: row["success"] for row in rows}
     except EngineError as exc:
@@ -356,7 +407,7 @@ def run(args: argparse.Namespace) -> int:
         engine.remove_run()
         client.close()
     summary = aggregate({job.record.key: bool(job.record.success) for job in jobs}, verdicts)
-    summary = {"run": str(folder.path), "skipped_without_verdict": len(records) - len(jobs),
+    summary = {"run": str(folder.path), "image": image, "skipped_without_verdict": len(records) - len(jobs),
                "judge_settings": redactor.redact_obj(
                    {spec.slug: {"judge": spec.name, "settings": dict(spec.settings)} for spec in specs}),
                **summary}

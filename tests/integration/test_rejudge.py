@@ -76,7 +76,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def rejudge(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {name: value for name, value in os.environ.items() if name not in HOST_SETTINGS}
-    return subprocess.run([sys.executable, "-m", "pytest_gaia2", "rejudge", str(folder), *args],
+    return subprocess.run([sys.executable, "-m", "pytest_gaia2", "rejudge", str(folder), "--scenarios", str(SHIPPED),
+                           *args],
                           check=False, capture_output=True, text=True, env={**clean, **(env or {})}, timeout=300)
 
 
@@ -175,27 +176,30 @@ def test_image_without_an_offline_judge_is_refused_by_name(run: Path, tmp_path: 
     derived_image(NO_JUDGE_IMAGE, "RUN rm /opt/gaia2_ref_rejudge.py")
     copy = tmp_path / "copy"
     shutil.copytree(run, copy, symlinks=True, ignore=shutil.ignore_patterns("rejudge"))
-    lines = [json.loads(line) for line in (copy / "results.jsonl").read_text().splitlines()]
-    (copy / "results.jsonl").write_text("".join(json.dumps({**r, "image": NO_JUDGE_IMAGE}) + "\n" for r in lines))
-    done = rejudge(copy, "--judge", "reference")
+    done = rejudge(copy, "--judge", "reference", "--image", NO_JUDGE_IMAGE)
     assert done.returncode == 2
     assert f"image {NO_JUDGE_IMAGE!r} has no offline judge" in done.stderr
     assert not (copy / "rejudge").exists()
     assert no_rejudge_containers()
 
 
-def test_a_tag_that_moved_since_the_run_is_warned_about(run: Path, tmp_path: Path) -> None:
-    """The run's tag now names another image (rebuilt since): the judge inside may differ."""
+def test_a_tag_that_moved_since_the_run_is_refused_unless_the_image_is_given(run: Path, tmp_path: Path) -> None:
+    """The run's tag now names another image (rebuilt since): the judge inside may differ, so
+    only an image the user names re-judges; the image named by a record is never launched."""
     copy = tmp_path / "moved"
     shutil.copytree(run, copy, symlinks=True, ignore=shutil.ignore_patterns("rejudge"))
+    config = json.loads((copy / "run_config.json").read_text())
+    config["provenance"]["image_id"] = "sha256:" + "0" * 64
+    (copy / "run_config.json").write_text(json.dumps(config))
     lines = [json.loads(line) for line in (copy / "results.jsonl").read_text().splitlines()]
-    (copy / "results.jsonl").write_text("".join(json.dumps({**r, "image_id": "sha256:" + "0" * 64}) + "\n"
-                                                for r in lines))
+    (copy / "results.jsonl").write_text("".join(json.dumps({**r, "image": NO_JUDGE_IMAGE}) + "\n" for r in lines))
     done = rejudge(copy, "--judge", "reference")
+    assert done.returncode == 2, done.stderr
+    assert f"{IMAGE} is now image sha256:" in done.stderr and "the run used sha256:" + "0" * 64 in done.stderr
+    assert "pass --image IMAGE" in done.stderr and not (copy / "rejudge" / "reference").exists()
+    done = rejudge(copy, "--judge", "reference", "--image", IMAGE)
     assert done.returncode == 0, done.stderr
-    assert f"rejudge: warning: {IMAGE} is now image sha256:" in done.stderr
-    assert "the run used sha256:" + "0" * 64 in done.stderr
-    assert "warning" not in rejudge(run, "--judge", "reference").stderr  # the same image: no warning
+    assert json.loads((copy / "rejudge" / "summary.json").read_text())["image"] == IMAGE
 
 
 def test_an_image_whose_init_would_end_the_container_is_still_rejudged(run: Path, tmp_path: Path) -> None:
@@ -205,9 +209,7 @@ def test_an_image_whose_init_would_end_the_container_is_still_rejudged(run: Path
                           "RUN printf '#!/usr/bin/bash\\necho no agent key >&2\\nexit 3\\n' > /opt/gaia2-init-entrypoint.sh")
     copy = tmp_path / "dying"
     shutil.copytree(run, copy, symlinks=True, ignore=shutil.ignore_patterns("rejudge"))
-    lines = [json.loads(line) for line in (copy / "results.jsonl").read_text().splitlines()]
-    (copy / "results.jsonl").write_text("".join(json.dumps({**r, "image": dying}) + "\n" for r in lines))
-    done = rejudge(copy, "--judge", "reference")
+    done = rejudge(copy, "--judge", "reference", "--image", dying)
     assert done.returncode == 0, done.stderr
     assert {key: row["success"] for key, row in verdicts(copy, "reference").items()} == IN_CONTAINER
     assert no_rejudge_containers()

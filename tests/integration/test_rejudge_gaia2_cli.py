@@ -169,16 +169,16 @@ def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def as_image(run_path: Path, dest: Path, image: str) -> Path:
-    """A copy of the run whose records name ``image`` (its id too): what rejudge judges with."""
+    """A copy of the run whose run_config names ``image`` (its id too): what rejudge judges with."""
     shutil.copytree(run_path, dest, symlinks=True, ignore=shutil.ignore_patterns("rejudge"))
     client = docker.from_env()
     try:
         image_id = client.images.get(image).id
     finally:
         client.close()
-    lines = [json.loads(line) for line in (dest / "results.jsonl").read_text().splitlines()]
-    (dest / "results.jsonl").write_text("".join(json.dumps({**r, "image": image, "image_id": image_id}) + "\n"
-                                                for r in lines))
+    config = json.loads((dest / "run_config.json").read_text())
+    config["provenance"].update(image=image, image_id=image_id)
+    (dest / "run_config.json").write_text(json.dumps(config))
     return dest
 
 

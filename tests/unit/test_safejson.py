@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -9,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_gaia2 import safejson
 from pytest_gaia2.safejson import (
@@ -170,3 +173,42 @@ def test_without_a_pre_scan_jsons_own_recursion_guard_refuses_deep_nesting() -> 
     with pytest.raises(JsonLimitError, match="recursion limit"):
         loads_bounded(b"[" * 200_000 + b"]" * 200_000, max_bytes=10**7, max_depth=None)
     assert loads_bounded(b"[" * 300 + b"]" * 300, max_bytes=10**7, max_depth=None) is not None
+
+
+_JSON_TEXT = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                                       max_size=3),
+                          max_leaves=10).map(lambda value: json.dumps(value).encode())
+_NESTED = st.integers(min_value=0, max_value=400).map(lambda depth: b"[" * depth + b"]" * depth)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.binary(max_size=200) | _JSON_TEXT | _NESTED)
+def test_any_bytes_parse_or_fail_with_the_one_error(data: bytes) -> None:
+    """Whatever the bytes: a value within the bounds, or a JsonLimitError; nothing else escapes."""
+    try:
+        value = loads_bounded(data, max_bytes=150, max_depth=50)
+    except JsonLimitError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        assert len(data) <= 150 and json.loads(json.dumps(value)) == value
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300) | _JSON_TEXT, link=st.booleans())
+def test_any_file_reads_or_fails_with_the_one_error(tmp_path: Path, data: bytes, link: bool) -> None:
+    target = tmp_path / "data.json"
+    target.write_bytes(data)
+    path = tmp_path / "link.json"
+    path.unlink(missing_ok=True)
+    path.symlink_to(target)
+    if link:  # a link is refused whatever it points at
+        with pytest.raises(JsonReadError, match="symbolic link"):
+            read_json_file(path, max_bytes=200, follow_symlinks=False)
+        return
+    try:
+        read_json_file(target, max_bytes=200, follow_symlinks=False)
+    except JsonReadError as exc:  # JsonLimitError included
+        assert "\n" not in str(exc)
+    else:
+        assert len(data) <= 200

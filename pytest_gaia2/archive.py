@@ -27,7 +27,12 @@ MAX_NAME_BYTES = 255
 MAX_HOST_PATH_BYTES = 3800
 MAX_DEPTH = 32
 MAX_ENTRIES = 10_000
-"""Archive entries looked at per copy: bounds time and inodes against a tree of tiny files."""
+"""Archive entries copied per copy: bounds inodes against a tree of tiny files. Past it, only
+the files named in ``rename`` (the ones the harness needs) are still written."""
+MAX_SCANNED = 100_000
+"""Archive entries read per copy at most (bounds time): the rest is neither copied nor counted."""
+MAX_LISTED = 100
+"""Skipped files named one by one in a report; past it they are only counted (bounded record)."""
 
 NO_RENAME: Mapping[str, str] = MappingProxyType({})
 _temp_names = itertools.count()
@@ -91,10 +96,23 @@ class CopyReport:
 
     written: list[tuple[str, int]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    """The first :data:`MAX_LISTED` files not copied, with why."""
+    unlisted: int = 0
+    """Files not copied beyond those listed in ``skipped``."""
     total_bytes: int = 0
     notes: list[str] = field(default_factory=list)
+    """Why the archive was not read to its end (then files may be missing that nobody counted)."""
     gave_up: bool = False
     """The archive held more than ``ignore_limit`` bytes of entries nobody wanted: the rest was not read."""
+    met: set[str] = field(default_factory=set)
+    """The ``rename`` names met in the archive, copied or not."""
+
+    def skip(self, name: str, reason: str) -> None:
+        """One more file not copied: named while fewer than :data:`MAX_LISTED` are, else counted."""
+        if len(self.skipped) < MAX_LISTED:
+            self.skipped.append((name, reason))
+        else:
+            self.unlisted += 1
 
 
 def _shown(name: str) -> str:
@@ -119,6 +137,13 @@ def _type_problem(member: tarfile.TarInfo) -> str | None:
     return f"unsupported entry type {member.type!r}"
 
 
+def _below_top(name: str) -> str:
+    """An archive name below the archive's top folder (``state/a/b.json`` -> ``a/b.json``), as
+    ``rename`` keys are written; a single-file archive's only entry is its own name."""
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    return "/".join(parts[1:] if len(parts) > 1 else parts)
+
+
 def _destination(
     name: str, root: str, rename: Mapping[str, str], prefix: tuple[str, ...]
 ) -> tuple[tuple[str, ...], str | None]:
@@ -132,7 +157,7 @@ def _destination(
     if ".." in parts:
         return (), "name contains '..'"
     relative = parts[1:] if len(parts) > 1 else parts
-    mapped = rename.get("/".join(relative))
+    mapped = rename.get(_below_top(name))
     host = tuple(mapped.split("/")) if mapped is not None else (*prefix, *relative)
     if not host or any(part in ("", ".", "..") or "\0" in part for part in host):
         return (), "not a plain relative name"
@@ -187,16 +212,25 @@ def masked(
     yield carry
 
 
-def capped(pieces: Iterable[bytes], max_bytes: int) -> Iterator[bytes]:
-    """At most ``max_bytes`` of ``pieces``, then a line saying the rest was cut."""
-    left = max_bytes
-    for piece in pieces:
-        if len(piece) > left:
-            yield piece[:left]
-            yield f"\n[pytest-gaia2: cut here, over {max_bytes} bytes]\n".encode()
-            return
-        left -= len(piece)
-        yield piece
+class Capped:
+    """At most ``max_bytes`` of ``pieces``, then a line saying the rest was cut; ``cut`` says
+    whether it was, so the cut can be listed with the files not copied."""
+
+    def __init__(self, pieces: Iterable[bytes], max_bytes: int) -> None:
+        self.pieces = pieces
+        self.max_bytes = max_bytes
+        self.cut = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        left = self.max_bytes
+        for piece in self.pieces:
+            if len(piece) > left:
+                self.cut = True
+                yield piece[:left]
+                yield f"\n[pytest-gaia2: cut here, over {self.max_bytes} bytes]\n".encode()
+                return
+            left -= len(piece)
+            yield piece
 
 
 def write_file(root_fd: int, parts: Sequence[str], pieces: Iterable[bytes]) -> int:
@@ -256,6 +290,12 @@ def extract(
     windows overlapping by ``overlap`` bytes (at least the longest value it replaces).
     A broken stream ends the copy with a note; what was written stays.
 
+    The files ``rename`` names are the ones the harness needs: they are written whatever the
+    total cap and however many entries came first (the file cap still holds). Past
+    :data:`MAX_ENTRIES` entries every other file is skipped, past :data:`MAX_SCANNED` the
+    archive is no longer read (a note says so); every file skipped is in ``skipped`` or counted
+    in ``unlisted``.
+
     With ``wanted``, entries whose path below the top folder it rejects are passed over
     unlisted (one archive of a shared folder such as ``/tmp`` instead of one per file); once
     they add up to more than ``ignore_limit`` bytes the copy stops with ``gave_up`` set.
@@ -268,8 +308,9 @@ def extract(
     prefix_parts = tuple(part for part in prefix.split("/") if part)
     try:
         for count, (member, archive) in enumerate(tar_entries(chunks), start=1):
-            if count > MAX_ENTRIES:
-                report.notes.append(f"stopped after {MAX_ENTRIES} archive entries")
+            if count > MAX_SCANNED:
+                report.notes.append(f"stopped reading after {MAX_SCANNED} archive entries: "
+                                    "the rest was neither copied nor counted")
                 break
             if member.isdir():
                 continue
@@ -280,21 +321,26 @@ def extract(
                     break
                 continue
             shown = _shown(member.name)
+            needed = _below_top(member.name) in rename
+            if needed:
+                report.met.add(_below_top(member.name))
             host_parts, problem = _destination(member.name, root, rename, prefix_parts)
             problem = _type_problem(member) or problem
             if problem is None and member.size > max_file_bytes:
                 problem = f"{member.size} bytes, over the {max_file_bytes}-byte file cap"
-            if problem is None and report.total_bytes + member.size > max_total_bytes:
+            if problem is None and not needed and count > MAX_ENTRIES:
+                problem = f"past the first {MAX_ENTRIES} archive entries"
+            if problem is None and not needed and report.total_bytes + member.size > max_total_bytes:
                 problem = f"{member.size} bytes, over what is left of the {max_total_bytes}-byte total cap"
             if problem is not None:
-                report.skipped.append((shown, problem))
+                report.skip(shown, problem)
                 continue
             source = archive.extractfile(member)
             assert source is not None  # a regular file
             try:
                 size = write_file(root_fd, host_parts, masked(_read_chunks(source), transform, overlap))
             except OSError as exc:
-                report.skipped.append((shown, _write_problem(exc)))
+                report.skip(shown, _write_problem(exc))
                 continue
             report.written.append(("/".join(host_parts), size))
             report.total_bytes += size

@@ -177,6 +177,7 @@ class ScenarioAttempt:
             extra_hosts=container_env.extra_hosts(),  # host network too: same base URL everywhere
             memory_bytes=setup.limits.memory or None,
             pids_limit=setup.limits.pids_limit or None,
+            log_max_bytes=setup.limits.max_file_size,  # the engine keeps no more than container.log may hold
             # Meta's agent images give tools to the agent through a setuid wrapper, which
             # no-new-privileges would defeat; the oracle images have no such wrapper.
             no_new_privileges=settings.profile is container_env.ORACLE,

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 from .archive import (
     ARCHIVE_CHUNK,
     NO_RENAME,
+    Capped,
     CopyReport,
     StreamBroken,
-    capped,
     extract,
     first_file,
     masked,
@@ -33,6 +33,15 @@ if TYPE_CHECKING:
 
 LOG_MAX_BYTES = 4 << 20
 """Container logs kept in memory: the last 4 MiB (a chatty image must not fill the host)."""
+ENGINE_LOG_MAX_BYTES = 256 << 20
+"""What the engine may keep of one container's output on its disk, unless the spec says otherwise."""
+ENGINE_LOG_FILES = 2
+"""json-file rotation: the output lives in this many files of ``log_max_bytes / ENGINE_LOG_FILES``
+each; once one is full the engine starts the next and drops the oldest."""
+_JSON_LINE_MIN = len('{"log":"","stream":"stdout","time":"2006-01-02T15:04:05Z"}\n')
+"""The least a json-file line adds around one message (its shortest time stamp)."""
+_JSON_ESCAPED = bytes(range(32)) + b'"\\<>&'
+"""Bytes json-file writes as an escape of two bytes or more."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,19 @@ class LaunchSpec:
     command: tuple[str, ...] | None = None
     """Arguments to the image's bash instead of its init script: a container that must not start
     the agent (re-judging saved events) runs ``("-c", "exec sleep infinity")``."""
+    log_max_bytes: int = ENGINE_LOG_MAX_BYTES
+    """The engine's disk for this container's output (json-file max-size x max-file)."""
+
+    @property
+    def log_file_bytes(self) -> int:
+        """One json-file's size: the engine rotates when the current file reaches it."""
+        return max(1, self.log_max_bytes // ENGINE_LOG_FILES)
+
+    def log_config(self) -> dict[str, object]:
+        """The engine's log settings: json-file, rotated, so a flood of output cannot fill the
+        engine's disk (Podman's compatible API takes it as its k8s-file driver with max-size)."""
+        return {"type": "json-file",
+                "config": {"max-size": str(self.log_file_bytes), "max-file": str(ENGINE_LOG_FILES)}}
 
 
 def _log_chunks(handle: Handle, tail: int | str = "all") -> Iterator[bytes]:
@@ -134,16 +156,35 @@ class Container:
     def save_logs(
         self, path: Path, *, max_bytes: int,
         transform: Callable[[bytes], bytes] | None = None, overlap: int = 0,
-    ) -> int:
+    ) -> list[str]:
         """Stream the whole output into ``path`` (atomically), through ``transform`` as
-        :func:`extract` does, cut after ``max_bytes`` of it; bytes written."""
+        :func:`extract` does, cut after ``max_bytes`` of it; why the file is not the whole output.
+
+        The engine's own cut is told from the size the output takes in its json-file (at least
+        each message plus its escapes and the line around it): once that reaches one file's
+        size, the engine has rotated and the oldest output may be gone."""
         path.parent.mkdir(parents=True, exist_ok=True)
         parent_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        stored = 0
+
+        def measured() -> Iterator[bytes]:
+            nonlocal stored
+            for message in _log_chunks(self.handle):
+                stored += len(message) * 2 - len(message.translate(None, _JSON_ESCAPED)) + _JSON_LINE_MIN
+                yield message
+
         try:
-            pieces = capped(masked(_log_chunks(self.handle), transform, overlap), max_bytes)
-            return write_file(parent_fd, (path.name,), pieces)
+            pieces = Capped(masked(measured(), transform, overlap), max_bytes)
+            write_file(parent_fd, (path.name,), pieces)
         finally:
             os.close(parent_fd)
+        cuts = []
+        if stored >= self.spec.log_file_bytes:
+            cuts.append(f"the engine keeps at most {self.spec.log_max_bytes} bytes of a container's output "
+                        f"({ENGINE_LOG_FILES} json-file logs) and rotated them: the earliest output may be missing")
+        if pieces.cut:
+            cuts.append(f"over the {max_bytes}-byte file cap: the output past it was not kept")
+        return cuts
 
     def exec(self, cmd: list[str], user: str = "") -> tuple[int, str]:
         """Run a command inside; ``(exit code, output)``; -1 when the container cannot exec.

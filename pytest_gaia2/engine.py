@@ -167,7 +167,8 @@ class Engine:
         """Create, copy the files in, start, and read the published port; nothing is left on failure.
 
         Hardened: every capability but :data:`CAPABILITIES` dropped, the spec's pids and memory
-        limits, no-new-privileges when the spec allows it, the adapter published on 127.0.0.1 only.
+        limits, no-new-privileges when the spec allows it, the adapter published on 127.0.0.1 only,
+        the engine's log of the container's output capped (json-file max-size and max-file).
         """
         from docker.errors import ImageNotFound
 
@@ -186,6 +187,7 @@ class Engine:
             "pids_limit": spec.pids_limit,
             "mem_limit": spec.memory_bytes,
             "memswap_limit": spec.memory_bytes,  # the same value: no swap on top of the limit
+            "log_config": spec.log_config(),  # a flood of output cannot fill the engine's disk
         }
         if spec.network == "host":
             kwargs["network_mode"] = "host"

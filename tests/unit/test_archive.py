@@ -291,10 +291,41 @@ def test_a_truncated_archive_keeps_what_was_written_and_says_so(tmp_path: Path) 
     assert len(report.notes) == 1 and report.notes[0].startswith("the archive is unreadable, the copy is partial")
 
 
-def test_the_number_of_entries_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_the_entry_cap_only_the_needed_files_are_written_and_every_other_is_listed_or_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state folder of many tiny files sorted before the judge's files: those still arrive,
+    the files past the cap are named (the first MAX_LISTED) and counted (the rest)."""
     monkeypatch.setattr(archive, "MAX_ENTRIES", 5)
-    report = copy(files(*((f"state/f{i}", b"x") for i in range(20))), tmp_path)
-    assert len(report.written) == 5 and report.notes == ["stopped after 5 archive entries"]
+    monkeypatch.setattr(archive, "MAX_LISTED", 3)
+    report = copy(files(*((f"state/a{i:02}", b"x") for i in range(20)), ("state/events.jsonl", b"e"),
+                        ("state/judgments.jsonl", b"j")), tmp_path)
+    assert tree(tmp_path) == {**{f"state/a{i:02}": b"x" for i in range(5)},
+                              "events.jsonl": b"e", "daemon_judgments.jsonl": b"j"}
+    assert report.skipped == [(f"state/a{i:02}", "past the first 5 archive entries") for i in range(5, 8)]
+    assert report.unlisted == 12 and report.notes == []
+    assert report.met == {"events.jsonl", "judgments.jsonl"}
+
+
+def test_reading_stops_after_the_scan_bound_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(archive, "MAX_ENTRIES", 2)
+    monkeypatch.setattr(archive, "MAX_SCANNED", 6)
+    report = copy(files(*((f"state/a{i:02}", b"x") for i in range(10)), ("state/events.jsonl", b"e")), tmp_path)
+    assert len(report.written) == 2 and len(report.skipped) == 4 and "events.jsonl" not in report.met
+    assert report.notes == ["stopped reading after 6 archive entries: the rest was neither copied nor counted"]
+
+
+def test_the_needed_files_are_copied_whatever_the_total_cap_left(tmp_path: Path) -> None:
+    report = copy(files(("state/filler", b"f" * 100), ("state/events.jsonl", b"e" * 60), ("state/other", b"o")),
+                  tmp_path, max_file_bytes=100, max_total_bytes=100)
+    assert tree(tmp_path) == {"state/filler": b"f" * 100, "events.jsonl": b"e" * 60}
+    assert reasons(report) == {"state/other": "1 bytes, over what is left of the 100-byte total cap"}
+
+
+def test_a_cut_stream_says_it_was_cut() -> None:
+    whole = archive.Capped([b"abc", b"def"], 6)
+    assert b"".join(whole) == b"abcdef" and not whole.cut
+    cut = archive.Capped([b"abc", b"defg"], 6)
+    assert b"".join(cut).startswith(b"abcdef\n[pytest-gaia2: cut here, over 6 bytes]") and cut.cut
 
 
 def test_importing_the_engine_does_not_import_the_sdk() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -199,3 +200,28 @@ def test_missing_scipy_is_one_line_naming_the_extra(tmp_path: Path, capsys: pyte
     code, _, err = compare(capsys, a, b)
     assert code == 2
     assert "needs scipy: pip install 'pytest-gaia2[analysis]'" in err
+
+
+@pytest.mark.parametrize("place", ["in_run", "in_output_of_run", "existing"])
+def test_output_never_lands_in_a_run_folder_nor_over_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            place: str) -> None:
+    a = write_run(tmp_path / "a", {"s1": "P"})
+    write_run(tmp_path / "b", {"s1": "F"})
+    target = {"in_run": a / "results.jsonl", "in_output_of_run": a / "search" / "new.md",
+              "existing": tmp_path / "mine.md"}[place]
+    if place == "existing":
+        target.write_text("mine", encoding="utf-8")
+    before = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    code, out, err = compare(capsys, tmp_path / "a", tmp_path / "b", "--output", target)
+    assert code == 2 and out == ""
+    expected = "already exists" if place in ("existing", "in_run") else "inside run folder"
+    assert err.count("\n") == 1 and f"--output {target}: " in err and expected in err
+    assert {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()} == before
+
+
+def test_markdown_shows_values_from_a_results_folder_as_text() -> None:
+    from pytest_gaia2.markdown_text import plain
+
+    shown = plain("s1\n| x | <script>alert(1)</script> `y` [l](http://e)")
+    assert "\n" not in shown and "<" not in shown and not re.search(r"(?<!\\)[|`\[]", shown)
+    assert shown == ("s1 \\| x \\| &lt;script&gt;alert(1)&lt;/script&gt; \\`y\\` \\[l\\](http://e)")

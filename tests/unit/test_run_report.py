@@ -231,3 +231,12 @@ def test_free_text_stays_one_table_cell_in_markdown() -> None:
 
     assert _code("pytest -k 'a or b' | tee\nlog") == "`pytest -k 'a or b' \\| tee log`"
     assert _code("run `x` ``y``") == "``` run `x` ``y`` ```"  # a longer fence; padded next to a backtick
+
+
+def test_a_category_that_reads_as_mathtext_is_drawn_as_text() -> None:
+    """``$\\frac{`` in an error category made matplotlib's mathtext raise; labels are plain text."""
+    from pytest_gaia2.plots import LABEL_CHARS, errors, label
+    from pytest_gaia2.stats import ErrorGroup
+
+    assert label("$\\frac{a") == "\\$\\frac{a" and len(label("x" * 500)) == LABEL_CHARS
+    assert errors([ErrorGroup("$\\frac{a", 2, ()), ErrorGroup("a$b$" * 200, 1, ())]).png.startswith(PNG_MAGIC)

@@ -47,7 +47,7 @@ def require() -> None:
         raise MissingLibrary(MISSING) from None
 
 
-def label(text: str) -> str:
+def plain_label(text: str) -> str:
     """A category or split name as plain text on a plot: cut to LABEL_CHARS, and every ``$``
     escaped so matplotlib draws it instead of reading mathtext (``$\\frac{`` would raise)."""
     short = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
@@ -93,7 +93,8 @@ def pass_rates(overall: GroupStats, splits: Sequence[GroupStats]) -> Plot:
         heights, arms = _bars(rates)
         axes.bar([x + offset for x in positions], heights, width, yerr=arms, capsize=4,
                  color=colour, label=label, error_kw={"elinewidth": 1.2})
-    axes.set_xticks(list(positions), [label(group.name) if group.name != "all" else "all splits" for group in groups],
+    axes.set_xticks(list(positions),
+                    [plain_label(group.name) if group.name != "all" else "all splits" for group in groups],
                     rotation=20 if len(groups) > 5 else 0)
     axes.set_ylim(0, 105)
     axes.set_ylabel("pass rate (%)")
@@ -110,7 +111,7 @@ def errors(groups: Sequence[ErrorGroup]) -> Plot:
     axes = figure.add_subplot()
     ordered = list(reversed(groups))
     axes.barh(range(len(ordered)), [group.count for group in ordered], color=_ERROR)
-    axes.set_yticks(range(len(ordered)), [label(group.category) for group in ordered])
+    axes.set_yticks(range(len(ordered)), [plain_label(group.category) for group in ordered])
     axes.set_xlabel("errors")
     axes.xaxis.get_major_locator().set_params(integer=True)
     axes.set_title("Errors by category")

@@ -235,7 +235,7 @@ def test_free_text_stays_one_table_cell_in_markdown() -> None:
 
 def test_a_category_that_reads_as_mathtext_is_drawn_as_text() -> None:
     """``$\\frac{`` in an error category made matplotlib's mathtext raise; labels are plain text."""
-    from pytest_gaia2.plots import LABEL_CHARS, errors, label
+    from pytest_gaia2.plots import LABEL_CHARS, errors, plain_label as label
     from pytest_gaia2.stats import ErrorGroup
 
     assert label("$\\frac{a") == "\\$\\frac{a" and len(label("x" * 500)) == LABEL_CHARS

@@ -21,7 +21,7 @@ from typing import Any
 from . import plots, scenarios, spend, stats, store
 from .allure_environment import environment
 from .markdown_text import code_span
-from .budget import LEDGER_FILE, Ledger
+from .budget import Ledger
 from .plots import MissingLibrary, Plot
 from .rates import Rate, percent, percent_number
 from .record import AttemptRecord
@@ -109,7 +109,7 @@ def build(folder: store.RunFolder, index: Path | None) -> Report:
     timed = sorted((record for record in records if record.wall_time_s is not None),
                    key=lambda record: -(record.wall_time_s or 0.0))
     usd = [record.cost_usd for record in records if record.cost_usd is not None]
-    ledger = folder.path / LEDGER_FILE
+    ledger = Ledger(folder.path)
     return Report(
         name=folder.path.resolve().name,
         details=environment(run_config),
@@ -117,7 +117,7 @@ def build(folder: store.RunFolder, index: Path | None) -> Report:
         summary=summary,
         apps=app_breakdown(records, planned, scenario_apps(records, index)),
         cost=spend.summary(records),
-        ledger_usd=Ledger(folder.path).total() if ledger.is_file() else None,
+        ledger_usd=ledger.total() if ledger.present else None,
         slowest=tuple(timed[:SLOWEST]),
         plots=tuple(plots.report_plots(summary.overall, summary.splits, summary.error_groups,
                                        [record.wall_time_s or 0.0 for record in timed], usd)),

@@ -19,6 +19,8 @@ from gaia2_testing import (
     scenario_variant,
 )
 
+from pytest_gaia2.budget import LEDGER_FILE, Ledger
+
 ONE_FILE = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"  # one agent call: its answer
 PER_SCENARIO = 1.2
 USAGE = ("--gaia2-env=GAIA2_REF_USAGE=1000000,100000,0", "--gaia2-env=MODEL=bench-model")
@@ -59,8 +61,8 @@ def test_costs_add_up_in_every_file(pytester: pytest.Pytester, run_gaia2: Any, p
     cases = ET.parse(pytester.path / "j.xml").findall(".//testcase")
     costs = [float(p.get("value")) for case in cases for p in case.iter("property") if p.get("name") == "gaia2_cost_usd"]
     assert costs == [pytest.approx(PER_SCENARIO)] * 3
-    ledger = json.loads((run_folder(output) / "spend.json").read_text())
-    assert ledger["total_usd"] == pytest.approx(3 * PER_SCENARIO)
+    assert Ledger(run_folder(output)).total() == pytest.approx(3 * PER_SCENARIO)
+    assert len((run_folder(output) / LEDGER_FILE).read_text().splitlines()) == 3  # one line per attempt
 
 
 def test_the_halt_stops_new_scenarios_on_two_workers_and_resume_continues_the_spend(
@@ -74,7 +76,7 @@ def test_the_halt_stops_new_scenarios_on_two_workers_and_resume_continues_the_sp
     assert 2 <= outcomes.get("passed", 0) <= 3 and outcomes["passed"] + outcomes["skipped"] == 6, outcomes
     output = pytester.path / "out"
     folder = run_folder(output)
-    spent = json.loads((folder / "spend.json").read_text())["total_usd"]
+    spent = Ledger(folder).total()
     assert spent == pytest.approx(outcomes["passed"] * PER_SCENARIO)
     halted.stdout.fnmatch_lines(["INCOMPLETE: *", f"cost: ${spent:.2f} over *; run spend ${spent:.2f} (halt $2.00)"])
     assert "budget: the run has spent" in halted.stdout.str() or "SKIPPED" not in halted.stdout.str()
@@ -83,7 +85,7 @@ def test_the_halt_stops_new_scenarios_on_two_workers_and_resume_continues_the_sp
     resumed = priced(run_gaia2, "-n", "2", "--gaia2-resume", f"--gaia2-budget-halt={spent + 1.0}")
     again = resumed.parseoutcomes()
     assert again.get("passed", 0) + again.get("skipped", 0) == 6
-    total = json.loads((folder / "spend.json").read_text())["total_usd"]
+    total = Ledger(folder).total()
     assert spent + PER_SCENARIO <= total + 1e-9 <= spent + 3 * PER_SCENARIO + 1e-9
 
 

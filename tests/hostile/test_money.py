@@ -1,0 +1,166 @@
+"""Money from hostile traces and damaged ledgers, on real containers: an image built FROM the
+reference image plants the trace.jsonl a test gives it (base64 in ``PLANTED_TRACE``) before
+the real entrypoint runs, so the host reads exactly those usage numbers.
+
+(a) costs of 1e308 never become Infinity: every file stays readable, the halt still works and a
+    resume re-runs nothing judged; (b) a torn ledger loses only its torn line, with a warning;
+    (c) the spend of an interrupted attempt is in the ledger once and counts after resume.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from gaia2_testing import (
+    SHIPPED,
+    BackgroundRun,
+    derived_image,
+    gaia2_containers,
+    results_of,
+    run_folder,
+    scenario_variant,
+)
+
+from pytest_gaia2.budget import LEDGER_FILE, Ledger
+from pytest_gaia2.store import RunFolder
+
+ONE_FILE = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"  # one agent call: its answer
+PER_SCENARIO = 1.2
+"""One call of 1,000,000 prompt and 100,000 completion tokens at $1 and $2 per million."""
+PRICED_USAGE = ("--gaia2-env=GAIA2_REF_USAGE=1000000,100000,0", "--gaia2-env=MODEL=bench-model")
+PLANT = """#!/usr/bin/bash
+python3 -c 'import base64, os; open("/tmp/trace.jsonl", "wb").write(base64.b64decode(os.environ["PLANTED_TRACE"]))'
+exec bash /opt/gaia2-real-entrypoint.sh "$@"
+"""
+IMAGE = "pytest-gaia2-test/planted-trace-oracle:1"
+"""An oracle image by its name: no agent model to configure."""
+JUDGE = ("--gaia2-judge-provider=none", "--gaia2-judge-model=none")
+
+
+def llm_call(usage: dict[str, Any], model: str = "bench-model") -> dict[str, Any]:
+    """A Format A trace line whose response reports ``usage``."""
+    body = {"object": "chat.completion", "model": model, "choices": [], "usage": usage}
+    return {"type": "llm_call", "request": {"model": model}, "raw_response": json.dumps(body)}
+
+
+def planted(*lines: dict[str, Any]) -> str:
+    trace = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    return f"--gaia2-env=PLANTED_TRACE={base64.b64encode(trace).decode()}"
+
+
+HOSTILE_TRACE = planted(
+    llm_call({"prompt_tokens": 1, "completion_tokens": 1, "cost": 1e308}),
+    llm_call({"prompt_tokens": 1, "completion_tokens": 1, "cost": 1e308}),  # the two added were Infinity
+    llm_call({"prompt_tokens": 10**400, "completion_tokens": 1e308, "cost": 1e308}),
+)
+PRICED_TRACE = planted(llm_call({"prompt_tokens": 1_000_000, "completion_tokens": 100_000}))
+
+
+@pytest.fixture(scope="module")
+def planting_image() -> str:
+    derived_image(IMAGE, "RUN mv /opt/gaia2-init-entrypoint.sh /opt/gaia2-real-entrypoint.sh",
+                  "COPY plant.sh /opt/gaia2-init-entrypoint.sh", files={"plant.sh": PLANT.encode()})
+    return IMAGE
+
+
+@pytest.fixture
+def priced(pytester: pytest.Pytester, run_gaia2: Any) -> Callable[..., pytest.RunResult]:
+    prices = pytester.path / "prices.json"
+    prices.write_text(json.dumps({"bench-model": {"input": 1.0, "output": 2.0}}))
+
+    def run(*args: str) -> pytest.RunResult:
+        return run_gaia2("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *args)
+
+    return run
+
+
+def _scenarios(pytester: pytest.Pytester, first: int, count: int) -> None:
+    for n in range(first, first + count):
+        scenario_variant(pytester.path / "variants", ONE_FILE, scenario_id=f"scenario_universe_{21 + n}_money{n:02d}")
+
+
+def _json_files(folder: Path) -> list[Path]:
+    return [path for path in folder.rglob("*") if path.is_file() and path.suffix in {".json", ".jsonl"}
+            and path.name != "trace.jsonl"]
+
+
+def test_costs_of_1e308_are_refused_never_infinite_and_resume_reruns_nothing_judged(
+    pytester: pytest.Pytester, priced: Any, planting_image: str
+) -> None:
+    _scenarios(pytester, 0, 2)
+    hostile = priced(f"--gaia2-image={planting_image}", *JUDGE, HOSTILE_TRACE)
+    hostile.assert_outcomes(passed=2)
+    folder = run_folder(pytester.path / "out")
+    for path in _json_files(folder):
+        data = path.read_bytes()
+        assert b"Infinity" not in data and b"NaN" not in data, path
+        if path.suffix == ".json":
+            json.loads(data)
+    records = results_of(pytester.path / "out")
+    assert all(r["cost_usd"] is None and r["cost_source"].startswith(
+        "refused: trace.jsonl, llm_call 1: usage.cost is 1e+308, not a cost in USD up to 1e+06 a call") for r in records)
+    assert all(r["usage"]["refused"][2].startswith("trace.jsonl, llm_call 3: usage.prompt_tokens is an integer")
+               for r in records)
+    assert hostile.stdout.str().count("its cost is unknown (not counted in the run's spend)") == 2
+    hostile.stdout.fnmatch_lines(["cost: $0.00 over 0 priced scenario(s), 2 with cost unknown "
+                                  "(2 refused as out of range)"])
+    assert len(list(RunFolder(folder).records())) == 2
+    assert all(RunFolder.read_record(folder / r["folder"]) is not None for r in records)
+    # Resumed with priced scenarios and a halt: the refused two are not paid again, the halt holds.
+    _scenarios(pytester, 2, 3)
+    resumed = priced("--gaia2-resume", "--gaia2-resume-mismatch=warn", "--gaia2-budget-halt=2.0", *PRICED_USAGE)
+    outcomes = resumed.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("skipped")) == (4, 1), outcomes
+    assert Ledger(folder).total() == pytest.approx(2 * PER_SCENARIO)
+    resumed.stdout.fnmatch_lines([f"*run spend ${2 * PER_SCENARIO:.2f} (halt $2.00)"])
+    assert not any((folder / r["folder"] / "attempt_2").exists() for r in records)
+
+
+def test_a_torn_ledger_keeps_its_whole_lines_and_says_what_it_lost(
+    pytester: pytest.Pytester, priced: Any
+) -> None:
+    _scenarios(pytester, 0, 2)
+    priced(*PRICED_USAGE).assert_outcomes(passed=2)
+    folder = run_folder(pytester.path / "out")
+    ledger = folder / LEDGER_FILE
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 2
+    torn = lines[0] + lines[1][:10]
+    ledger.write_bytes(torn)
+    _scenarios(pytester, 2, 1)
+    resumed = priced("--gaia2-resume", *PRICED_USAGE, "--gaia2-budget-halt=100")
+    resumed.assert_outcomes(passed=3)
+    resumed.stdout.fnmatch_lines([f"gaia2: warning: spend ledger: {ledger}: damaged line(s) 2 skipped; "
+                                  "kept 1 entries ($1.20)"])
+    assert ledger.read_bytes().startswith(torn)  # appended to, never rewritten
+    assert Ledger(folder).total() == pytest.approx(2 * PER_SCENARIO)  # the earlier $1.20 and the new one
+
+
+def test_an_interrupted_attempts_spend_is_in_the_ledger_once_and_counts_after_resume(
+    pytester: pytest.Pytester, start_gaia2: Callable[..., BackgroundRun], priced: Any, planting_image: str
+) -> None:
+    scenario_variant(pytester.path / "variants", ONE_FILE, scenario_id="scenario_universe_30_zzslow",
+                     answer_after=900)
+    run = start_gaia2("--gaia2-scenarios=variants", f"--gaia2-price-file={pytester.path / 'prices.json'}",
+                      f"--gaia2-image={planting_image}", *JUDGE, PRICED_TRACE, "--gaia2-env=MODEL=bench-model")
+
+    def spending() -> bool:
+        found = gaia2_containers(run.run_id())
+        return bool(found) and found[0].exec_run(["test", "-s", "/tmp/trace.jsonl"]).exit_code == 0
+
+    run.interrupt_when("the container with its trace", spending)
+    folder = run_folder(pytester.path / "out")
+    record = json.loads((folder / "search" / "scenario_universe_30_zzslow" / "result.json").read_text())
+    assert record["error_category"] == "interrupted" and record["cost_usd"] == pytest.approx(PER_SCENARIO)
+    lines = (folder / LEDGER_FILE).read_text().splitlines()
+    assert [json.loads(line)["entry"] for line in lines] == ["search/scenario_universe_30_zzslow#1"]
+    # Resumed under a halt the interrupted attempt's spend already reached: nothing starts.
+    resumed = priced("--gaia2-resume", f"--gaia2-image={planting_image}", *JUDGE, PRICED_TRACE,
+                     "--gaia2-env=MODEL=bench-model", "--gaia2-budget-halt=1.0", "-rs")
+    resumed.assert_outcomes(skipped=1)
+    resumed.stdout.fnmatch_lines(["*budget: the run has spent $1.20, its halt is $1.00*"])
+    assert (folder / LEDGER_FILE).read_text().splitlines() == lines

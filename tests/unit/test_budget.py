@@ -198,3 +198,23 @@ def test_a_budget_is_a_finite_positive_amount(raw: str) -> None:
 
 def test_a_budget_in_range() -> None:
     assert usd("budget-cap", "$12.5") == 12.5 and usd("budget-cap", "1e9") == 1e9
+
+
+def test_a_judged_record_at_every_money_ceiling_still_loads_for_resume(tmp_path: Path) -> None:
+    """Resume must never re-run a judged verdict because its numbers were odd but valid: the
+    largest cost, counts and model list the writers can produce read back as a judged record."""
+    from pytest_gaia2.record import AttemptRecord, is_judged
+    from pytest_gaia2.store import RunFolder, write_json
+    from pytest_gaia2.usage import COUNT_MAX, MODELS_MAX
+
+    usage = {"calls": 10**6, "usage_calls": 10**6, "input_tokens": COUNT_MAX * 10**6, "output_tokens": COUNT_MAX,
+             "cached_input_tokens": 0, "cache_write_tokens": 0, "reported_cost_usd": 1e6 * 10**6,
+             "reported_cost_calls": 10**6, "models": [f"m{n}" for n in range(MODELS_MAX)], "other_models": 10**6,
+             "refused": ["trace.jsonl, llm_call 1: usage.cost is 1e+308, not a cost in USD up to 1e+06 a call"]}
+    record = AttemptRecord(scenario_id="s", success=True, reward=1.0, num_agent_events=1, agent_response="",
+                           judged_in_container=True, timed_out=False, timeout_seconds=600.0, daemon_status=None,
+                           scenario_file="", failure_reasons=[], error=None, split="search", outcome="passed",
+                           usage=usage, cost_usd=ATTEMPT_USD_MAX, cost_source="price file")
+    write_json(tmp_path / "search" / "s" / "result.json", record.to_json())
+    loaded = RunFolder(tmp_path).last_record(tmp_path / "search" / "s")
+    assert loaded is not None and is_judged(loaded) and loaded.cost_usd == ATTEMPT_USD_MAX

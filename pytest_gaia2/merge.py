@@ -209,15 +209,18 @@ def write(out: Path, pieces: Sequence[Piece], chosen: dict[str, tuple[Piece, Att
     taken = Counter(piece.index for piece, _ in chosen.values())
     run_id = uuid.uuid4().hex
     building = out.parent / f".{out.name}.merging-{os.getpid()}"
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        building.mkdir()
-    except OSError as exc:
-        raise store.StoreError(f"cannot create {building}: {exc.strerror or exc}") from None
     target = store.RunFolder(building)
     book = ResultBook(Gate(), allow_incomplete=True)
     book.planned, book.records = planned, {key: record for key, (_, record) in chosen.items()}
+    made = False
     try:
+        with interrupts.held():  # a signal waits until the folder is known to be this merge's own
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                building.mkdir()
+            except OSError as exc:
+                raise store.StoreError(f"cannot create {building}: {exc.strerror or exc}") from None
+            made = True
         skipped = _copy_scenarios(target, chosen)
         store.write_json(target.file(store.RUN_CONFIG_FILE), run_config(pieces, planned, taken, run_id, command))
         store.write_text(target.file(store.SESSIONS_FILE), _session_lines(pieces))
@@ -232,8 +235,9 @@ def write(out: Path, pieces: Sequence[Piece], chosen: dict[str, tuple[Piece, Att
         except OSError as exc:
             raise store.StoreError(f"cannot rename {building} to OUT {out}: {exc.strerror or exc}") from None
     except BaseException:
-        with interrupts.held(), contextlib.suppress(OSError):  # a second signal waits for the clean-up
-            shutil.rmtree(building)
+        if made:  # only this merge's own folder: one of the same name it could not create is not its own
+            with interrupts.held(), contextlib.suppress(OSError):  # a second signal waits for the clean-up
+                shutil.rmtree(building)
         raise
     book.folder = store.RunFolder(out)
     return book, skipped

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from . import names
 from .record import AttemptRecord, RecordError, is_judged
-from .safejson import JsonLimitError, JsonReadError, loads_bounded, open_regular, read_json_file
+from .safejson import JsonLimitError, JsonReadError, loads_bounded, open_regular, read_json_file, read_regular_file
 
 RESULT_FILE = "result.json"
 RESULTS_FILE = "results.jsonl"
@@ -37,6 +37,7 @@ SESSIONS_FILE = "sessions.jsonl"
 SUMMARY_FILE = "summary.json"
 MANIFEST_FILE = "manifest.json"
 LATEST = "latest"
+LATEST_MAX_BYTES = 4096
 LOCK_FILE = ".gaia2.lock"
 HOLDER_FILE = ".gaia2.lock.json"
 RECORD_MAX_BYTES = 64 * 2**20
@@ -402,6 +403,8 @@ def resolve_latest(output: Path) -> Path | None:
     link = output / LATEST
     if link.is_symlink():
         return output / os.readlink(link)
-    if link.is_file():
-        return output / link.read_text(encoding="utf-8").strip()
-    return None
+    try:  # a one-line file: bounded, regular, never a FIFO that would hang the reader
+        name = read_regular_file(link, max_bytes=LATEST_MAX_BYTES, follow_symlinks=False)
+    except JsonReadError:
+        return None
+    return output / name.decode("utf-8", errors="replace").strip()

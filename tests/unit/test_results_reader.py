@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_gaia2.record import AttemptRecord, RecordError
-from pytest_gaia2.store import ResultsError, RunFolder, json_lines, numbered_lines
 from pytest_gaia2.safejson import JsonReadError
+from pytest_gaia2.store import ResultsError, RunFolder, json_lines, numbered_lines
 
 GOOD: dict[str, Any] = {
     "scenario_id": "scenario_universe_21_abc", "success": True, "reward": 1.0, "num_agent_events": 3,
@@ -47,7 +47,7 @@ def test_each_bad_field_is_one_error_naming_file_line_and_field(tmp_path: Path, 
     run = _write(tmp_path / "run", [_line(GOOD), _line({**GOOD, "scenario_id": "b", name: value})])
     with pytest.raises(ResultsError) as raised:
         list(run.records(strict=True))
-    assert str(raised.value) .startswith(f"{run.results}: line 2: field {name!r}: ")
+    assert str(raised.value).startswith(f"{run.results}: line 2: field {name!r}: ")
     assert len(list(run.records())) == 1  # a resuming run skips the line (and keeps the good one)
 
 
@@ -111,3 +111,4 @@ def test_any_line_bytes_load_or_fail_with_the_one_error(tmp_path: Path, lines: l
         assert str(exc).startswith(f"{run.results}: line ") and "\n" not in str(exc)
     else:
         assert all(isinstance(record, AttemptRecord) for record in records)
+

@@ -27,7 +27,7 @@ from .redact import Redactor
 from .safejson import JsonReadError, loads_bounded
 from .scenarios import Scenario
 from .spend import attempt_cost
-from .verdict import Fault, Gaia2InfraError, is_terminal, judgment_of
+from .verdict import Fault, Gaia2InfraError, is_terminal, judgment_of, state_of
 
 if TYPE_CHECKING:
     from .adapter import AdapterClient, ExecAdapterClient
@@ -99,6 +99,8 @@ class ScenarioAttempt:
         self.container: Container | None = None
         self.client: AdapterClient | ExecAdapterClient | None = None
         self.result: ScenarioResult | None = None
+        self.endpoint_status: dict[str, Any] | None = None
+        """The last answer of /status (kept for the record's reconciliation, never the verdict)."""
         self.ports: list[int] = []
         self.started = time.monotonic()
         self.started_at = now_iso()
@@ -272,11 +274,14 @@ class ScenarioAttempt:
                 self.client.notify(self.scenario.task)
             except AdapterUnavailable as exc:
                 return self.finish_with(Fault("status_unreachable", f"could not send the task: {exc}"))
-        status, timed_out, fault = self._poll()
-        return self.finish_with(fault, status=status, timed_out=timed_out)
+        timed_out, fault = self._poll()
+        return self.finish_with(fault, timed_out=timed_out)
 
-    def _poll(self) -> tuple[dict[str, Any] | None, bool, Fault | None]:
-        """Poll /status (the state file when the endpoint is gone) until a verdict or the deadline."""
+    def _poll(self) -> tuple[bool, Fault | None]:
+        """Poll /status (the state file when the endpoint is gone) until it is time to collect:
+        a judgment or a terminal status seen, or the deadline. What was seen only says when;
+        the verdict is decided from the collected files. Each /status call is bounded in
+        time and size (:mod:`~pytest_gaia2.adapter`), so the deadline holds."""
         from .adapter import AdapterUnavailable
 
         assert self.container is not None and self.client is not None
@@ -290,6 +295,7 @@ class ScenarioAttempt:
             current: dict[str, Any] | None = None
             try:
                 current = self.client.status()
+                self.endpoint_status = current
                 failures = 0
             except AdapterUnavailable:
                 failures += 1
@@ -302,30 +308,30 @@ class ScenarioAttempt:
                 status = current
                 self.phase(phase_of(status))
             if judgment_of(status) is not None:
-                return status, False, None
+                return False, None
             if is_terminal(status):
-                if status.get("status") == "error":
-                    return status, False, None  # the daemon gave up: no judgment will follow
+                if state_of(status) == "error":
+                    return False, None  # the daemon gave up: no judgment will follow
                 # Complete or stopped without a judgment yet: the judge may still be writing it.
                 self.phase("judging")
                 grace_until = grace_until or time.monotonic() + self.setup.limits.judge_grace
                 if time.monotonic() >= grace_until:
-                    return status, False, None
+                    return False, None
             if failures >= STATUS_FAILURES_BEFORE_FILE:
                 exited = self._exited_fault()
                 if exited is not None:
-                    return status_in_container(self.container) or status, False, Fault(exited.category, exited.detail)
+                    return False, Fault(exited.category, exited.detail)
             stop = self.setup.stop_reason()
             if stop:
-                return status, False, Fault("budget_cap", stop)
+                return False, Fault("budget_cap", stop)
             if time.monotonic() >= deadline:
                 if failures >= STATUS_FAILURES_BEFORE_FILE and status is None:
-                    return None, False, Fault(
+                    return False, Fault(
                         "status_unreachable",
                         "/status stopped answering and no daemon_status.json was found in the "
                         "container; see container.log and entrypoint.log",
                     )
-                return status, True, None
+                return True, None
             time.sleep(interval)
 
     # -- phase 3: collect, decide, record -------------------------------------------------------
@@ -336,13 +342,13 @@ class ScenarioAttempt:
             category = "harness_error" if isinstance(exc, Exception) else "interrupted"
             text = self.setup.redactor.redact(str(exc)).rstrip(".")
             cause = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-            self.finish_with(Fault(category, f"stopped before a verdict by {cause}; see container.log and eventd.log"))
+            self.finish_with(None, stop=Fault(
+                category, f"stopped before a verdict by {cause}; see container.log and eventd.log"))
 
     def _save_text(self, name: str, text: str) -> None:
         store.write_text(self.folder / name, self.setup.redactor.redact(text))
 
-    def finish_with(self, fault: Fault | None, *, status: dict[str, Any] | None = None,
-                    timed_out: bool = False) -> ScenarioResult:
+    def finish_with(self, fault: Fault | None, *, timed_out: bool = False, stop: Fault | None = None) -> ScenarioResult:
         """Collect whatever exists, take a last look at the verdict, and write result.json.
 
         A second Ctrl-C is held until result.json is on disk.
@@ -354,7 +360,7 @@ class ScenarioAttempt:
                 skipped = collect(self.container, self.folder, self.setup.limits, self.setup.redactor)
             except Exception as exc:  # noqa: BLE001 - the record is written whatever the copy did
                 skipped = [{"path": store.STATE_DIR, "reason": f"copy-out failed: {type(exc).__name__}"}]
-            record = build_record(self._facts(fault, status, timed_out, skipped), Evidence.read(self.folder),
+            record = build_record(self._facts(fault, stop, timed_out, skipped), Evidence.read(self.folder),
                                   self.setup.redactor)
             if self.setup.prices is not None:
                 record = replace(record, **attempt_cost(self.folder, self.setup.prices, self.setup.settings.model))
@@ -370,7 +376,7 @@ class ScenarioAttempt:
             self.result = ScenarioResult(record, self.folder)
             return self.result
 
-    def _facts(self, fault: Fault | None, status: dict[str, Any] | None, timed_out: bool,
+    def _facts(self, fault: Fault | None, stop: Fault | None, timed_out: bool,
                skipped: list[dict[str, Any]]) -> AttemptFacts:
         container = self.container
         return AttemptFacts(
@@ -380,7 +386,7 @@ class ScenarioAttempt:
             container=container.name if container else None, host_port=container.host_port if container else None,
             adapter_port=self.adapter_port, worker=self.setup.engine.worker, engine=self.setup.engine.address,
             provenance=self.setup.provenance,
-            skipped_files=skipped, endpoint_status=status, timed_out=timed_out, fault=fault)
+            skipped_files=skipped, endpoint_status=self.endpoint_status, timed_out=timed_out, fault=fault, stop=stop)
 
     def remove(self) -> None:
         """Remove the container (killed: after collection it is disposable) and free its ports."""

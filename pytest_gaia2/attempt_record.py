@@ -16,9 +16,7 @@ from .evidence import Evidence
 from .record import AttemptRecord
 from .redact import Redactor
 from .scenarios import Scenario
-from .verdict import Fault, conflict_of, decide, judgment_of
-
-LAST_JUDGMENT_SOURCE = "daemon_judgments.jsonl (last line)"
+from .verdict import Fault, decide, reconcile, sources_of
 
 
 @dataclass(frozen=True)
@@ -43,28 +41,27 @@ class AttemptFacts:
     provenance: Mapping[str, Any]
     skipped_files: list[dict[str, Any]]
     endpoint_status: dict[str, Any] | None
-    """The last status /status answered (or the state file read while it did not)."""
+    """The last answer of /status: a hint of when to look, never a source of the verdict alone."""
     timed_out: bool
     fault: Fault | None
+    stop: Fault | None = None
+    """The exception that ended the attempt early (pytest reports it as the test's outcome)."""
 
 
 def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> AttemptRecord:
-    """The attempt's record: the verdict from every source of the judgment, masked."""
+    """The attempt's record: the verdict from the judge's own record, checked against every
+    other source of the judgment (:func:`~pytest_gaia2.verdict.reconcile`), masked."""
     endpoint, on_file = facts.endpoint_status, evidence.status_file
-    status = endpoint
-    # The file is the daemon's own record: prefer it when it knows more than the endpoint did.
-    if judgment_of(on_file) is not None or (status is None and on_file is not None):
-        status = on_file
-    sources = {"/status": judgment_of(endpoint), "daemon_status.json": judgment_of(on_file)}
-    conflict = conflict_of({
-        **{name: (judgment["success"] if judgment else None) for name, judgment in sources.items()},
-        LAST_JUDGMENT_SOURCE: evidence.last_judgment,
-    })
+    conflict = reconcile(endpoint, on_file, evidence.last_judgment)
+    # Only the file's judgment may decide; the endpoint's answer stands in (without any
+    # judgment) for what the record shows when the container left no file.
+    status = on_file if on_file is not None else (
+        {key: value for key, value in endpoint.items() if key != "judgment"} if endpoint is not None else None)
     if status is not None:  # the endpoint's copy was never written to disk, so never redacted
         status = redact.redact_obj(status)
     scenario = facts.scenario
     verdict = decide(status, timed_out=facts.timed_out, timeout_seconds=facts.timeout,
-                     duration=scenario.duration, fault=facts.fault, conflict=conflict)
+                     duration=scenario.duration, fault=facts.fault, conflict=conflict, stop=facts.stop)
     message = redact.redact(verdict.message)
     if verdict.outcome == "error" and verdict.category != "container_start":
         message = f"{message} (files: {facts.folder})"
@@ -75,7 +72,7 @@ def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> A
         reward={True: 1.0, False: 0.0, None: None}[verdict.success],
         num_agent_events=evidence.num_agent_events,
         agent_response=redact.redact(response),
-        judged_in_container=judgment_of(status) is not None,
+        judged_in_container=verdict.success is not None,
         timed_out=facts.timed_out,
         timeout_seconds=facts.timeout,
         daemon_status=status,
@@ -99,7 +96,8 @@ def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> A
         engine=facts.engine,
         adapter_port=facts.adapter_port,
         host_port=facts.host_port,
-        verdict_sources=({**sources, LAST_JUDGMENT_SOURCE: evidence.last_judgment} if conflict else None),
+        verdict_sources=(redact.redact_obj(sources_of(endpoint, on_file, evidence.last_judgment))
+                         if conflict else None),
         skipped_files=facts.skipped_files,
         **facts.provenance,
     )

@@ -17,6 +17,12 @@ HARD_TIMEOUT_SLACK = 60.0
 LOG_DIR_IGNORE_LIMIT = 16 * 2**20
 """Bytes of other files read past in one archive of the container's log folder before the
 logs are fetched one by one instead (the folder is an agent's scratch space too)."""
+ADAPTER_ANSWER_MAX_BYTES = 1 << 20
+"""Largest adapter answer the host reads, through the published port or through exec: the
+contract's answers are small JSON objects, and the container is not trusted."""
+ADAPTER_TIMEOUT = 5.0
+"""Seconds one adapter call may take in all (connect, headers and body): a container that
+drips its answer is cut off at this wall-clock bound, not at each read's."""
 HARD_TIMEOUT_METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
 """pytest-timeout's signal method raises in the test, so teardown removes the container; its
 thread method would end the process at once and leave the container running."""

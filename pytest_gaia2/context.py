@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
+import time
 import uuid
 from functools import cached_property
 from pathlib import Path
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from .scenarios import Scenario, ScenarioError
 
 EXIT_SETUP_FAILED = 3
+WORKER_WIND_DOWN = 30.0
+"""Seconds an interrupted run waits for its xdist workers to write their records."""
 
 
 class RunContext:
@@ -342,34 +345,56 @@ class RunContext:
         return [self.redactor.redact(line) for line in self.book.lines()]
 
     def finish(self, exitstatus: int) -> int | None:
-        """Remove what is left of the session, write results.jsonl and summary.json, and let
-        the gate decide the exit status. A second Ctrl-C waits for the files."""
+        """Write results.jsonl, summary.json and the run's pages, remove what is left of the
+        session, and let the gate decide the exit status.
+
+        The files come first and are held against a further signal, and the sweep never raises
+        out: a double Ctrl-C or an engine failure in the sweep still leaves the run's summary.
+        An interrupted run first lets its xdist workers finish the records of the attempts they
+        were running, so every scenario in flight gets its line."""
+        if self.is_worker or not self.prepared:
+            self._sweep()
+            return None
+        try:
+            if exitstatus == pytest.ExitCode.INTERRUPTED and self.config.pluginmanager.has_plugin("dsession"):
+                self._wait_for_workers()
+            return self._write_run_files(exitstatus)
+        finally:
+            self._sweep()
+
+    def _write_run_files(self, exitstatus: int) -> int | None:
         from . import interrupts
 
-        self._remove_leftovers()
-        if self.is_worker or not self.prepared:
-            return None
-        self._recover()
-        if not self.book.records:
-            return None
-        extra = {"run_id": self.run_id, "session_id": self.session_id, "plugin_version": __version__,
-                 "probe": self.book.projection.to_json() if self.book.projection else None}
-        try:
-            with interrupts.held():
+        with interrupts.held():
+            self._recover()
+            if not self.book.records:
+                return None
+            extra = {"run_id": self.run_id, "session_id": self.session_id, "plugin_version": __version__,
+                     "probe": self.book.projection.to_json() if self.book.projection else None}
+            try:
                 decision = self.book.write(extra)
-        except store.StoreError as exc:
-            self._writer()(f"gaia2: {exc}; the records already written are kept")
-            return pytest.ExitCode.INTERNAL_ERROR
-        if self.folder is not None:
-            from .run_pages import write_run_pages
+            except store.StoreError as exc:
+                self._writer()(f"gaia2: {exc}; the records already written are kept")
+                return pytest.ExitCode.INTERNAL_ERROR
+            if self.folder is not None:
+                from .run_pages import write_run_pages
 
-            allure = getattr(self.config.option, "allure_report_dir", None)
-            write_run_pages(self.folder.path, report=self.values["report"], write=self._writer(),
-                            alluredir=self.config.invocation_params.dir / allure if allure else None)
+                allure = getattr(self.config.option, "allure_report_dir", None)
+                write_run_pages(self.folder.path, report=self.values["report"], write=self._writer(),
+                                alluredir=self.config.invocation_params.dir / allure if allure else None)
         if decision is None or exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                                               pytest.ExitCode.USAGE_ERROR):
             return None
         return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
+
+    def _wait_for_workers(self) -> None:
+        """Until no attempt of any worker is in flight (an attempt leaves the progress board once
+        its result.json is written), at most WORKER_WIND_DOWN seconds (a killed worker's entry stays)."""
+        from .phases import running
+
+        deadline = time.monotonic() + WORKER_WIND_DOWN
+        while self.folder is not None and running(self.folder.path) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def _recover(self) -> None:
         """Records this session wrote that never reached the controller (Ctrl-C mid-item, a killed worker)."""
@@ -382,9 +407,15 @@ class RunContext:
             if record is not None and record.session_id == self.session_id:
                 self.book.add(record)
 
-    def _remove_leftovers(self) -> None:
-        if self.engines.connected or (self.prepared and not self.is_worker):
-            self.remove_worker_containers(self.worker if self.is_worker else None)
+    def _sweep(self) -> None:
+        """Remove what is left of the session; a failure is one warning line, never raised."""
+        try:
+            if self.engines.connected or (self.prepared and not self.is_worker):
+                self.remove_worker_containers(self.worker if self.is_worker else None)
+        except Exception as exc:  # noqa: BLE001 - the run's files are written; the reaper of the next run removes the rest
+            self._writer()(self.redactor.redact(
+                f"gaia2: warning: the session's containers could not all be removed ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); the next run removes them once they are {self.values['reap_grace']:g} s old"))
 
     def remove_worker_containers(self, worker: str | None) -> None:
         """A worker that died (even by SIGKILL) leaves no container behind, on any engine; None: the whole run's."""

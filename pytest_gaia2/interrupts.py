@@ -1,8 +1,9 @@
-"""Writing what must survive a second Ctrl-C: records, results.jsonl, summary.json.
+"""Writing what must survive a second Ctrl-C: records, results.jsonl, summary.json, the pages.
 
 A first Ctrl-C (or SIGTERM) ends the run; the plugin then writes the interrupted attempt's
-record and the run's summary. A second one arriving during those few writes would leave a
-scenario folder without result.json, so it is held until the writes are done, then raised.
+record and the run's summary. A second one arriving meanwhile would leave a scenario folder
+without result.json, or a run without its summary: :class:`WindDown` lets only the first end
+the run, and :class:`held` keeps any signal out of the few writes that must be whole.
 """
 
 from __future__ import annotations
@@ -40,7 +41,36 @@ class held:  # noqa: N801 - used like a function: ``with interrupts.held():``
             signal.raise_signal(self.arrived[0])
 
 
-def end_like_ctrl_c(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM (scancel, docker stop, CI cancel) ends the run like Ctrl-C: every container
-    is removed and every record written."""
-    raise KeyboardInterrupt(f"signal {signum}")
+ABORT_AT = 3
+"""The signal that ends the wind-down at once: the first ends the run, the next ones wait."""
+
+
+class WindDown:
+    """SIGINT and SIGTERM (scancel, docker stop, CI cancel) end the run like Ctrl-C: the first
+    raises KeyboardInterrupt, so every container is removed and every record written. A second
+    one (a double Ctrl-C) arrives while that is done, anywhere in pytest's or the plugin's code:
+    it is only counted, so the run's records, results.jsonl, summary.json and pages are still
+    written. The third raises again, for a user who will not wait."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.previous: dict[int, Any] = {}
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count == 1 or self.count >= ABORT_AT:
+            raise KeyboardInterrupt(f"signal {signum}")
+
+    @classmethod
+    def install(cls) -> WindDown:
+        """Handle SIGINT and SIGTERM for the run (in the main thread, where handlers can be set)."""
+        handler = cls()
+        if threading.current_thread() is threading.main_thread():
+            handler.previous = {sig: signal.signal(sig, handler) for sig in _SIGNALS}
+        return handler
+
+    def uninstall(self) -> None:
+        """The handlers from before the run (a run inside a test process leaves that process as it was)."""
+        for sig, previous in self.previous.items():
+            signal.signal(sig, previous)
+        self.previous = {}

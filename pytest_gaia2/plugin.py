@@ -8,8 +8,6 @@ Options live in ``options``, the run in ``context.RunContext``, each item's atte
 from __future__ import annotations
 
 import importlib.util
-import signal
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -20,12 +18,14 @@ from .splits import SPLITS
 
 if TYPE_CHECKING:
     from .context import RunContext
+    from .interrupts import WindDown
     from .plan import PlannedItem
 
 # Only what every pytest run needs is imported above: a project that never uses the plugin
 # pays for its options and markers, not for the run's modules (imported in pytest_configure).
 CONTEXT_KEY = pytest.StashKey["RunContext | None"]()
 ITEM_KEY = pytest.StashKey["PlannedItem"]()
+WIND_DOWN_KEY = pytest.StashKey["WindDown"]()
 RESULT_KEY = pytest.StashKey[Any]()
 ATTEMPT_KEY = pytest.StashKey[Any]()
 NODE_PREFIX = "gaia2"
@@ -67,10 +67,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios from a folder of that name")
     for marker in universe_markers(context.items()):
         config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios of {marker}")
-    if context.active and threading.current_thread() is threading.main_thread():
-        from .interrupts import end_like_ctrl_c
+    if context.active:
+        from .interrupts import WindDown
 
-        signal.signal(signal.SIGTERM, end_like_ctrl_c)
+        config.stash[WIND_DOWN_KEY] = WindDown.install()
     if context.active and getattr(config.option, "allure_report_dir", None):
         from . import allure_report
 
@@ -293,3 +293,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     context = _context(config)
     if context:
         context.close()
+    wind_down = config.stash.get(WIND_DOWN_KEY, None)
+    if wind_down is not None:
+        wind_down.uninstall()

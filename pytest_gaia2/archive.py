@@ -19,6 +19,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .redact import stream_cut
+
 ARCHIVE_CHUNK = 256 << 10
 """Bytes per chunk asked of the engine's archive stream."""
 COPY_CHUNK = 1 << 20
@@ -206,7 +208,7 @@ def masked(
     carry = b""
     for chunk in chunks:
         data = transform(carry + chunk)
-        cut = max(0, len(data) - overlap)
+        cut = stream_cut(data, max(0, len(data) - overlap))
         yield data[:cut]
         carry = data[cut:]
     yield carry

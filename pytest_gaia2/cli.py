@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_gaia2 import redact
 from pytest_gaia2.store import RESULTS_FILE, RUN_CONFIG_FILE, StoreError
 
 RUN_MARKERS = (RUN_CONFIG_FILE, RESULTS_FILE)
@@ -64,7 +65,7 @@ def create_file(option: str, path: Path, data: bytes, inputs: Sequence[Path] = (
         raise CommandError(f"{option} {path}: cannot create it: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
+            stream.write(redact.active().redact_bytes(data))
     except OSError as exc:
         target.unlink(missing_ok=True)
         raise CommandError(f"{option} {path}: cannot write it: {exc.strerror or exc}") from None

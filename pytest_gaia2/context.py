@@ -25,7 +25,8 @@ from .budget import Budget, Ledger
 from .engines import EnginePool
 from .gate import Gate
 from .record import AttemptRecord
-from .redact import RedactingFilter, Redactor
+from . import redact
+from .redact import RedactingFilter, Redactor, printable
 from .results import ResultBook
 from .scenario_runs import ScenarioRunner, scenario_dir
 
@@ -167,7 +168,7 @@ class RunContext:
                  f"{f' ({broken} files cannot run)' if broken else ''}, network {self.settings.network}, "
                  f"output {self.output}"]
         notes = [*self.notes, *([selection.FIRST_N_WARNING] if self.values["first_n"] else [])]
-        return [self.redactor.redact(line) for line in lines + [f"gaia2: {note}" for note in notes]]
+        return [printable(self.redactor.redact(line)) for line in lines + [f"gaia2: {note}" for note in notes]]
 
     def worker_input(self, worker: str) -> dict[str, Any]:
         from .scenarios import shipped
@@ -183,6 +184,7 @@ class RunContext:
         """Masked logs everywhere; the run folder's place decided (created only once items exist)."""
         if not self.active:
             return
+        redact.install(self.redactor)  # every file the store writes is masked with it (close uninstalls)
         log_filter = RedactingFilter(self.redactor)
         logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
         for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler"):
@@ -226,17 +228,17 @@ class RunContext:
             outcome = preflight.check(self.engines, self.settings, preflight_only=self.values["preflight_only"],
                                       cache_dir=cache_dir())
         except (EngineError, preflight.PreflightError) as exc:
-            pytest.exit(self.redactor.redact(f"pytest-gaia2: {exc}"), returncode=EXIT_SETUP_FAILED)
+            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
         self._image_id = outcome.image_id
         write = self._writer()
         if self.values["preflight_only"]:
             for line in outcome.lines:
-                write(self.redactor.redact(line))
+                write(printable(self.redactor.redact(line)))
             pytest.exit("pytest-gaia2: pre-flight only", returncode=0 if outcome.ok else 1)
         try:
             self._open_folder(outcome.facts, planned)
         except store.StoreError as exc:
-            pytest.exit(self.redactor.redact(f"pytest-gaia2: {exc}"), returncode=EXIT_SETUP_FAILED)
+            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
             write(self.redactor.redact(f"gaia2: {line}"))
         scenarios = len({key.split("/run_")[0] for key in planned})
@@ -425,3 +427,5 @@ class RunContext:
         if self.folder is not None and not self.is_worker:
             self.folder.unlock()
         self.engines.close()
+        if "redactor" in self.__dict__:
+            redact.uninstall(self.redactor)

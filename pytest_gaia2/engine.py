@@ -24,6 +24,7 @@ from .archive import ARCHIVE_CHUNK, StreamBroken, tar_entries, tar_files
 from .container import Container, LaunchSpec, exit_of
 from .engine_errors import EngineError, sdk_errors
 from .engines import plain_host
+from .redact import mask_userinfo
 
 if TYPE_CHECKING:
     import docker
@@ -60,7 +61,7 @@ CAPABILITIES = (
 
 def engine_address() -> str:
     """Where the engine is, for messages: ``DOCKER_HOST`` or the default socket."""
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (default)"
+    return mask_userinfo(os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (default)")
 
 
 def connect(timeout: float = 30.0, url: str = "") -> docker.DockerClient:
@@ -84,7 +85,7 @@ def connect(timeout: float = 30.0, url: str = "") -> docker.DockerClient:
         client.ping()
     except sdk_errors() + (OSError,) as exc:
         raise EngineError(
-            f"the Docker engine at {url or engine_address()} does not answer "
+            f"the Docker engine at {mask_userinfo(url) or engine_address()} does not answer "
             f"({type(exc).__name__}: {str(exc)[:160]}). "
             "Start it (Linux: `sudo dockerd` or `systemctl start docker`; Docker Desktop: start the app; "
             "Podman: `podman system service --time=0 unix:///path.sock` and DOCKER_HOST=unix:///path.sock)."

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
+from .redact import mask_userinfo
+
 if TYPE_CHECKING:
     from .engine import Engine
 
@@ -156,7 +158,7 @@ def notes(specs: Sequence[EngineSpec], workers: int, distributed: bool) -> list[
         return []
     if not distributed:
         return [f"warning: {len(specs)} engines given to a serial run (no -n): only the first, "
-                f"{specs[0].url}, is used"]
+                f"{mask_userinfo(specs[0].url)}, is used"]
     total = sum(spec.capacity for spec in specs)
     if workers > total:
         return [f"warning: -n {workers} is more than the engines' total capacity {total}: "
@@ -167,7 +169,7 @@ def notes(specs: Sequence[EngineSpec], workers: int, distributed: bool) -> list[
 def facts(specs: Sequence[EngineSpec], workers: int, distributed: bool) -> list[dict[str, Any]]:
     """For run_config.json: each engine in use, its capacity, reach and workers (records name the worker)."""
     names = [f"gw{k}" for k in range(workers)] if distributed else ["main"]
-    return [{"address": spec.url or None, "capacity": spec.capacity, "reach": spec.reach,
+    return [{"address": mask_userinfo(spec.url) or None, "capacity": spec.capacity, "reach": spec.reach,
              "workers": [name for name in names if spec_for(specs, name) == spec]}
             for spec in in_use(specs, workers, distributed)]
 

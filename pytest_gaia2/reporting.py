@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .record import AttemptRecord
+from .redact import printable
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -20,16 +21,20 @@ if TYPE_CHECKING:
 
 
 def mask(context: RunContext, report: pytest.TestReport) -> None:
-    """Secrets out of the report's longrepr and captured sections (only rewritten when one is there)."""
-    redact = context.redactor.redact
+    """Secrets and control characters out of the report's longrepr and captured sections (only
+    rewritten when one is there): terminal, JUnit XML and xdist all see the cleaned text."""
+
+    def clean(text: str) -> str:
+        return printable(context.redactor.redact(text))
+
     longrepr = report.longrepr
     if longrepr is not None and not isinstance(longrepr, tuple):
         text = str(longrepr)
-        if redact(text) != text:
-            report.longrepr = redact(text)
+        if clean(text) != text:
+            report.longrepr = clean(text)
     elif isinstance(longrepr, tuple):
-        report.longrepr = (longrepr[0], longrepr[1], redact(str(longrepr[2])))
-    report.sections = [(name, redact(content)) for name, content in report.sections]
+        report.longrepr = (longrepr[0], longrepr[1], clean(str(longrepr[2])))
+    report.sections = [(name, clean(content)) for name, content in report.sections]
 
 
 def _record(context: RunContext, planned: PlannedItem, call: pytest.CallInfo[None], result: Any,

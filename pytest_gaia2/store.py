@@ -26,7 +26,7 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from . import names
+from . import names, redact
 from .record import AttemptRecord, RecordError, is_judged
 from .safejson import JsonLimitError, JsonReadError, loads_bounded, open_regular, read_json_file, read_regular_file
 
@@ -108,7 +108,11 @@ def inside(parent: Path, *parts: str) -> Path:
 
 def write_bytes(path: Path, data: bytes) -> None:
     """Atomic write: a hidden temporary of this process, then a rename; on failure
-    (disk full, no permission) the temporary is removed and one error names the file."""
+    (disk full, no permission) the temporary is removed and one error names the file.
+
+    The final bytes are masked here with every running run's secrets (:func:`redact.active`),
+    whatever their encoding, so no writer can put a key on disk."""
+    data = redact.active().redact_bytes(data)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,7 +146,8 @@ def read_json(path: Path, max_bytes: int = RECORD_MAX_BYTES) -> Any:
 
 def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
     """One line per call, flushed at once, so a crashed run keeps what it finished."""
-    line = (json.dumps(record, ensure_ascii=False, default=str, allow_nan=False) + "\n").encode("utf-8")
+    line = redact.active().redact_bytes(
+        (json.dumps(record, ensure_ascii=False, default=str, allow_nan=False) + "\n").encode("utf-8"))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -35,9 +35,9 @@ SERVER = ("import http.server, json\n"
 
 def per_call(url: str, calls: int) -> tuple[float, float]:
     """Median seconds of one /status through the published port and through exec."""
-    from pytest_gaia2 import adapter
-    from pytest_gaia2.container import Container, LaunchSpec
-    from pytest_gaia2.engine import Engine, connect
+    from pytest_gaia2.engine import adapter
+    from pytest_gaia2.engine.client import Engine, connect
+    from pytest_gaia2.engine.container import Container, LaunchSpec
     from pytest_gaia2.reference import build
 
     engine = Engine(connect(url=url), run_id="bench-reach", worker="main", owner_pid=0, address=url)

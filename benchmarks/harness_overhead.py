@@ -31,8 +31,8 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
@@ -223,7 +223,7 @@ def main() -> None:
     options = parser.parse_args()
     image = options.image
     if image is None:
-        from pytest_gaia2.engine import connect
+        from pytest_gaia2.engine.client import connect
         from pytest_gaia2.reference import build
 
         image = build.image_name()

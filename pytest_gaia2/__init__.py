@@ -1,3 +1,37 @@
-"""pytest-gaia2: every Gaia2 scenario is a pytest test that runs in its own container."""
+"""pytest-gaia2: every Gaia2 scenario is a pytest test that runs in its own container.
 
-__version__ = "0.1.0"
+The names below are the public API (the record of an attempt, the run folder reader, the
+``gaia2_result`` fixture's type); everything else is private by room. The
+rooms, top to bottom: ``plugin`` | ``cli``, ``run``, ``report``, ``cost``, ``plan``,
+``config``, ``engine``, ``store`` (``reference`` is the in-container reference image).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from pytest_gaia2.store.version import PLUGIN_VERSION as __version__
+
+if TYPE_CHECKING:
+    from pytest_gaia2.run.evidence import ScenarioResult
+    from pytest_gaia2.store.folder import ResultsError, RunFolder
+    from pytest_gaia2.store.record import CATEGORIES, AttemptRecord, RecordError
+
+__all__ = ["CATEGORIES", "AttemptRecord", "RecordError", "ResultsError", "RunFolder", "ScenarioResult", "__version__"]
+
+_PUBLIC = {
+    "AttemptRecord": "pytest_gaia2.store.record",
+    "RecordError": "pytest_gaia2.store.record",
+    "CATEGORIES": "pytest_gaia2.store.record",
+    "RunFolder": "pytest_gaia2.store.folder",
+    "ResultsError": "pytest_gaia2.store.folder",
+    "ScenarioResult": "pytest_gaia2.run.evidence",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported when first used: ``import pytest_gaia2`` loads no engine client."""
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'pytest_gaia2' has no attribute {name!r}")

@@ -9,8 +9,9 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from gaia2_testing import (

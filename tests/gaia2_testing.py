@@ -13,9 +13,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import docker  # imported before pytester snapshots sys.modules: a re-import would split requests' classes
 import pytest
@@ -131,9 +132,9 @@ def derived_image(tag: str, *lines: str, files: Mapping[str, bytes] | None = Non
     """
     from filelock import FileLock
 
-    from pytest_gaia2.archive import tar_files
-    from pytest_gaia2.preflight import IMAGE_BUILD_LOCK
+    from pytest_gaia2.engine.archive import tar_files
     from pytest_gaia2.reference import build
+    from pytest_gaia2.run.preflight import IMAGE_BUILD_LOCK
 
     dockerfile = "\n".join([f"FROM {build.image_name()}", f"LABEL org.pytest-gaia2-test.image={tag}", *lines])
     context = tar_files([("Dockerfile", f"{dockerfile}\n".encode(), 0o644),

@@ -30,7 +30,7 @@ import docker
 import docker.errors
 from docker import DockerClient
 
-from pytest_gaia2 import __version__
+from pytest_gaia2.store.version import PLUGIN_VERSION
 
 HERE = Path(__file__).resolve().parent
 HASH_LABEL = "org.pytest-gaia2.context-hash"
@@ -47,7 +47,7 @@ class ImageBuildError(RuntimeError):
 
 
 def image_name() -> str:
-    return f"pytest-gaia2/reference-oracle:{__version__}"
+    return f"pytest-gaia2/reference-oracle:{PLUGIN_VERSION}"
 
 
 def context_files() -> list[Path]:

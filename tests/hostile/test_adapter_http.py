@@ -9,15 +9,16 @@ within a bounded time and memory, one record, and pytest says what results.jsonl
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from adapter_proxy import PEAK_RSS_MB, only_record, proxy_image, pytest_says, run_measured
 from gaia2_testing import SHIPPED
 
-from pytest_gaia2.limits import ADAPTER_TIMEOUT
+from pytest_gaia2.store.limits import ADAPTER_TIMEOUT
 
 ONE = "scenario_universe_21_7kww6e"
 WALL_BOUND = 60.0

@@ -13,7 +13,7 @@ import pytest
 from adapter_proxy import PEAK_RSS_MB, only_record, proxy_image, pytest_says, run_measured
 from gaia2_testing import DATA, SHIPPED
 
-from pytest_gaia2.verdict import ENDPOINT_SOURCE, LAST_JUDGMENT_SOURCE, STATE_SOURCE
+from pytest_gaia2.run.verdict import ENDPOINT_SOURCE, LAST_JUDGMENT_SOURCE, STATE_SOURCE
 
 ONE = "scenario_universe_21_7kww6e"
 JUDGE_FAIL = "scenario_universe_22_ygzpjz"

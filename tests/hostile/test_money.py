@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from gaia2_testing import (
@@ -25,8 +26,8 @@ from gaia2_testing import (
     scenario_variant,
 )
 
-from pytest_gaia2.budget import LEDGER_FILE, Ledger
-from pytest_gaia2.store import RunFolder
+from pytest_gaia2.cost.budget import LEDGER_FILE, Ledger
+from pytest_gaia2.store.folder import RunFolder
 
 ONE_FILE = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"  # one agent call: its answer
 PER_SCENARIO = 1.2

@@ -11,8 +11,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import docker
 import pytest
@@ -27,7 +28,7 @@ from gaia2_testing import (
     run_id_of,
 )
 
-from pytest_gaia2.engine import RUN_LABEL, SCENARIO_LABEL
+from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL
 
 ONE = "scenario_universe_21_7kww6e"
 SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))

@@ -26,14 +26,14 @@ from gaia2_testing import (
 )
 
 from pytest_gaia2 import __version__
-from pytest_gaia2.allure_categories import (
+from pytest_gaia2.plugin.allure import ATTACHMENT_CAP
+from pytest_gaia2.report.allure_categories import (
     INFRA_PREFIX,
     JUDGE_PREFIX,
     categories,
     category_of,
 )
-from pytest_gaia2.allure_report import ATTACHMENT_CAP
-from pytest_gaia2.verdict import CATEGORIES
+from pytest_gaia2.store.record import CATEGORIES
 
 SECRET = "allure-test-token-5f3a9c"
 PASSING = ("scenario_universe_21_7kww6e", "scenario_universe_24_zqzvsf")

@@ -62,7 +62,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def command(*args: Any) -> subprocess.CompletedProcess[str]:
     """The ``pytest-gaia2`` command, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "pytest_gaia2", *map(str, args)], check=False, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", *map(str, args)], check=False, capture_output=True,
                           text=True, timeout=120)
 
 

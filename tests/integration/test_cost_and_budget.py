@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from gaia2_testing import (
@@ -19,7 +20,7 @@ from gaia2_testing import (
     scenario_variant,
 )
 
-from pytest_gaia2.budget import LEDGER_FILE, Ledger
+from pytest_gaia2.cost.budget import LEDGER_FILE, Ledger
 
 ONE_FILE = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"  # one agent call: its answer
 PER_SCENARIO = 1.2

@@ -14,18 +14,20 @@ import socket
 import time
 import tracemalloc
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import requests
 from gaia2_testing import SHIPPED, derived_image, engine_events
 
-from pytest_gaia2 import engine as engine_mod
-from pytest_gaia2.archive import CopyReport
-from pytest_gaia2.container import Container, LaunchSpec
-from pytest_gaia2.engine import CAPABILITIES, RUN_LABEL, Engine, connect
-from pytest_gaia2.engine_errors import ContainerExited, EngineError
+from pytest_gaia2.engine import client as engine_mod
+from pytest_gaia2.engine.archive import CopyReport
+from pytest_gaia2.engine.client import CAPABILITIES, RUN_LABEL, Engine, connect
+from pytest_gaia2.engine.container import Container, LaunchSpec
+from pytest_gaia2.engine.errors import ContainerExited, EngineError
+from pytest_gaia2.store.redact import Redactor
 
 MB = 1 << 20
 ADAPTER_PORT = 8090
@@ -110,8 +112,7 @@ def launch(engine: Engine, image: str, **spec: Any) -> Container:
                                     adapter_port=ADAPTER_PORT, **spec))
 
 
-def mask(data: bytes) -> bytes:
-    return data.replace(SECRET, b"***")
+REDACTOR = Redactor([SECRET.decode()])
 
 
 def tree(root: Path) -> dict[str, int]:
@@ -134,7 +135,7 @@ def test_copy_out_of_a_hostile_state_folder_keeps_normal_files_and_lists_the_res
     tracemalloc.start()
     try:
         report = container.copy_out(STATE_DIR, dest, max_file_bytes=16 * MB, max_total_bytes=64 * MB,
-                                    rename=STATE_NAMES, prefix="state", transform=mask, overlap=len(SECRET))
+                                    rename=STATE_NAMES, prefix="state", redactor=REDACTOR)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -348,7 +349,7 @@ def test_teardown_kills_at_once_unless_graceful_and_logs_are_saved_bounded_and_m
     container = launch(engine, sleeper)
     time.sleep(0.5)
     assert "line 1000" in container.logs() and container.logs(tail=1) == "line 1000\n"
-    cuts = container.save_logs(tmp_path / "container.log", max_bytes=2000, transform=mask, overlap=len(SECRET))
+    cuts = container.save_logs(tmp_path / "container.log", max_bytes=2000, redactor=REDACTOR)
     saved = (tmp_path / "container.log").read_bytes()
     assert cuts == ["over the 2000-byte file cap: the output past it was not kept"]
     assert saved.startswith(b"token *** here\n") and SECRET not in saved
@@ -381,7 +382,7 @@ def test_images_version_and_files_through_the_engine(engine: Engine, reference: 
 
 def test_preflight_reads_an_image_once_per_image_id(engine: Engine, reference: str, tmp_path: Path) -> None:
     """The line-ending check starts a helper container for a new image id only."""
-    from pytest_gaia2 import preflight
+    from pytest_gaia2.run import preflight
 
     crlf = derived_image("pytest-gaia2-test/engine-crlf:1", "COPY helper.sh /opt/helper.sh",
                          files={"helper.sh": b"#!/usr/bin/bash\r\necho hello\r\n"})
@@ -406,7 +407,7 @@ def test_preflight_reads_an_image_once_per_image_id(engine: Engine, reference: s
     ("http://a b/v1?key=sk-secret", "'a b' is not a host name or IP address"),
 ])
 def test_base_urls_are_validated_naming_the_option(url: str, problem: str) -> None:
-    from pytest_gaia2 import preflight
+    from pytest_gaia2.run import preflight
 
     with pytest.raises(preflight.PreflightError) as raised:
         preflight._endpoint("--gaia2-judge-base-url", url)

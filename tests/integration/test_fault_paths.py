@@ -9,9 +9,10 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from gaia2_testing import (
@@ -25,7 +26,7 @@ from gaia2_testing import (
     scenario_variant,
 )
 
-from pytest_gaia2.engine import SCENARIO_LABEL
+from pytest_gaia2.engine.client import SCENARIO_LABEL
 
 ONE = "scenario_universe_21_7kww6e"  # the quickest shipped scenario: one turn, one answer
 ONE_FILE = SHIPPED / "search" / f"{ONE}.json"

@@ -11,8 +11,9 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from gaia2_testing import SHIPPED, BackgroundRun, run_folder, run_pytest
 

@@ -9,7 +9,8 @@ import socket
 import subprocess
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from filelock import FileLock
@@ -25,8 +26,8 @@ from gaia2_testing import (
     run_id_of,
 )
 
-from pytest_gaia2 import engine
-from pytest_gaia2.ports import worker_slice
+from pytest_gaia2.engine import client as engine
+from pytest_gaia2.engine.ports import worker_slice
 
 SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
 SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
@@ -194,7 +195,7 @@ def test_host_port_taken_after_the_lease_is_retried_on_new_ports(pytester: pytes
         """
         import socket
         from pathlib import Path
-        from pytest_gaia2 import ports
+        from pytest_gaia2.engine import ports
 
         _acquire = ports.PortLeases.acquire
         _taken = []

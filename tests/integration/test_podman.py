@@ -11,8 +11,8 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from gaia2_testing import SHIPPED, results_of, run_folder, run_id_of
@@ -38,8 +38,8 @@ def _same_reference_image(socket_url: str) -> None:
     import docker.errors
     from filelock import FileLock
 
-    from pytest_gaia2.preflight import IMAGE_BUILD_LOCK
     from pytest_gaia2.reference import build
+    from pytest_gaia2.run.preflight import IMAGE_BUILD_LOCK
 
     name = build.image_name()
     source = docker.from_env()

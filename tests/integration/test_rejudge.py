@@ -76,7 +76,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def rejudge(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {name: value for name, value in os.environ.items() if name not in HOST_SETTINGS}
-    return subprocess.run([sys.executable, "-m", "pytest_gaia2", "rejudge", str(folder), "--scenarios", str(SHIPPED),
+    return subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", "rejudge", str(folder), "--scenarios", str(SHIPPED),
                            *args],
                           check=False, capture_output=True, text=True, env={**clean, **(env or {})}, timeout=300)
 

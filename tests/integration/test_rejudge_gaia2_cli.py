@@ -40,9 +40,9 @@ from test_rejudge import (  # the scripted search run (three passes, one failure
     verdicts,
 )
 
-from pytest_gaia2.archive import tar_files
+from pytest_gaia2.cli.rejudge_images import eventd_python
+from pytest_gaia2.engine.archive import tar_files
 from pytest_gaia2.reference import build
-from pytest_gaia2.rejudge_images import eventd_python
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -123,7 +123,7 @@ def gaia2_cli_image(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The reference image with upstream's gaia2-core and gaia2-cli[judge] and without its own judge."""
     from filelock import FileLock
 
-    from pytest_gaia2.preflight import IMAGE_BUILD_LOCK
+    from pytest_gaia2.run.preflight import IMAGE_BUILD_LOCK
 
     cache = tmp_path_factory.mktemp("gaia2-cli-build")
     commit, source = upstream_source(cache)

@@ -28,7 +28,7 @@ from gaia2_testing import (
     run_pytest,
 )
 
-from pytest_gaia2.engine import RUN_LABEL, SCENARIO_LABEL
+from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL
 
 SEARCH = SHIPPED / "search"
 SEARCH_IDS = sorted(path.stem for path in SEARCH.glob("*.json"))

@@ -27,7 +27,7 @@ from gaia2_testing import (
     run_pytest,
 )
 
-from pytest_gaia2.rates import percent, percent_number
+from pytest_gaia2.report.rates import percent, percent_number
 
 SHIPPED_COUNT = len(list(SHIPPED.glob("*/*.json")))
 JUDGE_FAIL = "scenario_universe_22_ygzpjz"

@@ -31,7 +31,7 @@ from gaia2_testing import (
     run_id_of,
 )
 
-from pytest_gaia2.engine import RUN_LABEL
+from pytest_gaia2.engine.client import RUN_LABEL
 
 MARK = "LEAKCANARY"
 SECRETS = {name: f"sk-test-{MARK}-{name}-0123456789"

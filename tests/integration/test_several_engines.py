@@ -13,8 +13,9 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import docker
 import pytest
@@ -29,7 +30,7 @@ from gaia2_testing import (
     run_pytest,
 )
 
-from pytest_gaia2.engine import RUN_LABEL, WORKER_LABEL
+from pytest_gaia2.engine.client import RUN_LABEL, WORKER_LABEL
 from pytest_gaia2.reference import build
 
 FIRST = "unix:///var/run/docker.sock"

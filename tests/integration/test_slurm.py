@@ -36,7 +36,7 @@ from gaia2_testing import (
     scenario_variant,
 )
 
-from pytest_gaia2.engine import SCENARIO_LABEL
+from pytest_gaia2.engine.client import SCENARIO_LABEL
 
 CLUSTER = REPO / "scripts" / "start-slurm-cluster.sh"
 SUBMIT = REPO / "examples" / "slurm" / "submit.sh"

@@ -16,8 +16,8 @@ import pytest
 from browser import headless_browser, open_page
 from gaia2_testing import DATA, SHIPPED, results_of, run_folder, run_pytest
 
-from pytest_gaia2 import store
-from pytest_gaia2.trace_html import INDEX_FILE, TRACE_FILE
+from pytest_gaia2.report.trace_page import INDEX_FILE, TRACE_FILE
+from pytest_gaia2.store import folder as store
 
 HOSTILE = 'Not found. <script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
 OUTPUTS = ("out", "out-scripted", "out-error")

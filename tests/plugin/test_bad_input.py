@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import glob
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import docker
 import pytest
 from gaia2_testing import DATA, SHIPPED, gaia2_containers, results_of, run_id_of
 
-from pytest_gaia2.engine import RUN_LABEL, SCENARIO_LABEL
+from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL
 
 MALFORMED = DATA / "scenarios" / "malformed"
 PROBLEMS = {  # file -> the field and the start of the problem the message must name

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 from gaia2_testing import DATA, gaia2_containers

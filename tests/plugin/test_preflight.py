@@ -20,7 +20,7 @@ from gaia2_testing import (
     session_prefix,
 )
 
-from pytest_gaia2.engine import RUN_LABEL
+from pytest_gaia2.engine.client import RUN_LABEL
 
 HERMES = "pytest-gaia2-test/gaia2-hermes-envprobe:1"
 MISSING = "pytest-gaia2-test/never-built:0"

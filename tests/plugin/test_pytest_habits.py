@@ -12,8 +12,9 @@ import json
 import shutil
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from gaia2_testing import DATA, engine_events, run_folder

@@ -12,7 +12,7 @@ import datasets
 import pytest
 from gaia2_testing import DATA, SHIPPED, make_dataset_repo, run_folder
 
-from pytest_gaia2 import dataset
+from pytest_gaia2.plan import dataset
 
 MANY = DATA / "scenarios" / "many"
 ITEM = re.compile(r"gaia2/([^:\s]+)::test_scenario\[([^\]]+)\]")

@@ -10,24 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_gaia2.allure_categories import (
-    CATEGORIES_FILE,
-    INFRA_PREFIX,
-    JUDGE_KINDS,
-    JUDGE_OTHER,
-    JUDGE_PREFIX,
-    categories,
-    category_of,
-    matches,
-)
-from pytest_gaia2.allure_environment import (
-    ENVIRONMENT_FILE,
-    environment,
-    format_properties,
-    merge_environment,
-    parse_properties,
-)
-from pytest_gaia2.allure_report import (
+from pytest_gaia2.plan.items import PlannedItem
+from pytest_gaia2.plan.scenarios import Scenario
+from pytest_gaia2.plugin.allure import (
     ALLURE_MISSING,
     Parameter,
     capped_text,
@@ -40,9 +25,24 @@ from pytest_gaia2.allure_report import (
     title,
     write_run_files,
 )
-from pytest_gaia2.plan import PlannedItem
-from pytest_gaia2.scenarios import Scenario
-from pytest_gaia2.verdict import CATEGORIES
+from pytest_gaia2.report.allure_categories import (
+    CATEGORIES_FILE,
+    INFRA_PREFIX,
+    JUDGE_KINDS,
+    JUDGE_OTHER,
+    JUDGE_PREFIX,
+    categories,
+    category_of,
+    matches,
+)
+from pytest_gaia2.report.allure_environment import (
+    ENVIRONMENT_FILE,
+    environment,
+    format_properties,
+    merge_environment,
+    parse_properties,
+)
+from pytest_gaia2.store.record import CATEGORIES
 
 FAILED_TRACE = "AssertionError: {}\n(files: search/scenario_universe_22_ygzpjz)"
 
@@ -52,7 +52,7 @@ def _judge(reason: str) -> tuple[str, str, str]:
     return "failed", f"AssertionError: {reason}", FAILED_TRACE.format(reason)
 
 
-def _infra(category: str, status: str = "broken", exception: str = "pytest_gaia2.verdict.Gaia2InfraError",
+def _infra(category: str, status: str = "broken", exception: str = "pytest_gaia2.run.verdict.Gaia2InfraError",
            detail: str = "last log lines:\nline one\n[eventd] line two") -> tuple[str, str, str]:
     """An error as allure-pytest reports it: the exception's text, and the plugin's longrepr."""
     return status, f"{exception}: [{category}] {detail}", f"[{category}] {detail}"
@@ -301,7 +301,7 @@ def test_runs_sharing_a_results_folder_merge_their_environment(tmp_path: Path) -
 # -- without allure-pytest -------------------------------------------------------------------
 
 FALLBACK_CONFTEST = """
-from pytest_gaia2.allure_report import alluredir_fallback
+from pytest_gaia2.plugin.allure import alluredir_fallback
 
 
 def pytest_addoption(parser):
@@ -330,10 +330,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2 import allure_report, options
-from pytest_gaia2.redact import Redactor
-from pytest_gaia2.settings import RunSettings
-from pytest_gaia2.store import RunFolder
+from pytest_gaia2.config import options
+from pytest_gaia2.plugin import allure as allure_report
+from pytest_gaia2.store.redact import Redactor
+from pytest_gaia2.config.settings import RunSettings
+from pytest_gaia2.store.folder import RunFolder
 
 
 class Context:
@@ -375,10 +376,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2 import allure_report
-from pytest_gaia2.verdict import Gaia2InfraError
-from pytest_gaia2.plan import PlannedItem
-from pytest_gaia2.scenarios import Scenario
+from pytest_gaia2.plugin import allure as allure_report
+from pytest_gaia2.run.verdict import Gaia2InfraError
+from pytest_gaia2.plan.items import PlannedItem
+from pytest_gaia2.plan.scenarios import Scenario
 
 HERE = Path(__file__).parent
 JUDGED = Scenario("scenario_universe_21_abc", "search", HERE / "judged.json", task="Find <b>Ann</b>.",

@@ -7,18 +7,18 @@ from __future__ import annotations
 import io
 import os
 import random
-import re
 import subprocess
 import sys
 import tarfile
 import tracemalloc
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import pytest
 
-from pytest_gaia2 import archive
-from pytest_gaia2.archive import CopyReport, extract
+from pytest_gaia2.engine import archive
+from pytest_gaia2.engine.archive import CopyReport, extract
+from pytest_gaia2.store.redact import Redactor
 
 MB = 1 << 20
 STATE_NAMES = {"events.jsonl": "events.jsonl", "judgments.jsonl": "daemon_judgments.jsonl"}
@@ -208,7 +208,7 @@ def test_a_large_file_within_the_caps_is_streamed_to_disk_with_memory_bounded(tm
     tracemalloc.start()
     try:
         report = copy(generated([("state/large.bin", 64 * MB)]), tmp_path, max_file_bytes=100 * MB,
-                      transform=lambda data: data.replace(b"secret", b"***"), overlap=6)
+                      redactor=Redactor(["secret"]))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -235,11 +235,11 @@ def test_reading_a_small_file_stops_at_the_cap_without_reading_the_rest() -> Non
 
 
 SECRETS = [b"sk-live-0123456789abcdef", b"judge-token-XYZ987", b"hunter22"]
-SECRET_PATTERN = re.compile(b"|".join(map(re.escape, sorted(SECRETS, key=len, reverse=True))))
+REDACTOR = Redactor(secret.decode() for secret in SECRETS)
 
 
 def mask(data: bytes) -> bytes:
-    return SECRET_PATTERN.sub(b"***", data)
+    return REDACTOR.redact_bytes(data)
 
 
 def test_secrets_spanning_every_chunk_boundary_are_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -251,8 +251,7 @@ def test_secrets_spanning_every_chunk_boundary_are_masked(tmp_path: Path, monkey
         pieces.append(bytes(rng.choice(b"abcdefghij \n") for _ in range(rng.randrange(0, 40))))
         pieces.append(rng.choice(SECRETS))
     content = b"".join(pieces)
-    report = copy(files(("state/events.jsonl", content)), tmp_path, transform=mask,
-                  overlap=max(map(len, SECRETS)))
+    report = copy(files(("state/events.jsonl", content)), tmp_path, redactor=REDACTOR)
     written = (tmp_path / "events.jsonl").read_bytes()
     assert written == mask(content)
     assert not any(secret in written for secret in SECRETS)
@@ -264,7 +263,7 @@ def test_a_secret_across_a_real_chunk_boundary_of_a_large_file_is_masked(tmp_pat
     content = bytearray(b"x" * (3 * archive.COPY_CHUNK))
     for boundary in (archive.COPY_CHUNK, 2 * archive.COPY_CHUNK):
         content[boundary - 7:boundary - 7 + len(secret)] = secret
-    copy(files(("state/big.log", bytes(content))), tmp_path, transform=mask, overlap=len(secret))
+    copy(files(("state/big.log", bytes(content))), tmp_path, redactor=REDACTOR)
     written = (tmp_path / "state" / "big.log").read_bytes()
     assert secret not in written and written.count(b"***") == 2
     assert written == mask(bytes(content))
@@ -329,7 +328,7 @@ def test_a_cut_stream_says_it_was_cut() -> None:
 
 
 def test_importing_the_engine_does_not_import_the_sdk() -> None:
-    code = ("import sys, pytest_gaia2.engine, pytest_gaia2.preflight; "
+    code = ("import sys, pytest_gaia2.engine.client, pytest_gaia2.run.preflight; "
             "print(sorted(m for m in ('docker', 'requests', 'urllib3') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(Path(archive.__file__).parents[1])})
@@ -339,7 +338,7 @@ def test_importing_the_engine_does_not_import_the_sdk() -> None:
 def test_one_archive_of_a_shared_folder_keeps_only_what_is_wanted(tmp_path: Path) -> None:
     """The container's /tmp in one archive: the logs land under their names, the rest is not
     written and not listed as skipped (it was never an artifact)."""
-    from pytest_gaia2 import store
+    from pytest_gaia2.store import folder as store
 
     data = files(("tmp/gaia2-eventd.log", b"eventd"), ("tmp/agent-scratch.bin", b"x" * 1000),
                  ("tmp/openclaw/run.log", b"claw"), ("tmp/openclawish/other.log", b"no"))
@@ -353,7 +352,7 @@ def test_one_archive_of_a_shared_folder_keeps_only_what_is_wanted(tmp_path: Path
 def test_too_much_unwanted_content_stops_the_read_early(tmp_path: Path) -> None:
     """A 1 GiB scratch file in the shared folder is never read through: the copy gives up after
     the limit and the caller fetches the logs one by one."""
-    from pytest_gaia2 import store
+    from pytest_gaia2.store import folder as store
 
     stream = generated([("tmp/huge.bin", 1 << 30), ("tmp/gaia2-eventd.log", 10)])
     consumed = 0

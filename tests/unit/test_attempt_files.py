@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2 import interrupts
-from pytest_gaia2.evidence import last_json_line, scan_events
+from pytest_gaia2.run import interrupts
+from pytest_gaia2.run.evidence import last_json_line, scan_events
 
 
 def test_events_are_counted_as_gaia2_runner_counts_them(tmp_path: Path) -> None:

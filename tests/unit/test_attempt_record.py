@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from pytest_gaia2.attempt_record import AttemptFacts, build_record
-from pytest_gaia2.evidence import Evidence
-from pytest_gaia2.redact import Redactor
-from pytest_gaia2.scenarios import load_scenario
-from pytest_gaia2.verdict import ENDPOINT_SOURCE, LAST_JUDGMENT_SOURCE, STATE_SOURCE, Fault
+from pytest_gaia2.plan.scenarios import load_scenario
+from pytest_gaia2.run.attempt_record import AttemptFacts, build_record
+from pytest_gaia2.run.evidence import Evidence
+from pytest_gaia2.run.verdict import ENDPOINT_SOURCE, LAST_JUDGMENT_SOURCE, STATE_SOURCE, Fault
+from pytest_gaia2.store.redact import Redactor
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
 
@@ -32,7 +32,8 @@ MALFORMED = {"status": ["complete"], "judgment": "yes", "turn": {"a": 1}}
 
 def _record(endpoint: dict[str, Any] | None, on_file: dict[str, Any] | None, last_line: bool | None, *,
             timed_out: bool = False, fault: Fault | None = None, stop: Fault | None = None,
-            redactor: Redactor = Redactor([])) -> Any:
+            redactor: Redactor | None = None) -> Any:
+    redactor = redactor if redactor is not None else Redactor([])
     root = Path("/run-root")
     facts = AttemptFacts(
         scenario=load_scenario(SCENARIO, "search"), repeat=1, repeats=1, attempt=1,

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_gaia2.budget import (
+from pytest_gaia2.config.values import OptionError, usd
+from pytest_gaia2.cost.budget import (
     LEDGER_FILE,
     LEGACY_LEDGER_FILE,
     Budget,
@@ -23,9 +24,8 @@ from pytest_gaia2.budget import (
     parse_lines,
     record_spend,
 )
-from pytest_gaia2.option_values import OptionError, usd
-from pytest_gaia2.prices import ATTEMPT_USD_MAX
-from pytest_gaia2.store import StoreError
+from pytest_gaia2.cost.prices import ATTEMPT_USD_MAX
+from pytest_gaia2.store.folder import StoreError
 
 
 def test_entries_are_per_attempt_and_never_counted_twice(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ def test_entries_are_per_attempt_and_never_counted_twice(tmp_path: Path) -> None
 
 
 def test_workers_adding_at_once_lose_nothing(tmp_path: Path) -> None:
-    code = ("import sys; from pathlib import Path; from pytest_gaia2.budget import Ledger\n"
+    code = ("import sys; from pathlib import Path; from pytest_gaia2.cost.budget import Ledger\n"
             "ledger = Ledger(Path(sys.argv[1]))\n"
             "for n in range(25): ledger.add(f'{sys.argv[2]}/{n}#1', 0.01)\n")
     workers = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path), f"gw{n}"]) for n in range(4)]
@@ -174,8 +174,8 @@ def test_a_ledger_cut_anywhere_keeps_every_line_before_the_cut(lines: list[tuple
     entries, damaged = parse_lines(data[:cut])
     whole = data[:cut].count(b"\n")
     expected: dict[str, float] = {}
-    for entry, usd in lines[:whole]:
-        expected.setdefault(entry, usd)
+    for entry, amount in lines[:whole]:
+        expected.setdefault(entry, amount)
     assert {key: entries[key] for key in expected} == expected
     assert len(damaged) <= 1
 
@@ -203,9 +203,9 @@ def test_a_budget_in_range() -> None:
 def test_a_judged_record_at_every_money_ceiling_still_loads_for_resume(tmp_path: Path) -> None:
     """Resume must never re-run a judged verdict because its numbers were odd but valid: the
     largest cost, counts and model list the writers can produce read back as a judged record."""
-    from pytest_gaia2.record import AttemptRecord, is_judged
-    from pytest_gaia2.store import RunFolder, write_json
-    from pytest_gaia2.usage import COUNT_MAX, MODELS_MAX
+    from pytest_gaia2.cost.usage import COUNT_MAX, MODELS_MAX
+    from pytest_gaia2.store.folder import RunFolder, write_json
+    from pytest_gaia2.store.record import AttemptRecord, is_judged
 
     usage = {"calls": 10**6, "usage_calls": 10**6, "input_tokens": COUNT_MAX * 10**6, "output_tokens": COUNT_MAX,
              "cached_input_tokens": 0, "cache_write_tokens": 0, "reported_cost_usd": 1e6 * 10**6,

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_gaia2 import cli, store
-from pytest_gaia2.record import AttemptRecord
+from pytest_gaia2.cli import main as cli
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord
 
 OUTCOME = {"P": "passed", "F": "failed", "E": "error"}
 T0 = _dt.datetime(2026, 1, 5, 9, 0, tzinfo=_dt.timezone.utc)
@@ -220,7 +221,7 @@ def test_output_never_lands_in_a_run_folder_nor_over_a_file(tmp_path: Path, caps
 
 
 def test_markdown_shows_values_from_a_results_folder_as_text() -> None:
-    from pytest_gaia2.markdown_text import plain
+    from pytest_gaia2.report.markdown import plain
 
     shown = plain("s1\n| x | <script>alert(1)</script> `y` [l](http://e)")
     assert "\n" not in shown and "<" not in shown and not re.search(r"(?<!\\)[|`\[]", shown)

@@ -17,11 +17,12 @@ import datasets
 import pytest
 from gaia2_testing import make_dataset_repo as make_repo
 
-from pytest_gaia2 import dataset
-from pytest_gaia2.dataset import DatasetError, materialise
-from pytest_gaia2.option_values import OptionError
-from pytest_gaia2.scenarios import discover
-from pytest_gaia2.splits import SPLITS
+from pytest_gaia2.config import splits
+from pytest_gaia2.config.splits import SPLITS
+from pytest_gaia2.config.values import OptionError
+from pytest_gaia2.plan import dataset
+from pytest_gaia2.plan.dataset import DatasetError, materialise
+from pytest_gaia2.plan.scenarios import discover
 
 DATASET_ID = "test-org/tiny-gaia2"
 
@@ -142,7 +143,7 @@ def test_a_half_written_split_is_refused_then_repaired(damage, repo: Path, cache
 
 
 def test_concurrent_workers_materialise_once(repo: Path, cache: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="pytest_gaia2.dataset")
+    caplog.set_level(logging.INFO, logger="pytest_gaia2.plan.dataset")
     results: list[list[Path]] = []
     barrier = threading.Barrier(4)
 
@@ -239,7 +240,7 @@ def test_cache_root_follows_gaia2_hf_cache(tmp_path: Path) -> None:
     ],
 )
 def test_split_names(spec, names: list[str]) -> None:
-    assert dataset.split_names(spec) == names
+    assert splits.split_names(spec) == names
 
 
 @pytest.mark.parametrize(
@@ -248,4 +249,4 @@ def test_split_names(spec, names: list[str]) -> None:
 )
 def test_split_names_rejects_bad_values_by_name(spec: str, named: str) -> None:
     with pytest.raises(OptionError, match=f"--gaia2-splits: .*{named}"):
-        dataset.split_names(spec)
+        splits.split_names(spec)

@@ -7,9 +7,12 @@ from collections import Counter
 
 import pytest
 
-from pytest_gaia2 import adapter, engines, options
-from pytest_gaia2.engines import EnginePool, EngineSpec, in_use, parse, slots, spec_for
-from pytest_gaia2.option_values import OptionError
+from pytest_gaia2.config import options
+from pytest_gaia2.config.values import OptionError
+from pytest_gaia2.engine import adapter
+from pytest_gaia2.engine import spec as engines
+from pytest_gaia2.engine.pool import EnginePool
+from pytest_gaia2.engine.spec import EngineSpec, in_use, parse, slots, spec_for
 
 A = EngineSpec("unix:///var/run/docker.sock", 1)
 B = EngineSpec("unix:///var/run/gaia2-docker2.sock", 1)

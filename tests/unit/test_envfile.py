@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_gaia2 import envfile
+from pytest_gaia2.config import envfile
 
 
 def test_plain_assignments_comments_and_blank_lines() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from gaia2_records import headline_records, record, repeated
 
-from pytest_gaia2.gate import Gate
-from pytest_gaia2.stats import Summary, summarise
+from pytest_gaia2.report.gate import Gate
+from pytest_gaia2.report.stats import Summary, summarise
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import signal
 
 import pytest
 
-from pytest_gaia2 import interrupts
-from pytest_gaia2.container import ENGINE_LOG_FILES, LaunchSpec
+from pytest_gaia2.engine.container import ENGINE_LOG_FILES, LaunchSpec
+from pytest_gaia2.run import interrupts
 
 
 def test_the_second_signal_is_only_counted_and_the_third_raises() -> None:

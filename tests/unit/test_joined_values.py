@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gaia2.joined_values import join_values, rerun_with_joined_values
+from pytest_gaia2.plugin.joined_values import join_values, rerun_with_joined_values
 
 
 @pytest.mark.parametrize(("args", "joined", "values"), [

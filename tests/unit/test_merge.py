@@ -10,7 +10,9 @@ import pytest
 from gaia2_testing import file_sums
 from test_compare import write_run
 
-from pytest_gaia2 import cli, stats, store
+from pytest_gaia2.cli import main as cli
+from pytest_gaia2.report import stats
+from pytest_gaia2.store import folder as store
 
 
 def merge(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, str, str]:

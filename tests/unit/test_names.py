@@ -13,8 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_gaia2 import names, plan, store
-from pytest_gaia2.scenarios import ScenarioError, discover
+from pytest_gaia2.plan import items as plan
+from pytest_gaia2.plan.scenarios import ScenarioError, discover
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store import names
 
 WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in "0123456789¹²³"),
                    *(f"LPT{n}" for n in "0123456789¹²³")}
@@ -44,7 +46,7 @@ def valid_on_linux(name: str) -> bool:
 
 
 DEVICE_LIKE = st.builds(
-    lambda word, case, ext: "".join(c.upper() if up else c.lower() for c, up in zip(word, case)) + ext,
+    lambda word, case, ext: "".join(c.upper() if up else c.lower() for c, up in zip(word, case, strict=False)) + ext,
     st.sampled_from(sorted(WINDOWS_DEVICES)), st.lists(st.booleans(), min_size=4, max_size=4),
     st.sampled_from(["", ".txt", ".json", ".tar.gz", ".", " "]))
 ANY_NAME = st.one_of(

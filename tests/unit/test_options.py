@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gaia2 import options
-from pytest_gaia2.option_values import OptionError
+from pytest_gaia2.config import options
+from pytest_gaia2.config.values import OptionError
 
 MiB = 1024**2
 GiB = 1024**3

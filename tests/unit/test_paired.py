@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pytest_gaia2.paired import (
+from pytest_gaia2.report.paired import (
     AnalysisExtraMissing,
     PairedTable,
     mcnemar_exact,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2.ports import PortLeases, PortsExhausted, worker_slice
+from pytest_gaia2.engine.ports import PortLeases, PortsExhausted, worker_slice
 
 # Below the kernel's ephemeral range and outside the ranges the integration tests use.
 LOW, HIGH = 12000, 12999
@@ -82,7 +82,7 @@ def test_exhaustion_names_the_option_to_widen(tmp_path: Path) -> None:
 HOLDER = """
 import sys
 from pathlib import Path
-from pytest_gaia2.ports import PortLeases
+from pytest_gaia2.engine.ports import PortLeases
 leases = PortLeases(Path(sys.argv[1]), range(int(sys.argv[2]), int(sys.argv[3])))
 print(" ".join(map(str, leases.acquire(5))), flush=True)
 sys.stdin.read()  # hold the lease until the test is done

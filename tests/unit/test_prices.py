@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pytest_gaia2 import prices
-from pytest_gaia2.option_values import OptionError
-from pytest_gaia2.prices import Cost, Price, PriceBook, read_price_file
-from pytest_gaia2.usage import Usage
+from pytest_gaia2.config.values import OptionError
+from pytest_gaia2.cost import prices
+from pytest_gaia2.cost.prices import Cost, Price, PriceBook, read_price_file
+from pytest_gaia2.cost.usage import Usage
 
 USAGE = Usage(calls=3, usage_calls=3, input_tokens=12_000, output_tokens=900, cached_input_tokens=8_000,
               models=("gpt-4o-2024-08-06",))

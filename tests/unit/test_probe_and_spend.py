@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2 import probe, spend
-from pytest_gaia2.plan import PlannedItem
-from pytest_gaia2.record import AttemptRecord
-from pytest_gaia2.scenarios import Scenario
+from pytest_gaia2.cost import projection as probe
+from pytest_gaia2.cost import spend
+from pytest_gaia2.plan.items import PlannedItem
+from pytest_gaia2.plan.scenarios import Scenario
+from pytest_gaia2.store.record import AttemptRecord
 
 
 def _items(count: int, repeats: int = 1) -> list[PlannedItem]:

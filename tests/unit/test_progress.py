@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2.phases import PhaseBoard, phase_of, running
-from pytest_gaia2.progress import duration, snapshot
-from pytest_gaia2.record import AttemptRecord
+from pytest_gaia2.report.progress import duration, snapshot
+from pytest_gaia2.store.phases import PhaseBoard, phase_of, running
+from pytest_gaia2.store.record import AttemptRecord
 
 
 def _record(scenario_id: str, outcome: str) -> AttemptRecord:

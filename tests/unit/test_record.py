@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pytest_gaia2.record import RUNNER_KEYS, AttemptRecord, is_judged, scenario_key
+from pytest_gaia2.store.record import RUNNER_KEYS, AttemptRecord, is_judged, scenario_key
 
 
 def _record(**extra: object) -> AttemptRecord:

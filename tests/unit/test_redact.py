@@ -1,19 +1,33 @@
-"""Redaction of secret values in text, JSON-able structures and log records."""
+"""Redaction of secret values in text, JSON-able structures and log records, in any encoding
+(properties checked with Hypothesis against :mod:`leaks`, which decodes instead of matching),
+and control characters kept from the terminal."""
 
 from __future__ import annotations
 
+import base64
+import html.entities
 import io
 import json
 import logging
 import subprocess
+import unicodedata
+from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from leaks import holds
 
-from pytest_gaia2.redact import (
+from pytest_gaia2.engine.archive import masked
+from pytest_gaia2.store.redact import (
     MASK,
+    MAX_NESTING,
+    MAX_ZERO_PADDING,
     RedactingFilter,
     Redactor,
     looks_secret,
+    mask_userinfo,
+    printable,
     secret_values,
 )
 
@@ -143,3 +157,260 @@ def test_log_filter_keeps_records_and_survives_bad_format_args() -> None:
     assert RedactingFilter(redactor).filter(record) is True
     assert AGENT_KEY not in record.getMessage()
     assert record.args is None
+
+
+# -- any encoding (Hypothesis) -------------------------------------------------------------------
+
+SECRET_CHARACTERS = st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters=MASK)
+"""Printable unicode, astral planes included; never the mask's own character."""
+SECRETS = st.one_of(st.text(SECRET_CHARACTERS, min_size=6, max_size=24),
+                    st.text(st.sampled_from("0123456789abcdefnrtu_-"), min_size=6, max_size=16))
+"""Any printable text, and keys of hex digits and escape letters (``r8_...``, ``fw_...``)."""
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+TRICKY = st.text(st.sampled_from('\\\\u0073"%&#x;+/=ab7 '), max_size=20)
+"""Text made of what escapes are made of: backslashes, quotes, percent and ampersand signs."""
+FRAGMENTS = st.lists(st.sampled_from(["\\u0080", "\\\\u00e9", "\\r", "\\n", "\\\\", "\\", '\\"', "\\u00", "u",
+                                      "%e9", "&#x", "0"]), max_size=6).map("".join)
+"""Escapes and pieces of escapes a secret may follow."""
+AROUND = st.one_of(TEXT, TRICKY, FRAGMENTS)
+PROPERTIES = settings(max_examples=150, deadline=None)
+_SHORT = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _nested(escape: str, level: int) -> str:
+    """A JSON escape as it reads ``level`` JSON strings deep (a string inside a string doubles it)."""
+    for _ in range(level - 1):
+        escape = json.dumps(escape)[1:-1]
+    return escape
+
+
+def _character_forms(char: str) -> list[str]:
+    """Every way a host output may write one character, written here as the encoders write them."""
+    data = char.encode("utf-16-be")
+    units = [data[i:i + 2].hex() for i in range(0, len(data), 2)]
+    forms = [char, "".join(f"%{byte:02X}" for byte in char.encode()), "".join(f"%{byte:02x}" for byte in char.encode()),
+             f"&#{ord(char)};", f"&#{'0' * MAX_ZERO_PADDING}{ord(char)};", f"&#x{ord(char):x};", f"&#X{ord(char):X};"]
+    forms += [f"&{name}" for name, value in html.entities.html5.items() if value == char and name.endswith(";")]
+    for level in range(1, MAX_NESTING + 1):
+        forms += [_nested("".join(f"\\u{unit}" for unit in units), level),
+                  _nested("".join(f"\\u{unit.upper()}" for unit in units), level)]
+        if char in _SHORT:
+            forms.append(_nested(_SHORT[char], level))
+    if char == " ":
+        forms.append("+")
+    return forms
+
+
+@st.composite
+def encoded_secrets(draw: st.DrawFn) -> tuple[str, str]:
+    """A secret and the secret written with a form drawn for each of its characters."""
+    secret = draw(SECRETS)
+    return secret, "".join(draw(st.sampled_from(_character_forms(char))) for char in secret)
+
+
+@PROPERTIES
+@given(encoded_secrets(), AROUND, AROUND)
+def test_a_secret_in_any_mix_of_encodings_is_masked(encoded: tuple[str, str], before: str, after: str) -> None:
+    secret, form = encoded
+    assume(not holds(before, secret) and not holds(after, secret))
+    redacted = Redactor([secret]).redact(before + form + after)
+    assert MASK in redacted and not holds(redacted, secret)
+    assert Redactor([secret]).redact_bytes((before + form + after).encode()) == redacted.encode()
+
+
+@PROPERTIES
+@given(st.text(SECRET_CHARACTERS, min_size=10, max_size=24), st.binary(max_size=8), st.binary(max_size=8),
+       st.booleans(), AROUND, AROUND)
+def test_a_secret_in_base64_at_any_alignment_is_masked(secret: str, head: bytes, tail: bytes, url_safe: bool,
+                                                        before: str, after: str) -> None:
+    """Ten bytes and more (shorter ones leave too few whole base64 groups at some alignment)."""
+    assume(len(secret.encode()) >= 10 and not holds(before, secret) and not holds(after, secret))
+    encode = base64.urlsafe_b64encode if url_safe else base64.b64encode
+    redacted = Redactor([secret]).redact(before + encode(head + secret.encode() + tail).decode() + after)
+    assert MASK in redacted and not holds(redacted, secret)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string of a parsed JSON value, keys included, and of the JSON documents they hold."""
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in _strings(key) + _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    if isinstance(value, str):
+        try:
+            return [value, *_strings(json.loads(value))]
+        except ValueError:
+            return [value]
+    return []
+
+
+@PROPERTIES
+@given(SECRETS, AROUND, AROUND, st.booleans(), st.booleans())
+def test_a_secret_in_json_is_masked_and_the_document_still_parses(
+    secret: str, before: str, after: str, ascii_inner: bool, ascii_outer: bool
+) -> None:
+    """As json.dumps writes it, also inside a JSON document that a JSON string holds (a trace's
+    raw_response), with ``\\uXXXX`` (ensure_ascii) or without."""
+    assume(not holds(before, secret) and not holds(after, secret))
+    inner = json.dumps({"model": secret, "text": before + secret + after}, ensure_ascii=ascii_inner)
+    document = json.dumps({secret: [before + secret, inner], "after": after + secret}, ensure_ascii=ascii_outer)
+    redacted = Redactor([secret]).redact(document)
+    strings = _strings(json.loads(redacted))
+    assert not any(secret in text for text in strings) and not holds(redacted, secret)
+    assert json.loads(json.loads(redacted)[MASK][1])["model"] == MASK
+
+
+@PROPERTIES
+@given(SECRETS, AROUND)
+def test_text_without_the_secret_in_any_form_is_unchanged(secret: str, text: str) -> None:
+    assume(not holds(text, secret))
+    assert Redactor([secret]).redact(text) == text
+    assert Redactor([secret]).redact_bytes(text.encode()) == text.encode()
+
+
+def _streamed(redactor: Redactor, whole: bytes, cuts: list[int]) -> bytes:
+    bounds = sorted({min(cut, len(whole)) for cut in cuts} | {0, len(whole)})
+    chunks = [whole[start:end] for start, end in zip(bounds, bounds[1:], strict=False)]
+    return b"".join(masked(chunks, redactor))
+
+
+def _backslashes(most: int) -> st.SearchStrategy[str]:
+    return st.integers(1, most).map(lambda n: "\\" * n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(encoded_secrets().map(lambda pair: pair[1]), AROUND, _backslashes(40),
+                          st.tuples(_backslashes(40), encoded_secrets()).map(lambda pair: pair[0] + pair[1][1])),
+                max_size=6), st.data())
+def test_a_stream_cut_at_any_point_is_masked_as_a_whole(pieces: list[str], data: st.DataObject) -> None:
+    """archive.masked carries a window's end unmasked into the next: wherever one cut falls
+    (inside a run of backslashes before a secret, inside an escape), the bytes are those of
+    masking the file whole."""
+    redactor = Redactor([data.draw(SECRETS), "sk-canary-0123456789"])
+    whole = "".join(pieces).encode()
+    whole += b"." * redactor.longest  # a window keeps that much back: so the cuts fall everywhere in the pieces
+    expected = redactor.redact_bytes(whole)
+    for cut in range(1, len(whole)):
+        assert _streamed(redactor, whole, [cut]) == expected, cut
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(encoded_secrets().map(lambda pair: pair[1]), AROUND, _backslashes(1500),
+                          st.tuples(_backslashes(1500), encoded_secrets()).map(lambda pair: pair[0] + pair[1][1])),
+                max_size=8), st.lists(st.integers(0, 6000), max_size=16), st.data())
+def test_a_stream_in_any_chunks_is_masked_as_a_whole(pieces: list[str], cuts: list[int], data: st.DataObject) -> None:
+    """Many chunks, and runs of backslashes longer than a match (cut between their pairs)."""
+    redactor = Redactor([data.draw(SECRETS), "sk-canary-0123456789"])
+    whole = "".join(pieces).encode()
+    assert _streamed(redactor, whole, cuts) == redactor.redact_bytes(whole)
+
+
+def test_a_stream_of_backslashes_moves_on_in_bounded_windows() -> None:
+    """A file of backslashes is not held whole to find where a run ends."""
+    redactor = Redactor(["sk-canary-0123456789"])
+    windows = list(masked((b"\\" * 4096 for _ in range(64)), redactor))
+    assert b"".join(windows) == b"\\" * 4096 * 64
+    assert max(map(len, windows)) <= 4096 + redactor.longest
+
+
+@pytest.mark.parametrize(("secret", "text", "masked_text"), [
+    # A mask never starts inside an escape: it takes the escape's start too (\u0080 then the
+    # key as JSON, the key from the fourth digit as text: both readings lose it, JSON stays valid).
+    ("000000", '"\\u0080000000"', '"***0"'),
+    ("000000", '"\\\\u0080000000"', '"***0"'),  # the same one JSON string deeper
+    ("000000", '"\\u0080x000000"', '"\\u0080x***"'),
+    ("0080abcdef", '"\\u0080abcdef"', '"***"'),  # é then abcdef as JSON, the key as text
+    # A key starting with an escape's letter: the escape goes with it (valid JSON, no key as text).
+    ("r8_abcdef", '"\\r8_abcdef"', '"***"'),
+    ("r8_abcdef", '"\\\\r8_abcdef"', '"***"'),
+    ("0080abcdef", '"\\\\u0080abcdef"', '"***"'),
+    # Plain text: a backslash before a key hides nothing.
+    ("sk-canary-0123", "C:\\sk-canary-0123 \\\\sk-canary-0123", "C:*** ***"),
+    # Escaped backslashes, however many, before the key's first character as an escape.
+    ("sk-canary-0123", "\\" * 41 + "u0073k-canary-0123", "\\" * 40 + "***"),
+])
+def test_escapes_and_secrets_around_them(secret: str, text: str, masked_text: str) -> None:
+    redacted = Redactor([secret]).redact(text)
+    assert redacted == masked_text
+    if text.startswith('"'):
+        json.loads(redacted)
+        if "\\\\u" in text:
+            json.loads('"' + json.loads(redacted) + '"')
+
+
+@pytest.mark.parametrize("before", ["", "x", "\\", "\\\\", "\\\\\\"])
+def test_escaped_backslashes_before_a_secret_keep_the_json_string_whole(before: str) -> None:
+    """A mask never lands right after a lone backslash (``\\***`` would escape the mask, or the
+    closing quote): the backslashes before the secret are kept as whole pairs or taken with it."""
+    secret = "sk-canary-0123456789"
+    for written in (secret, json.dumps(secret, ensure_ascii=False)[1:-1],
+                    "".join(f"\\u{ord(char):04x}" for char in secret)):
+        document = '{"a": "' + before.replace("\\", "\\\\") + written + '", "b": "\\\\"}'
+        redacted = Redactor([secret]).redact(document)
+        parsed = json.loads(redacted)
+        assert parsed["b"] == "\\" and parsed["a"].endswith(MASK) and not holds(redacted, secret)
+
+
+def test_escaped_backslashes_before_other_escapes_are_not_a_secret() -> None:
+    """``\\\\u0073`` (an escaped backslash and the text ``u0073``) is the secret's first
+    character one JSON string deeper; followed by anything but the rest of the secret it is text."""
+    redactor = Redactor(["sk-canary-0123456789"])
+    for text in ('"\\\\u0073\\\\u006b-canary-012345678"', '"\\\\\\\\u0073k-canary-x"', '"\\\\u0073"',
+                 '"\\\\sk-canary-012345678"'):
+        assert redactor.redact(text) == text
+
+
+def test_the_secret_one_json_string_deeper_is_masked() -> None:
+    """A trace line's raw_response is a JSON string holding JSON: a model name written as
+    ``\\u0073...`` there is ``\\\\u0073...`` in the file, and two parses give the key."""
+    secret = "sk-canary-0123456789"
+    escaped = "".join(f"\\u{ord(char):04x}" for char in secret)
+    line = json.dumps({"request": {"model": secret}, "raw_response": '{"model": "' + escaped + '"}'})
+    redacted = Redactor([secret]).redact(line)
+    assert json.loads(json.loads(redacted)["raw_response"]) == {"model": MASK}
+
+
+# -- the terminal -------------------------------------------------------------------------------
+
+def _forbidden(char: str) -> bool:
+    """What a terminal or an XML file must never get from a container."""
+    code = ord(char)
+    return ((code < 0x20 and char not in "\n\t") or 0x7F <= code <= 0x9F or char in "\u2028\u2029"
+            or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.one_of(st.characters(max_codepoint=0xA0), st.sampled_from("\u2028\u2029\u202a\u202e\u2066\u2069"),
+                         st.characters())))
+def test_printable_leaves_no_control_character(text: str) -> None:
+    shown = printable(text)
+    assert not any(_forbidden(char) for char in shown)
+    if not any(_forbidden(char) for char in text):
+        assert shown == text
+    assert shown.count("\n") == text.count("\n") and shown.count("\t") == text.count("\t")
+
+
+def test_printable_shows_escape_sequences_as_text() -> None:
+    assert printable("\x1b]0;title\x07\x1b[2J\x9b31m\u202eab\n") == "\\x1b]0;title\\x07\\x1b[2J\\x9b31m\\u202eab\n"
+    assert unicodedata.category(printable("\x00")[0]) != "Cc"
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("tcp://user:pw@host:2376", "tcp://user:***@host:2376"),
+    ("cannot reach ssh://deploy:s3cr3t!@build.example/ (refused)", "cannot reach ssh://deploy:***@build.example/ (refused)"),
+    ("HTTPS://a:b@c and http://x:y@z", "HTTPS://a:***@c and http://x:***@z"),
+    ("http://user@host and unix:///var/run/docker.sock", "http://user@host and unix:///var/run/docker.sock"),
+    ("a time 10:30@noon", "a time 10:30@noon"),
+])
+def test_mask_userinfo(text: str, shown: str) -> None:
+    assert mask_userinfo(text) == shown
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.from_regex(r"[a-z][a-z0-9+.-]{0,8}", fullmatch=True), st.text(st.characters(
+    blacklist_characters="/@:", blacklist_categories=("Cs", "Zs", "Cc")), max_size=12),
+    st.text(st.characters(blacklist_characters="/@", blacklist_categories=("Cs", "Zs", "Cc")), min_size=1, max_size=20))
+def test_mask_userinfo_hides_any_password(scheme: str, user: str, password: str) -> None:
+    assume(not any(char.isspace() for char in user + password))
+    shown = mask_userinfo(f"engine at {scheme}://{user}:{password}@host.example:2376 refused")
+    assert shown == f"engine at {scheme}://{user}:{MASK}@host.example:2376 refused"

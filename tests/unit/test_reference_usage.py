@@ -190,7 +190,7 @@ def test_oracle_replay_makes_one_call_per_oracle_agent_event(
     written = agent_lines(tmp_path)
     made = calls(tmp_path)
     assert len(written) == len(made) == expected
-    for line, (name, payload) in zip(written, made):
+    for line, (name, payload) in zip(written, made, strict=False):
         if line["fn"] == "send_message_to_user":
             assert name == "message" and payload == line["args"]["content"]
         else:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from gaia2_testing import SHIPPED, reference_module
 
-from pytest_gaia2.cli import CommandError
-from pytest_gaia2.rejudge import (
+from pytest_gaia2.cli.main import CommandError
+from pytest_gaia2.cli.rejudge import (
     REFERENCE,
     aggregate,
     judge_env,

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from gaia2_records import headline_records, pass_at_k_records, record
 
-from pytest_gaia2.gate import Gate, GateDecision
-from pytest_gaia2.rates import percent_number
-from pytest_gaia2.report import first_n, summary_lines, write_summary_json
-from pytest_gaia2.stats import summarise
+from pytest_gaia2.report.gate import Gate, GateDecision
+from pytest_gaia2.report.rates import percent_number
+from pytest_gaia2.report.stats import summarise
+from pytest_gaia2.report.summary import first_n, summary_lines, write_summary_json
 
 
 def block(records: list[dict[str, Any]], gate: GateDecision | None = None,

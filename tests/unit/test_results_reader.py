@@ -14,9 +14,9 @@ from bad_records import BAD_FIELDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_gaia2.record import AttemptRecord, RecordError
-from pytest_gaia2.safejson import JsonReadError
-from pytest_gaia2.store import ResultsError, RunFolder, json_lines, numbered_lines
+from pytest_gaia2.store.folder import ResultsError, RunFolder, json_lines, numbered_lines
+from pytest_gaia2.store.record import AttemptRecord, RecordError
+from pytest_gaia2.store.safejson import JsonReadError
 
 GOOD: dict[str, Any] = {
     "scenario_id": "scenario_universe_21_abc", "success": True, "reward": 1.0, "num_agent_events": 3,

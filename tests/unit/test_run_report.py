@@ -19,12 +19,14 @@ from typing import Any
 import pytest
 from gaia2_testing import SHIPPED
 
-from pytest_gaia2 import cli, plots, store
-from pytest_gaia2.rates import percent, percent_number
-from pytest_gaia2.record import AttemptRecord, outcome_of
-from pytest_gaia2.report import write_summary_json
-from pytest_gaia2.run_report import APPS_UNKNOWN, REPORT_HTML, REPORT_MD, write_report
-from pytest_gaia2.stats import summarise
+from pytest_gaia2.cli import main as cli
+from pytest_gaia2.report import plots
+from pytest_gaia2.report.document import APPS_UNKNOWN, REPORT_HTML, REPORT_MD, write_report
+from pytest_gaia2.report.rates import percent, percent_number
+from pytest_gaia2.report.stats import summarise
+from pytest_gaia2.report.summary import write_summary_json
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord, outcome_of
 
 STARTED = dt.datetime(2026, 12, 1, 9, 15, tzinfo=dt.timezone.utc)
 SUCCESS = {"passed": True, "failed": False, "error": None}
@@ -227,7 +229,7 @@ def test_allure_gets_one_result_with_the_report_and_plots(tmp_path: Path) -> Non
 
 
 def test_free_text_stays_one_table_cell_in_markdown() -> None:
-    from pytest_gaia2.markdown_text import code_span as _code
+    from pytest_gaia2.report.markdown import code_span as _code
 
     assert _code("pytest -k 'a or b' | tee\nlog") == "`pytest -k 'a or b' \\| tee log`"
     assert _code("run `x` ``y``") == "``` run `x` ``y`` ```"  # a longer fence; padded next to a backtick
@@ -235,8 +237,9 @@ def test_free_text_stays_one_table_cell_in_markdown() -> None:
 
 def test_a_category_that_reads_as_mathtext_is_drawn_as_text() -> None:
     """``$\\frac{`` in an error category made matplotlib's mathtext raise; labels are plain text."""
-    from pytest_gaia2.plots import LABEL_CHARS, errors, plain_label as label
-    from pytest_gaia2.stats import ErrorGroup
+    from pytest_gaia2.report.plots import LABEL_CHARS, errors
+    from pytest_gaia2.report.plots import plain_label as label
+    from pytest_gaia2.report.stats import ErrorGroup
 
     assert label("$\\frac{a") == "\\$\\frac{a" and len(label("x" * 500)) == LABEL_CHARS
     assert errors([ErrorGroup("$\\frac{a", 2, ()), ErrorGroup("a$b$" * 200, 1, ())]).png.startswith(PNG_MAGIC)

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_gaia2 import safejson
-from pytest_gaia2.safejson import (
+from pytest_gaia2.store import safejson
+from pytest_gaia2.store.safejson import (
     JsonLimitError,
     JsonReadError,
     loads_bounded,

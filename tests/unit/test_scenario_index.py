@@ -6,14 +6,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from test_scenarios import _scenario, _write
 
-from pytest_gaia2 import scenarios
-from pytest_gaia2.scenarios import Scenario, discover
+from pytest_gaia2.plan import scenarios
+from pytest_gaia2.plan.scenarios import Scenario, discover
 
 
 @pytest.fixture
@@ -172,7 +172,7 @@ def test_an_unwritable_index_never_stops_discovery(tmp_path: Path, settled: None
 CHILD = """
 import sys
 from pathlib import Path
-from pytest_gaia2 import scenarios
+from pytest_gaia2.plan import scenarios
 scenarios._SETTLED_NS = 0
 for _ in range(5):
     found, errors = scenarios.discover([Path(sys.argv[1])], Path(sys.argv[2]))
@@ -204,7 +204,7 @@ def test_any_task_text_survives_the_index(tmp_path: Path, settled: None, monkeyp
 
 def test_what_the_controller_ships_to_workers_comes_back_the_same(tmp_path: Path) -> None:
     """xdist workers collect from the controller's discovery, handed over through workerinput."""
-    from pytest_gaia2.scenarios import discover, shipped, unshipped
+    from pytest_gaia2.plan.scenarios import discover, shipped, unshipped
 
     _write(tmp_path / "search" / "a.json", _scenario("scenario_universe_21_abc"))
     (tmp_path / "search" / "bad.json").write_text("{nope", encoding="utf-8")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2 import scenarios
-from pytest_gaia2.scenarios import Scenario, ScenarioError, discover, load_scenario
+from pytest_gaia2.plan import scenarios
+from pytest_gaia2.plan.scenarios import Scenario, ScenarioError, discover, load_scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 SHIPPED = Path(__file__).resolve().parents[2] / "scenarios"
@@ -171,7 +171,7 @@ def test_a_fifo_given_as_the_root_is_an_error_not_a_hang(tmp_path: Path) -> None
 CHILD = """
 import json, sys
 from pathlib import Path
-from pytest_gaia2.scenarios import discover
+from pytest_gaia2.plan.scenarios import discover
 found, errors = discover([Path(sys.argv[1])])
 print(json.dumps({"ids": [s.scenario_id for s in found], "errors": [[e.path.name, e.field, e.problem] for e in errors]}))
 """
@@ -265,14 +265,14 @@ def test_hash_universe_marker_and_odd_shapes(tmp_path: Path) -> None:
 def test_durations_must_be_finite_numbers(tmp_path: Path, duration: str) -> None:
     path = tmp_path / "search" / "a.json"
     path.parent.mkdir()
-    path.write_text('{"metadata": {"definition": {"scenario_id": "s_a", "duration": %s}}}' % duration)
+    path.write_text(f'{{"metadata": {{"definition": {{"scenario_id": "s_a", "duration": {duration}}}}}}}')
     with pytest.raises(ScenarioError, match="metadata.definition.duration: expected a finite number, got "):
         load_scenario(path, "search")
 
 
 def test_a_split_folder_with_a_hyphen_gets_one_valid_marker_everywhere() -> None:
-    from pytest_gaia2.plan import PlannedItem
-    from pytest_gaia2.splits import split_marker
+    from pytest_gaia2.config.splits import split_marker
+    from pytest_gaia2.plan.items import PlannedItem
 
     assert split_marker("my-set.v2") == "my_set_v2_split"
     assert PlannedItem("my-set.v2", "x").split_marker == Scenario("x", "my-set.v2", Path("x.json")).marker

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2 import selection
-from pytest_gaia2.option_values import OptionError
-from pytest_gaia2.scenarios import Scenario
-from pytest_gaia2.selection import FIRST_N_WARNING, SelectionError, select
+from pytest_gaia2.config.values import OptionError
+from pytest_gaia2.plan import selection
+from pytest_gaia2.plan.scenarios import Scenario
+from pytest_gaia2.plan.selection import FIRST_N_WARNING, SelectionError, select
 
 
 def make(split: str, universe: int, tag: str) -> Scenario:
@@ -225,8 +225,8 @@ PINNED_SAMPLE = [  # one per stratum: u21 (1.28 seats) by floor, the other five 
 def test_sample_does_not_depend_on_hash_randomisation() -> None:
     script = (
         "from pathlib import Path\n"
-        "from pytest_gaia2.scenarios import Scenario\n"
-        "from pytest_gaia2.selection import sample\n"
+        "from pytest_gaia2.plan.scenarios import Scenario\n"
+        "from pytest_gaia2.plan.selection import sample\n"
         "s = [Scenario(f'scenario_universe_{u}_{i}', sp, Path('x')) for sp in ('a','b') "
         "for u in range(21, 27) for i in range(7)]\n"
         "print([x.scenario_id for x in sample(s, 15, 42)])\n"

@@ -6,25 +6,25 @@ Expected environments follow gaia2-contract.md section 1 (tables 1.1 and 1.3).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pytest
 
-from pytest_gaia2 import options
-from pytest_gaia2.container_env import (
+from pytest_gaia2.config import options
+from pytest_gaia2.config.container_env import (
     CONTAINER_CA_BUNDLE,
     DEFAULT,
     HERMES,
     OPENCLAW,
     ORACLE,
-    container_env,
     extra_hosts,
     faketime,
     profile_for,
 )
-from pytest_gaia2.options import OptionError
-from pytest_gaia2.settings import RunSettings, problems, public_dict, validate
+from pytest_gaia2.config.options import OptionError
+from pytest_gaia2.config.settings import RunSettings, container_env, problems, public_dict, validate
 
 REFERENCE = "localhost/pytest-gaia2-reference:0.1"
 HERMES_IMAGE = "localhost/gaia2-hermes:latest"

@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from pytest_gaia2.option_values import OptionError
-from pytest_gaia2.shards import Shard, parse_shard, partition
+from pytest_gaia2.config.values import OptionError, Shard, parse_shard
+from pytest_gaia2.plan.shards import partition
 
 # 60 scenarios: 3 splits x 4 universes x 5, as (stratum, identity) pairs.
 MEMBERS = [(f"{split}\0universe_{u}", f"{split}/scenario_universe_{u}_{n:03d}")
@@ -49,7 +49,7 @@ def test_a_filtered_selection_is_partitioned_on_its_own() -> None:
 
 def test_the_partition_is_the_same_in_another_interpreter() -> None:
     """No hash randomisation or set order enters: a fresh process with another hash seed agrees."""
-    code = ("import json, sys; from pytest_gaia2.shards import partition; "
+    code = ("import json, sys; from pytest_gaia2.plan.shards import partition; "
             "members = json.load(sys.stdin); print(json.dumps(partition(map(tuple, members), 5), sort_keys=True))")
     import json
 

@@ -8,8 +8,8 @@ import random
 import pytest
 from gaia2_records import headline_records, pass_at_k_records, record, repeated
 
-from pytest_gaia2.rates import Rate, cluster_bootstrap, percent, wilson
-from pytest_gaia2.stats import summarise
+from pytest_gaia2.report.rates import Rate, cluster_bootstrap, percent, wilson
+from pytest_gaia2.report.stats import summarise
 
 
 def pct(value: float) -> float:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2 import store
-from pytest_gaia2.record import AttemptRecord
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord
 
 STARTED = dt.datetime(2026, 12, 1, 9, 15, 0, tzinfo=dt.timezone.utc)
 
@@ -114,7 +114,7 @@ def test_a_second_holder_is_refused_with_the_first_named(tmp_path: Path) -> None
     folder = store.RunFolder.create(tmp_path, "f" * 32, STARTED)
     folder.lock({"session_id": "first"})
     code = (
-        "import sys; from pathlib import Path; from pytest_gaia2 import store\n"
+        "import sys; from pathlib import Path; from pytest_gaia2.store import folder as store\n"
         f"f = store.RunFolder(Path({str(folder.path)!r}))\n"
         "try:\n    f.lock({'session_id': 'second'})\nexcept store.StoreError as e:\n    print(e); sys.exit(3)\n"
     )

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gaia2 import store, trace_html
-from pytest_gaia2.record import AttemptRecord
-from pytest_gaia2.trace_html import (
+from pytest_gaia2.report import trace_page as trace_html
+from pytest_gaia2.report.trace_page import (
     MAX_EVENTS,
     TEXT_CAP,
     PageBudget,
@@ -21,6 +20,8 @@ from pytest_gaia2.trace_html import (
     write_index,
     write_trace,
 )
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord
 
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">"\'&'
 

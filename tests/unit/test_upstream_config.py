@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gaia2 import options
-from pytest_gaia2.options import OptionError
-from pytest_gaia2.redact import looks_secret
-from pytest_gaia2.upstream_config import AGENT_KEY_VAR, JUDGE_KEY_VAR, load
+from pytest_gaia2.config import options
+from pytest_gaia2.config.options import OptionError
+from pytest_gaia2.config.upstream_config import AGENT_KEY_VAR, JUDGE_KEY_VAR, load
+from pytest_gaia2.store.redact import looks_secret
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_gaia2 import usage as usage_module
-from pytest_gaia2.usage import MODELS_MAX, REFUSED_MAX, Usage, read_usage, shown_names, usd_amount
+from pytest_gaia2.cost import usage as usage_module
+from pytest_gaia2.cost.usage import MODELS_MAX, REFUSED_MAX, Usage, read_usage, shown_names, usd_amount
 
 OPENAI_CHAT = {
     "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-2024-08-06",

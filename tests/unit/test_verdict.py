@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gaia2.verdict import Fault, decide
+from pytest_gaia2.run.verdict import Fault, decide
 
 PASS = {"status": "complete", "judgment": {"success": True, "failure_reason": ""}}
 FAIL = {"status": "stopped", "judgment": {"success": False, "failure_reason": "Tool count mismatch"}}
@@ -63,7 +63,7 @@ def test_a_conflict_and_a_stop_outrank_the_judgment() -> None:
 ])
 def test_wrong_types_never_raise_and_never_pass_unless_well_formed(status) -> None:
     """A container writes what it likes: no field's type may crash the mapping."""
-    from pytest_gaia2.verdict import reconcile
+    from pytest_gaia2.run.verdict import reconcile
 
     verdict = decide(status, timed_out=False, timeout_seconds=60, duration=None)
     well_formed = status["status"] == "complete" and isinstance(status["judgment"], dict)

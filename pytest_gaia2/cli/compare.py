@@ -1,0 +1,386 @@
+"""``pytest-gaia2 compare A B [C ...]``: a paired comparison of runs of the same scenarios.
+
+Scenarios are matched by (split, scenario id, repeat); each later run is compared with the
+first (A) on two 2x2 tables, with the ids of the discordant cells, the difference with a paired
+interval and the exact McNemar p-value (:mod:`paired`). With three or more runs, every key gets
+its pattern string (``PPF``). A key missing from some run is listed, never silently dropped;
+provenance that differs between runs (image, model, gateway, judge, plugin, scenario files) is
+warned about, because then more than one variable changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_gaia2.cli.main import CommandError, create_file
+from pytest_gaia2.report import stats
+from pytest_gaia2.report import summary as report
+from pytest_gaia2.report.markdown import code_span, plain
+from pytest_gaia2.report.paired import AnalysisExtraMissing, PairedTable, pattern, pattern_counts
+from pytest_gaia2.report.rates import percent, percent_number
+from pytest_gaia2.report.rows import NOT_RUN, natural_key, planned_keys
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord
+
+Key = tuple[str, str, int]
+"""(split, scenario id, repeat): what a pair is matched by."""
+
+COMPARED_FIELDS = (
+    "image_id",
+    "provider",
+    "model",
+    "base_url_host",
+    "judge_provider",
+    "judge_model",
+    "judge_base_url_host",
+    "plugin_version",
+)
+"""Record provenance that should be equal between arms of a controlled comparison."""
+LISTED = 10
+
+STRICT_RULE = (
+    "strict: every matched pair counts; a run passed a pair only when its judge passed it "
+    "(failed, error and not run are all 'not passed')"
+)
+JUDGED_RULE = (
+    "judged-only: only pairs judged (passed or failed) in both runs count; a pair with an "
+    "error or not run in either run is left out"
+)
+DECISION_RULE = (
+    "--fail-if-worse D fails (exit 1) when a later run's paired strict difference "
+    "(B - A over the matched pairs, the point estimate) is more than D below zero"
+)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One run folder: its records and planned-but-not-run keys, by matching key."""
+
+    label: str
+    path: Path
+    run_id: str
+    outcomes: dict[Key, str]
+    spelled: dict[Key, str]
+    records: dict[Key, AttemptRecord]
+    summary: stats.Summary
+
+
+def read_run_config(folder: store.RunFolder) -> tuple[dict[str, Any], list[str]]:
+    """A run folder's run_config.json and its ``planned`` keys, checked: one error naming the file."""
+    path = folder.file(store.RUN_CONFIG_FILE)
+    config = store.read_json(path)
+    planned = config.get("planned", []) if isinstance(config, dict) else None
+    if not isinstance(config, dict) or not isinstance(planned, list) or not all(isinstance(k, str) for k in planned):
+        raise CommandError(f"{path}: 'planned' must be a list of <split>/<scenario_id>[/run_<k>] strings")
+    try:
+        planned_keys(planned)
+    except ValueError as exc:
+        raise CommandError(f"{path}: {exc}") from None
+    return config, planned
+
+
+def load_arm(label: str, path: str | Path) -> Arm:
+    """The run folder named on the command line (or the ``latest`` of an output folder)."""
+    folder = store.RunFolder.existing(path)
+    config, planned = read_run_config(folder)
+    records = {(record.split, record.scenario_id, record.repeat): record for record in folder.records(strict=True)}
+    outcomes: dict[Key, str] = {key: record.outcome for key, record in records.items()}
+    spelled = {key: record.key for key, record in records.items()}
+    for key, text in planned_keys(planned).items():
+        outcomes.setdefault(key, NOT_RUN)
+        spelled.setdefault(key, text)
+    summary = stats.summarise([record.to_json() for record in records.values()], planned=planned or None)
+    return Arm(label, folder.path, str(config.get("run_id") or ""), outcomes, spelled, records, summary)
+
+
+def provenance_warnings(arms: Sequence[tuple[str, Mapping[Any, AttemptRecord]]]) -> list[str]:
+    """One line per provenance field whose values differ between the labelled record sets, and
+    one for the keys present in two of them whose scenario file (sha256) differs."""
+    warnings = []
+    for name in COMPARED_FIELDS:
+        values = [
+            (label, sorted({str(getattr(r, name)) for r in records.values() if getattr(r, name)}))
+            for label, records in arms
+            if records
+        ]
+        if len({tuple(found) for _, found in values}) > 1:
+            warnings.append(
+                f"{name} differs: " + "; ".join(f"{label} {', '.join(found) or '-'}" for label, found in values)
+            )
+    (first, base), *others = arms
+    for label, records in others:
+        changed = sorted(
+            (
+                base[key].key
+                for key in base.keys() & records.keys()
+                if base[key].scenario_sha256
+                and records[key].scenario_sha256
+                and base[key].scenario_sha256 != records[key].scenario_sha256
+            ),
+            key=natural_key,
+        )
+        if changed:
+            warnings.append(
+                f"scenario files differ between {first} and {label} ({len(changed)}): "
+                + report.first_n(changed, LISTED)
+            )
+    return warnings
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Arm B against arm A on the matched keys."""
+
+    a: str
+    b: str
+    strict: PairedTable
+    judged: PairedTable
+    left_out: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "strict": self.strict.to_dict(),
+            "judged": self.judged.to_dict(),
+            "judged_left_out": self.left_out,
+        }
+
+
+def compare(a: Arm, b: Arm, matched: Sequence[Key]) -> Comparison:
+    spell = {key: a.spelled[key] for key in matched}
+    strict = PairedTable.of({spell[key]: (a.outcomes[key] == "passed", b.outcomes[key] == "passed") for key in matched})
+    judged_keys = [key for key in matched if {a.outcomes[key], b.outcomes[key]} <= {"passed", "failed"}]
+    judged = PairedTable.of(
+        {spell[key]: (a.outcomes[key] == "passed", b.outcomes[key] == "passed") for key in judged_keys}
+    )
+    return Comparison(a.label, b.label, strict, judged, len(matched) - len(judged_keys))
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything the command says, in the order the Markdown says it."""
+
+    arms: tuple[Arm, ...]
+    warnings: tuple[str, ...]
+    matched: tuple[Key, ...]
+    missing: dict[str, tuple[str, ...]]
+    comparisons: tuple[Comparison, ...]
+    patterns: dict[str, str] | None
+    worse: tuple[str, ...]
+    points: float | None
+
+    @property
+    def repeated(self) -> bool:
+        return any(key[2] > 1 for key in self.matched)
+
+
+def build(arms: Sequence[Arm], points: float | None) -> Report:
+    every = {key for arm in arms for key in arm.outcomes}
+    matched = tuple(
+        sorted(
+            (key for key in every if all(key in arm.outcomes for arm in arms)),
+            key=lambda key: (natural_key(key[0]), natural_key(key[1]), key[2]),
+        )
+    )
+    spelled = {key: text for arm in reversed(arms) for key, text in arm.spelled.items()}
+    missing = {
+        arm.label: tuple(sorted((spelled[key] for key in every - arm.outcomes.keys()), key=natural_key)) for arm in arms
+    }
+    comparisons = tuple(compare(arms[0], arm, matched) for arm in arms[1:])
+    patterns = (
+        {spelled[key]: pattern([arm.outcomes.get(key) for arm in arms]) for key in every} if len(arms) > 2 else None
+    )
+    worse = tuple(
+        c.b
+        for c in comparisons
+        if points is not None and c.strict.delta is not None and c.strict.delta * 100 < -points - 1e-9
+    )
+    warnings = provenance_warnings([(arm.label, arm.records) for arm in arms])
+    return Report(tuple(arms), tuple(warnings), matched, missing, comparisons, patterns, worse, points)
+
+
+# -- output --------------------------------------------------------------------------------------
+
+
+def _points(value: float) -> str:
+    return f"{'+' if value > 0 else ''}{percent_number(value)}"
+
+
+def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str) -> list[str]:
+    lines = [
+        f"### {title}",
+        "",
+        f"{rule[0].upper()}{rule[1:]}.",
+        "",
+        f"| {c.a} \\ {c.b} | {c.b} passed | {c.b} not passed |",
+        "|---|---:|---:|",
+        f"| **{c.a} passed** | {len(table.both)} | {len(table.only_a)} |",
+        f"| **{c.a} not passed** | {len(table.only_b)} | {len(table.neither)} |",
+        "",
+    ]
+    if table.n == 0:
+        return lines + ["No pairs.", ""]
+    lines += [
+        f"- passed in {c.a} only ({len(table.only_a)}): {_keys(table.only_a)}",
+        f"- passed in {c.b} only ({len(table.only_b)}): {_keys(table.only_b)}",
+        "",
+    ]
+    low, high = table.interval()
+    rate_a, rate_b = table.rate_a, table.rate_b
+    lines.append(
+        f"{c.a} {rate_a.successes}/{table.n} = {percent(rate_a.value or 0.0)}, {c.b} {rate_b.successes}/"
+        f"{table.n} = {percent(rate_b.value or 0.0)}; **Δ ({c.b} − {c.a}) {_points(table.delta or 0.0)} "
+        f"points**, 95% CI [{_points(low)}, {_points(high)}] (Newcombe, paired); exact McNemar "
+        f"p = {table.p_value():.3g} ({len(table.only_a) + len(table.only_b)} discordant pairs)"
+    )
+    return lines + [""]
+
+
+def _keys(keys: Sequence[str]) -> str:
+    return ", ".join(map(plain, keys)) or "-"
+
+
+def _arm_row(arm: Arm) -> str:
+    overall = arm.summary.overall
+    rates = [
+        f"{percent(rate.value)} [{percent_number(rate.low)}–{percent_number(rate.high)}]"
+        if rate.value is not None
+        else "n/a"
+        for rate in (overall.strict, overall.judged)
+    ]
+    return (
+        f"| {arm.label} | {code_span(arm.path)} | {arm.summary.planned} | {overall.passed} | {overall.failed} | "
+        f"{overall.errors} | {overall.not_run} | {rates[0]} | {rates[1]} |"
+    )
+
+
+def markdown(result: Report) -> str:
+    lines = [
+        "# pytest-gaia2 compare",
+        "",
+        "| run | folder | planned | passed | failed | errors | not run | strict | judged-only |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        *(_arm_row(arm) for arm in result.arms),
+        "",
+    ]
+    lines += [f"> **Warning:** {plain(warning)}" for warning in result.warnings] + ([""] if result.warnings else [])
+    lines.append(f"Matched by (split, scenario id, repeat): {len(result.matched)} keys present in every run.")
+    lines += [
+        f"- missing from {label} ({len(keys)}, not compared): {_keys(keys)}"
+        for label, keys in result.missing.items()
+        if keys
+    ]
+    if result.repeated:
+        lines.append(
+            "- pairs are (scenario, run): a scenario's repeats are not independent, so the intervals "
+            "and p-values below are optimistic"
+        )
+    lines.append("")
+    for c in result.comparisons:
+        lines += [f"## {c.b} vs {c.a}", ""]
+        lines += _table_lines(c, c.strict, "Strict", STRICT_RULE)
+        lines += _table_lines(c, c.judged, f"Judged-only ({c.left_out} pairs left out)", JUDGED_RULE)
+    if result.patterns is not None:
+        labels = "".join(arm.label for arm in result.arms)
+        lines += [
+            f"## Patterns ({labels}: P passed, F failed, E error, . no result)",
+            "",
+            "| pattern | count | keys |",
+            "|---|---:|---|",
+        ]
+        lines += [f"| `{shape}` | {count} | {_keys(keys)} |" for shape, count, keys in pattern_counts(result.patterns)]
+        lines.append("")
+    if result.points is not None:
+        verdict = f"FAIL: worse than {result.arms[0].label}: {_keys(result.worse)}" if result.worse else "ok"
+        lines += [f"{DECISION_RULE}: D = {result.points / 100:g} ({result.points:g} points): {verdict}", ""]
+    return "\n".join(lines)
+
+
+def to_json(result: Report) -> dict[str, Any]:
+    return {
+        "definitions": {
+            "strict": STRICT_RULE,
+            "judged": JUDGED_RULE,
+            "delta": "B - A, fractions 0..1",
+            "fail_if_worse": DECISION_RULE,
+        },
+        "runs": [
+            {
+                "label": arm.label,
+                "path": str(arm.path),
+                "run_id": arm.run_id,
+                "summary": arm.summary.overall.to_dict(),
+                "planned": arm.summary.planned,
+            }
+            for arm in result.arms
+        ],
+        "warnings": list(result.warnings),
+        "matched": len(result.matched),
+        "missing": {label: list(keys) for label, keys in result.missing.items()},
+        "comparisons": [c.to_dict() for c in result.comparisons],
+        "patterns": result.patterns,
+        "pattern_counts": None
+        if result.patterns is None
+        else [
+            {"pattern": shape, "count": count, "keys": list(keys)}
+            for shape, count, keys in pattern_counts(result.patterns)
+        ],
+        "fail_if_worse": None if result.points is None else {"points": result.points, "worse": list(result.worse)},
+    }
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run folders (or --gaia2-output folders: their latest run); the first is the baseline A",
+    )
+    parser.add_argument("--format", choices=("markdown", "json"), default="markdown", help="output format")
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the comparison to FILE instead of stdout: a new file outside every run "
+        "folder (an existing file or a place in a run folder is refused)",
+    )
+    parser.add_argument(
+        "--fail-if-worse",
+        metavar="D",
+        type=float,
+        dest="drop",
+        help="exit 1 when a later run's paired strict rate is more than D below the first "
+        "run's; a fraction from 0 to 1, like every rate (0.05 is 5 points)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.runs) < 2:
+        raise CommandError("compare needs at least two run folders")
+    if args.drop is not None and not (math.isfinite(args.drop) and 0 <= args.drop <= 1):
+        raise CommandError(f"--fail-if-worse: expected a fraction from 0 to 1 (0.05 is 5 points), got {args.drop!r}")
+    labels = [chr(ord("A") + index) if index < 26 else f"R{index + 1}" for index in range(len(args.runs))]
+    arms = [load_arm(label, path) for label, path in zip(labels, args.runs, strict=False)]
+    try:
+        result = build(arms, None if args.drop is None else args.drop * 100)
+        text = (
+            markdown(result)
+            if args.format == "markdown"
+            else json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n"
+        )
+    except AnalysisExtraMissing as exc:
+        raise CommandError(str(exc)) from None
+    if args.output:
+        create_file("--output", Path(args.output), text.encode("utf-8"), [arm.path.resolve() for arm in arms])
+    else:
+        print(text, end="")
+    return 1 if result.worse else 0

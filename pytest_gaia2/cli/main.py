@@ -1,0 +1,100 @@
+"""``pytest-gaia2`` (also ``python -m pytest_gaia2.cli``): work on run folders after the run.
+
+Each subcommand lives in a module of its own that offers ``configure(parser)`` and
+``run(args) -> int``; this module only dispatches, so ``pytest-gaia2 --help`` imports none
+of their (sometimes heavy) libraries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_gaia2.store import redact
+from pytest_gaia2.store.folder import RESULTS_FILE, RUN_CONFIG_FILE, StoreError
+
+RUN_MARKERS = (RUN_CONFIG_FILE, RESULTS_FILE)
+"""A folder holding either file is a run folder: the console command writes nothing new into it."""
+
+#: subcommand -> (module that implements it, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "report": ("pytest_gaia2.cli.report", "write report.md and report.html (with plots) into run folders"),
+    "compare": ("pytest_gaia2.cli.compare", "paired comparison of two or more runs on the same scenarios"),
+    "merge": ("pytest_gaia2.cli.merge", "one run folder from several (shards, resumed pieces, machines)"),
+    "rejudge": ("pytest_gaia2.cli.rejudge", "re-run the image's judge on a saved run, without the agent"),
+}
+
+
+class CommandError(Exception):
+    """Bad input to a subcommand: printed as one line, exit status 2 (so is a StoreError)."""
+
+
+def enclosing_run(path: Path) -> Path | None:
+    """The run folder ``path`` (resolved) is in or is, if any: the nearest folder holding a run's files."""
+    for folder in (path, *path.parents):
+        if any(os.path.lexists(folder / name) for name in RUN_MARKERS):
+            return folder
+    return None
+
+
+def check_new_place(option: str, path: Path, inputs: Sequence[Path] = ()) -> Path:
+    """``path`` made absolute (links in its folders resolved), after checking that nothing exists
+    there and that it is inside no run folder, no ``inputs`` folder: one error naming ``option``."""
+    target = path.parent.resolve() / path.name
+    if os.path.lexists(target):
+        raise CommandError(f"{option} {path}: already exists; the console command never overwrites a file")
+    run = enclosing_run(target.parent) or next((root for root in inputs if target.is_relative_to(root)), None)
+    if run is not None:
+        raise CommandError(
+            f"{option} {path}: inside run folder {run}; the console command never writes "
+            "into a run folder (choose a path outside it)"
+        )
+    return target
+
+
+def create_file(option: str, path: Path, data: bytes, inputs: Sequence[Path] = ()) -> None:
+    """Write a new file outside every run folder (see :func:`check_new_place`): created exclusively,
+    so a file that appeared meanwhile is not replaced either."""
+    target = check_new_place(option, path, inputs)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise CommandError(f"{option} {path}: cannot create it: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(redact.active().redact_bytes(data))
+    except OSError as exc:
+        target.unlink(missing_ok=True)
+        raise CommandError(f"{option} {path}: cannot write it: {exc.strerror or exc}") from None
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="pytest-gaia2", description=__doc__.split("\n")[0])
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (_module, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, description=help_text, add_help=False)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = parser()
+    if not argv or argv[0] not in COMMANDS:
+        top.parse_args(argv)  # prints usage or the error, and exits
+        return 2
+    name = argv[0]
+    module_name, help_text = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    command = argparse.ArgumentParser(prog=f"pytest-gaia2 {name}", description=help_text)
+    module.configure(command)
+    args = command.parse_args(argv[1:])
+    try:
+        return int(module.run(args))
+    except (CommandError, StoreError) as exc:
+        print(f"pytest-gaia2 {name}: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,328 @@
+"""``pytest-gaia2 merge OUT RUN [RUN ...]``: one run folder from several pieces (shards, resumed
+pieces, runs on other machines), with one results.jsonl, summary and manifest.
+
+The pieces are only read: each chosen scenario folder is copied (never moved) into a hidden
+folder next to OUT, which becomes OUT by one rename once every file is written, so a failed merge
+leaves no half-made OUT. One verdict per key: a judged verdict wins over an error, and two
+different judged verdicts for the same key stop the merge unless ``--prefer`` says which wins.
+Every piece's run_config (its provenance) is kept in OUT's run_config.json under ``merged_from``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import json
+import os
+import shlex
+import shutil
+import signal
+import stat
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from pytest_gaia2.cli.compare import COMPARED_FIELDS, provenance_warnings, read_run_config
+from pytest_gaia2.cli.main import CommandError, enclosing_run
+from pytest_gaia2.plan import selection
+from pytest_gaia2.report.book import ResultBook
+from pytest_gaia2.report.gate import Gate
+from pytest_gaia2.report.rows import natural_key, planned_keys
+from pytest_gaia2.report.trace_page import write_index
+from pytest_gaia2.run import interrupts
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord, is_judged
+
+NEWEST = "newest"
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One run folder being merged: its run_config, records by key, and session lines."""
+
+    index: int
+    folder: store.RunFolder
+    config: dict[str, Any]
+    records: dict[str, AttemptRecord]
+
+    @property
+    def name(self) -> str:
+        return str(self.folder.path)
+
+    @property
+    def planned(self) -> list[str]:
+        return list(self.config.get("planned") or [])
+
+
+def load_piece(index: int, path: str) -> Piece:
+    folder = store.RunFolder(store.RunFolder.existing(path).path.resolve())
+    config, _ = read_run_config(folder)
+    return Piece(index, folder, config, {record.key: record for record in folder.records(strict=True)})
+
+
+def check_places(out: Path, pieces: Sequence[Piece]) -> None:
+    """OUT is new or an empty folder (so no piece is OUT or inside it), OUT is in no piece, no piece twice."""
+    if os.path.lexists(out) and (out.is_symlink() or not out.is_dir() or any(out.iterdir())):
+        raise CommandError(f"OUT {out} exists and is not an empty folder; merge never writes into an existing run")
+    if (run := enclosing_run(out.parent)) is not None:
+        raise CommandError(f"OUT {out} is inside run folder {run}; merge never writes into a run folder")
+    seen: dict[Path, int] = {}
+    for piece in pieces:
+        path = piece.folder.path
+        if out.is_relative_to(path):
+            raise CommandError(f"OUT {out} is inside RUN {path}; merge never writes into a run folder")
+        if path in seen:
+            raise CommandError(f"RUN {path} is given twice")
+        seen[path] = piece.index
+
+
+def _newest(candidates: Sequence[tuple[Piece, AttemptRecord]]) -> tuple[Piece, AttemptRecord]:
+    """The record that ended last; on a tie (or no times), the piece named last."""
+    return max(candidates, key=lambda pair: (pair[1].ended_at or "", pair[0].index))
+
+
+def choose(
+    pieces: Sequence[Piece], prefer: Piece | str | None
+) -> tuple[dict[str, tuple[Piece, AttemptRecord]], list[str]]:
+    """One (piece, record) per key, and a note for each key that had to be decided.
+
+    A judged verdict beats an error; among records of equal standing ``prefer``'s piece wins, else
+    the newest. Two different judged verdicts need ``prefer``: without it the merge is refused.
+    """
+    by_key: dict[str, list[tuple[Piece, AttemptRecord]]] = {}
+    for piece in pieces:
+        for key, record in piece.records.items():
+            by_key.setdefault(key, []).append((piece, record))
+    chosen: dict[str, tuple[Piece, AttemptRecord]] = {}
+    notes: list[str] = []
+    for key in sorted(by_key, key=natural_key):
+        candidates = by_key[key]
+        judged = [pair for pair in candidates if is_judged(pair[1])]
+        pool = judged or candidates
+        verdicts = sorted({f"{pair[1].outcome} in {pair[0].name}" for pair in judged})
+        conflict = len({pair[1].success for pair in judged}) > 1
+        if conflict and prefer is None:
+            raise CommandError(f"{key}: {' but '.join(verdicts)}; pass --prefer RUN or --prefer newest to choose")
+        preferred = [pair for pair in pool if pair[0] is prefer]
+        chosen[key] = preferred[0] if preferred else _newest(pool)
+        winner = chosen[key][0].name
+        if conflict:
+            notes.append(f"{key}: {' and '.join(verdicts)}: kept {chosen[key][1].outcome} from {winner} (--prefer)")
+        elif judged and len(judged) < len(candidates):
+            notes.append(
+                f"{key}: the verdict from {winner} wins over the error in "
+                + ", ".join(p.name for p, r in candidates if not is_judged(r))
+            )
+    return chosen, notes
+
+
+def _common_provenance(pieces: Sequence[Piece]) -> dict[str, Any]:
+    """The provenance every piece shares (a resumed merged run is checked against it)."""
+    blocks: list[dict[str, Any]] = [
+        block if isinstance(block := piece.config.get("provenance"), dict) else {} for piece in pieces
+    ]
+    return {
+        key: value
+        for key, value in blocks[0].items()
+        if key not in ("run_id", "session_id") and all(block.get(key) == value for block in blocks[1:])
+    }
+
+
+def run_config(
+    pieces: Sequence[Piece], planned: list[str], taken: Counter[int], run_id: str, command: str
+) -> dict[str, Any]:
+    """The first piece's run_config (gaia2-runner's keys), with the merged plan and every piece's own."""
+    starts = [str(piece.config["started_at"]) for piece in pieces if piece.config.get("started_at")]
+    return {
+        **pieces[0].config,
+        "command": command,
+        "started_at": min(starts) if starts else None,
+        "merged_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "run_id": run_id,
+        "session_id": None,
+        "num_scenarios": len({key.split("/run_")[0] for key in planned}),
+        "planned": planned,
+        "provenance": {**_common_provenance(pieces), "run_id": run_id},
+        "merged_from": [
+            {
+                "path": piece.name,
+                "keys_taken": taken[piece.index],
+                "planned_count": len(piece.planned),
+                "run_config": {key: value for key, value in piece.config.items() if key != "planned"},
+            }
+            for piece in pieces
+        ],
+    }
+
+
+def _plain(path: str) -> bool:
+    """A folder or regular file itself, not a link to one."""
+    mode = os.lstat(path).st_mode
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def _copy_scenarios(target: store.RunFolder, chosen: dict[str, tuple[Piece, AttemptRecord]]) -> list[str]:
+    """Each chosen key's scenario folder (every attempt in it) copied to the same place: folders and
+    regular files only. Links (which may point anywhere on this host), FIFOs, sockets and devices
+    are not copied; their paths are returned."""
+    skipped: list[str] = []
+
+    def special(folder: str, names: list[str]) -> set[str]:
+        left_out = {name for name in names if not _plain(os.path.join(folder, name))}
+        skipped.extend(os.path.join(folder, name) for name in sorted(left_out))
+        return left_out
+
+    for piece, record in chosen.values():
+        source = piece.folder.scenario_dir(record.split, record.scenario_id, record.repeat, record.repeats)
+        if source.is_dir() and not source.is_symlink():
+            destination = target.scenario_dir(record.split, record.scenario_id, record.repeat, record.repeats)
+            try:
+                shutil.copytree(source, destination, ignore=special)
+            except (OSError, shutil.Error) as exc:
+                raise store.StoreError(f"cannot copy {source} to {destination}: {exc}") from None
+    return skipped
+
+
+def _session_lines(pieces: Sequence[Piece]) -> str:
+    return "".join(
+        json.dumps({**line, "piece": piece.name}, ensure_ascii=False, default=str) + "\n"
+        for piece in pieces
+        for line in store.read_jsonl(piece.folder.file(store.SESSIONS_FILE))
+    )
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived during the merge: the half-made folder is removed, the exit status is 128+signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Stopped` inside the block, so its clean-up runs."""
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def write(
+    out: Path, pieces: Sequence[Piece], chosen: dict[str, tuple[Piece, AttemptRecord]], command: str
+) -> tuple[ResultBook, list[str]]:
+    """Build the merged folder beside OUT, then rename it to OUT; on failure or a signal nothing
+    is left. Returns the book and the paths of the links and special files not copied."""
+    planned = list(dict.fromkeys([key for piece in pieces for key in piece.planned] + list(chosen)))
+    taken = Counter(piece.index for piece, _ in chosen.values())
+    run_id = uuid.uuid4().hex
+    building = out.parent / f".{out.name}.merging-{os.getpid()}"
+    target = store.RunFolder(building)
+    book = ResultBook(Gate(), allow_incomplete=True)
+    book.planned, book.records = planned, {key: record for key, (_, record) in chosen.items()}
+    made = False
+    try:
+        with interrupts.held():  # a signal waits until the folder is known to be this merge's own
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                building.mkdir()
+            except OSError as exc:
+                raise store.StoreError(f"cannot create {building}: {exc.strerror or exc}") from None
+            made = True
+        skipped = _copy_scenarios(target, chosen)
+        store.write_json(target.file(store.RUN_CONFIG_FILE), run_config(pieces, planned, taken, run_id, command))
+        store.write_text(target.file(store.SESSIONS_FILE), _session_lines(pieces))
+        selection.write_manifest(
+            target.file(store.MANIFEST_FILE), {(split, scenario_id) for split, scenario_id, _ in planned_keys(planned)}
+        )
+        book.folder = target
+        book.write(
+            {
+                "run_id": run_id,
+                "session_id": None,
+                "plugin_version": pieces[0].config.get("plugin_version"),
+                "merged_from": [piece.name for piece in pieces],
+            }
+        )
+        write_index(target.path)
+        try:
+            os.rename(building, out)  # onto a missing or empty OUT only
+        except OSError as exc:
+            raise store.StoreError(f"cannot rename {building} to OUT {out}: {exc.strerror or exc}") from None
+    except BaseException:
+        if made:  # only this merge's own folder: one of the same name it could not create is not its own
+            with interrupts.held(), contextlib.suppress(OSError):  # a second signal waits for the clean-up
+                shutil.rmtree(building)
+        raise
+    book.folder = store.RunFolder(out)
+    return book, skipped
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", metavar="OUT", help="the merged run folder to create (must not exist, or be empty)")
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders to merge (or output folders: their latest)")
+    parser.add_argument(
+        "--prefer",
+        metavar="RUN|newest",
+        help="which verdict wins when a key was judged differently in two pieces: that RUN's, "
+        "or the newest (by end time); without it such a merge is refused",
+    )
+
+
+def _preferred(value: str | None, pieces: Sequence[Piece]) -> Piece | str | None:
+    if value is None or value == NEWEST:
+        return value
+    try:
+        path = store.RunFolder.existing(value).path.resolve()
+    except store.StoreError:
+        path = Path(value).resolve()
+    for piece in pieces:
+        if piece.folder.path == path:
+            return piece
+    raise CommandError(f"--prefer {value}: not one of the RUN folders being merged (or 'newest')")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out).resolve()
+    pieces = [load_piece(index, path) for index, path in enumerate(args.runs)]
+    check_places(out, pieces)
+    chosen, notes = choose(pieces, _preferred(args.prefer, pieces))
+    warnings = provenance_warnings([(piece.name, piece.records) for piece in pieces])
+    busy = [piece.name for piece in pieces if (piece.folder.path / store.HOLDER_FILE).exists()]
+    command = shlex.join(
+        ["pytest-gaia2", "merge", args.out, *args.runs, *(["--prefer", args.prefer] if args.prefer else [])]
+    )
+    try:
+        with _stoppable():
+            book, skipped = write(out, pieces, chosen, command)
+    except Stopped as stop:
+        print(f"gaia2: merge stopped by signal {stop.signum}; OUT {out} was not made", file=sys.stderr)
+        return 128 + stop.signum
+    print(f"gaia2: merged {len(pieces)} run folders into {out}: {len(chosen)} results, {len(book.planned)} planned")
+    for line in [
+        *(f"warning: {w} (compared: {', '.join(COMPARED_FIELDS)})" for w in warnings),
+        *(
+            f"warning: {name} is in use by a run (or its run crashed): its unfinished scenarios are not run"
+            for name in busy
+        ),
+        *notes,
+        *(f"not copied (a link or special file, not a regular file): {path}" for path in skipped),
+    ]:
+        print(f"gaia2: {line}")
+    print("\n".join(book.lines()))
+    return 0

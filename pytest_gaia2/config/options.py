@@ -1,0 +1,428 @@
+"""Every ``--gaia2-*`` option, its ``gaia2_*`` ini key and how its value is parsed.
+
+One table keeps the command line, the ini file, the upstream TOML mapping and the
+README in step: an option exists exactly once, here. The parsers it names are in
+:mod:`option_values`; reading ``--gaia2-x VALUE`` as ``--gaia2-x=VALUE`` is :mod:`joined_values`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_gaia2.config.values import (
+    FALSE_WORDS,
+    TRUE_WORDS,
+    OptionError,
+    boolean,
+    copy_pair,
+    engine_url,
+    env_name,
+    env_pair,
+    fraction,
+    image_reference,
+    non_negative_float,
+    non_negative_int,
+    parse_shard,
+    port_range,
+    positive_float,
+    positive_int,
+    resume_target,
+    size,
+    size_or_zero,
+    stripped_text,
+    usd,
+)
+
+GROUP = "gaia2"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One plugin option: ``--gaia2-<name>`` on the command line, ``gaia2_<key>`` in the ini file."""
+
+    name: str
+    help: str
+    default: Any = None
+    parse: Callable[[str, Any], Any] = stripped_text
+    choices: Sequence[str] | None = None
+    flag: bool = False
+    multiple: bool = False
+    bare: bool = False
+    """Also valid without a value (argparse's ``nargs='?'``); given bare it reads as True."""
+    path: bool = False
+    """A filesystem path: ``read`` anchors a relative value to the folder it was written for."""
+
+    @property
+    def key(self) -> str:
+        """The attribute and ini key suffix: ``judge-model`` becomes ``judge_model``."""
+        return self.name.replace("-", "_")
+
+    @property
+    def cli(self) -> str:
+        return f"--gaia2-{self.name}"
+
+    @property
+    def ini(self) -> str:
+        return f"gaia2_{self.key}"
+
+
+OPTIONS: tuple[Option, ...] = (
+    # Where scenarios come from and which run.
+    Option(
+        "scenarios",
+        "Scenario directories or files (<root>/<split>/<scenario_id>.json). Default: scenarios/ at the rootdir.",
+        multiple=True,
+        path=True,
+    ),
+    Option(
+        "dataset",
+        "Hugging Face dataset ORG/NAME to materialise and run (e.g. meta-agents-research-environments/gaia2-cli).",
+    ),
+    Option("splits", "Comma-separated split names, or 'all'."),
+    Option("subset", 'Subset manifest in upstream\'s format: {"splits": {name: [scenario ids]}}.', path=True),
+    Option("ids-file", "Plain text file of scenario ids to run, one per line.", path=True),
+    Option("sample", "Run a seeded sample of N scenarios, stratified by split and universe.", parse=positive_int),
+    Option("seed", "Seed for --gaia2-sample (default 0).", default=0, parse=non_negative_int),
+    Option("first-n", "Run the first N scenarios in file order (biased towards few universes).", parse=positive_int),
+    Option(
+        "shard",
+        "Run only shard K of N (K/N, 1-based) of the selection: a stable partition "
+        "stratified by split and universe, taken after -k, -m and the sample.",
+        parse=parse_shard,
+    ),
+    Option("repeat", "Run each scenario K times (pass@k), as run_1..run_K.", default=1, parse=positive_int),
+    Option(
+        "resume",
+        "Continue a run folder: bare, the latest under --gaia2-output; =PATH, that "
+        "folder. Stored pass/fail verdicts are reused; only what is missing or errored runs.",
+        default=False,
+        bare=True,
+        parse=resume_target,
+        path=True,
+    ),
+    Option(
+        "resume-mismatch",
+        "What --gaia2-resume does when the run it continues was made with "
+        "other settings (image, model, judge, ...): refuse, or warn and continue.",
+        default="refuse",
+        choices=("refuse", "warn"),
+    ),
+    Option(
+        "retries",
+        "Re-run a scenario whose outcome is an infrastructure error up to N times (judge failures are never retried).",
+        default=0,
+        parse=non_negative_int,
+    ),
+    Option(
+        "config", "gaia2-runner TOML config ([target], [agent], [judge], [run]); command-line options win.", path=True
+    ),
+    # The container.
+    Option("image", "Runtime image (default: the reference oracle image, built on first use).", parse=image_reference),
+    Option(
+        "engine",
+        "Docker engine URL[#N[,api|ports]] (repeatable): unix:///path.sock, tcp://host:port "
+        "(TLS from DOCKER_TLS_VERIFY/DOCKER_CERT_PATH) or ssh://[user@]host[:port]; N scenarios at a time "
+        "(default 1); xdist workers are spread over the engines by N. A remote engine's adapter is reached "
+        "through the engine API (api), a local one's through its published port (ports). "
+        "Default: DOCKER_HOST or the default socket.",
+        multiple=True,
+        parse=engine_url,
+    ),
+    Option(
+        "network",
+        "Network mode: bridge (engine-assigned 127.0.0.1 port) or host.",
+        default="bridge",
+        choices=("bridge", "host"),
+    ),
+    Option(
+        "port-range",
+        "Host-network mode: ports to hand out, partitioned per xdist worker.",
+        default=(20000, 29999),
+        parse=port_range,
+    ),
+    Option("env", "Extra KEY=VALUE passed into every container (repeatable).", multiple=True, parse=env_pair),
+    Option("env-file", "dotenv file with API keys (default: .env at the rootdir when present).", path=True),
+    Option(
+        "copy-in",
+        "Copy HOST_PATH into every container at /container/path before it starts (repeatable).",
+        multiple=True,
+        parse=copy_pair,
+    ),
+    Option("time-speed", "GAIA2_TIME_SPEED for the in-container daemon (> 0).", parse=positive_float),
+    Option(
+        "notification-mode", "Notification mode passed to the daemon.", default="message", choices=("message", "native")
+    ),
+    # Agent and judge.
+    Option("provider", "Agent LLM provider (anthropic, openai, google, openrouter, openai-compat, ...)."),
+    Option("model", "Agent model name."),
+    Option("base-url", "Agent model base URL (host services: http://host.docker.internal:PORT)."),
+    Option("api-key-env", "NAME of the environment variable holding the agent API key.", parse=env_name),
+    Option("thinking", "Agent thinking level.", default="low", choices=("off", "low", "medium", "high")),
+    Option("judge-provider", "In-container judge provider."),
+    Option("judge-model", "In-container judge model."),
+    Option("judge-base-url", "In-container judge base URL."),
+    Option("judge-api-key-env", "NAME of the environment variable holding the judge API key.", parse=env_name),
+    # Time limits.
+    Option(
+        "timeout",
+        "Per-scenario timeout in seconds; the effective timeout is the larger of this and the scenario duration + 60.",
+        default=600.0,
+        parse=positive_float,
+    ),
+    Option("health-timeout", "Seconds to wait for the adapter's /health.", default=120.0, parse=positive_float),
+    Option(
+        "judge-grace",
+        "Seconds to wait for a judgment after a terminal status without one.",
+        default=15.0,
+        parse=non_negative_float,
+    ),
+    Option("stop-timeout", "Seconds docker stop waits before SIGKILL.", default=5.0, parse=non_negative_float),
+    Option(
+        "reap-grace",
+        "Age in seconds before another run's orphaned containers are reaped.",
+        default=120.0,
+        parse=non_negative_float,
+    ),
+    # Container limits.
+    Option(
+        "max-file-size",
+        "Largest file copied out of a container, in bytes or with K, M, G "
+        "(KiB-based); a larger file is skipped and listed in result.json.",
+        default=256 * 1024**2,
+        parse=size,
+    ),
+    Option(
+        "max-collect-size",
+        "Most bytes copied out of one scenario's container (K, M, G as "
+        "above); files past the budget are skipped and listed.",
+        default=1024**3,
+        parse=size,
+    ),
+    Option(
+        "memory",
+        "Memory limit of each container (K, M, G as above); 0 for no limit.",
+        default=4 * 1024**3,
+        parse=size_or_zero,
+    ),
+    Option("pids-limit", "Most processes in each container; 0 for no limit.", default=4096, parse=non_negative_int),
+    Option(
+        "keep",
+        "Stop each container gracefully (docker stop) at teardown, for debugging; "
+        "by default the disposable container is killed.",
+        default=False,
+        flag=True,
+        parse=boolean,
+    ),
+    # Output and the gate.
+    Option(
+        "output",
+        "Folder of run folders: each pytest run writes its own <UTC time>-<run id> folder "
+        "in it, and latest points at the newest.",
+        default="gaia2-results",
+        path=True,
+    ),
+    Option("min-pass-rate", "Gate: the run passes when the chosen rate reaches R (0..1).", parse=fraction),
+    Option("rate", "Gate: which rate to compare.", default="strict", choices=("strict", "judged")),
+    Option(
+        "gate-on",
+        "Gate: compare the rate itself or the lower end of its 95% interval.",
+        default="point",
+        choices=("point", "lower-bound"),
+    ),
+    Option("max-error-rate", "Gate: the run fails when infrastructure errors exceed E (0..1).", parse=fraction),
+    Option(
+        "allow-incomplete",
+        "Gate: do not fail the run only because some planned scenarios "
+        "did not run (they still count as not passed in the strict rate).",
+        default=False,
+        flag=True,
+        parse=boolean,
+    ),
+    Option(
+        "preflight-only",
+        "Run the pre-flight checks, print the report and stop.",
+        default=False,
+        flag=True,
+        parse=boolean,
+    ),
+    Option(
+        "progress-interval",
+        "Seconds between progress lines when the output is not a terminal "
+        "(CI logs); 0: none. On a terminal the status updates in place; -q shows none. "
+        "progress.json in the run folder is kept current either way.",
+        default=60.0,
+        parse=non_negative_float,
+    ),
+    Option(
+        "report",
+        "Write report.md and report.html (with plots) into the run folder at the end "
+        "of the run; with --alluredir, attach them to Allure too (needs pytest-gaia2[analysis]).",
+        default=False,
+        flag=True,
+        parse=boolean,
+    ),
+    # Cost and budget.
+    Option(
+        "price-file",
+        "JSON or TOML prices per model, per million tokens ({model: {input, output, "
+        "cached_input}}); wins over the genai-prices data.",
+        path=True,
+    ),
+    Option(
+        "budget-halt",
+        "USD: once the run's spend reaches it, no new scenario starts (the rest "
+        "are skipped, reason budget; the run is incomplete).",
+        parse=usd,
+    ),
+    Option(
+        "budget-cap",
+        "USD: once the run's spend passes it, running scenarios are stopped too (error budget_cap, their files kept).",
+        parse=usd,
+    ),
+    Option(
+        "probe",
+        "Run a stratified, seeded sample of K scenarios first and project the whole run's cost and time from them.",
+        parse=positive_int,
+    ),
+    Option(
+        "probe-only",
+        "Stop after the --gaia2-probe scenarios and their projection.",
+        default=False,
+        flag=True,
+        parse=boolean,
+    ),
+)
+
+BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register every option in the ``gaia2`` group and its matching ini key."""
+    group = parser.getgroup(GROUP, "Gaia2 benchmark scenarios")
+    for option in OPTIONS:
+        # argparse %-formats help texts (``%(default)s``): a literal "95%" must reach it as "95%%".
+        kwargs: dict[str, Any] = {"dest": f"gaia2_{option.key}", "help": option.help.replace("%", "%%")}
+        if option.flag:
+            kwargs.update(action="store_const", const=True, default=None)
+        elif option.bare:
+            kwargs.update(nargs="?", const=True, default=None, metavar="PATH")
+        elif option.multiple:
+            kwargs.update(action="append", default=None)
+        else:
+            kwargs.update(default=None)
+            if option.choices:
+                kwargs["choices"] = list(option.choices)
+        group.addoption(option.cli, **kwargs)
+        ini_type = "linelist" if option.multiple else ("bool" if option.flag else "string")
+        parser.addini(option.ini, option.help, type=ini_type, default=[] if option.multiple else None)
+
+
+def _convert(option: Option, raw: Any) -> Any:
+    if option.multiple:
+        items = raw if isinstance(raw, (list, tuple)) else [raw]
+        return tuple(option.parse(option.name, str(item)) for item in items)
+    if option.flag:
+        return boolean(option.name, raw)
+    if option.choices is not None:
+        value = str(raw).strip()
+        if value not in option.choices:
+            raise OptionError(f"{option.cli}: expected one of {', '.join(option.choices)}, got {raw!r}")
+        return value
+    return option.parse(option.name, raw if isinstance(raw, str) else str(raw))
+
+
+def resolve(cli: Mapping[str, Any], toml: Mapping[str, Any], ini: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge the sources (command line > TOML config > ini > default) and parse every value.
+
+    Each mapping is keyed by ``Option.key``; missing or ``None``/empty values fall through.
+    """
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw: Any = None
+        for source in (cli, toml, ini):
+            candidate = source.get(option.key)
+            if candidate is not None and candidate != [] and candidate != ():
+                raw = candidate
+                break
+        if raw is None:
+            values[option.key] = () if option.multiple else option.default
+            continue
+        values[option.key] = _convert(option, raw)
+    return values
+
+
+def read(config: pytest.Config, toml: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """All option values for this run, parsed, from a pytest config (and an optional TOML mapping).
+
+    A relative path is anchored where it was written, as pytest anchors its own: on the command
+    line, to the folder pytest was started in; in the ini file, to that file's folder (the
+    TOML config anchors its own to its folder). Defaults stay relative: see ``base_dir``.
+    """
+    here = config.invocation_params.dir
+    cli: dict[str, Any] = {}
+    ini: dict[str, Any] = {}
+    for option in OPTIONS:
+        cli[option.key] = _anchored(option, config.getoption(f"gaia2_{option.key}"), here)
+        value = config.getini(option.ini)
+        if option.flag and value is False:
+            value = None  # an unset bool ini reads as False; let the default speak
+        ini[option.key] = _anchored(option, value if value not in ("", None) else None, _ini_dir(config))
+    return resolve(cli, toml or {}, ini)
+
+
+def config_file(config: pytest.Config) -> str | None:
+    """``--gaia2-config`` (else ``gaia2_config``), anchored as ``read`` anchors paths: the TOML
+    file has to be loaded before ``read`` can merge it."""
+    option = BY_KEY["config"]
+    given = config.getoption("gaia2_config")
+    if given:
+        return _anchored(option, given, config.invocation_params.dir)
+    return _anchored(option, config.getini("gaia2_config") or None, _ini_dir(config))
+
+
+def _ini_dir(config: pytest.Config) -> Path:
+    return config.inipath.parent if config.inipath else config.rootpath
+
+
+def _anchored(option: Option, raw: Any, folder: Path) -> Any:
+    """A path option's raw value(s) joined to ``folder`` when relative (``~`` expanded); else ``raw``."""
+    if not option.path or raw is None:
+        return raw
+    if isinstance(raw, (list, tuple)):
+        return [_anchored(option, item, folder) for item in raw]
+    if not isinstance(raw, str) or (option.bare and raw.strip().lower() in TRUE_WORDS | FALSE_WORDS):
+        return raw  # a bare --gaia2-resume, or its ini key's yes/no
+    return os.path.normpath(folder / os.path.expanduser(raw.strip()))
+
+
+def base_dir(config: pytest.Config) -> Path:
+    """The folder the defaults live in: scenarios/, gaia2-results/ and .env at pytest's rootdir.
+
+    pytest's rootdir is only right for ``--gaia2-x VALUE`` (with a space) when
+    ``joined_values.rerun_with_joined_values`` runs first; the ``=`` form is always right.
+    """
+    return config.rootpath
+
+
+def may_collect(config: pytest.Config) -> bool:
+    """Whether this run can collect a scenario at all, decided without reading any: when not,
+    the plugin idles (registers its options and markers, imports nothing else)."""
+    for key in ("scenarios", "dataset", "config", "preflight_only"):
+        if config.getoption(f"gaia2_{key}") or config.getini(f"gaia2_{key}"):
+            return True
+    return not explicit_test_paths(config) and (base_dir(config) / "scenarios").is_dir()
+
+
+def explicit_test_paths(config: pytest.Config) -> bool:
+    """Whether test paths were given (``pytest tests/unit``): then no scenario runs by default.
+
+    pytest decides ``args_source`` after every plugin's options are known, so the value of
+    ``--gaia2-output DIR`` never counts as a test path here (paths from ``addopts`` do).
+    """
+    return config.args_source == pytest.Config.ArgsSource.ARGS

@@ -1,0 +1,254 @@
+"""The run's spend and its limits: an append-only ledger in the run folder that every xdist
+worker and every resumed session adds to (under a file lock), and the halt and cap decisions
+read from it.
+
+Each attempt is one line of ``spend.jsonl``, ``{"entry": "<key>#<attempt>", "usd": ..., "at": ...}``,
+appended (and synced) before the attempt's result.json is written, whatever ended the attempt.
+Lines are never rewritten: an entry already in the ledger is not added again (a reused verdict,
+a retried write), so an attempt's spend counts once. A damaged line (a torn write, garbage)
+costs only itself: it is reported with the lines that were kept, and the rest still count.
+The ledger of earlier versions, ``spend.json``, is still read (never rewritten) on resume.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import math
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_gaia2.cost.prices import ATTEMPT_USD_MAX
+from pytest_gaia2.cost.usage import shown_names, usd_amount
+from pytest_gaia2.store.folder import StoreError
+from pytest_gaia2.store.safejson import JsonLimitError, JsonReadError, loads_bounded, read_regular_file
+
+LEDGER_FILE = "spend.jsonl"
+LEGACY_LEDGER_FILE = "spend.json"
+"""The ledger of pytest-gaia2 before issue 21: one JSON object, rewritten on every add."""
+LEDGER_MAX_BYTES = 64 * 2**20
+"""Half a million attempts' lines; a larger ledger is not one this harness wrote."""
+LINE_MAX_BYTES = 4096
+ENTRY_MAX = 1024
+"""Characters of an entry (``<split>/<id>[/run_<k>]#<attempt>``, each part at most 128)."""
+LINES_SHOWN = 10
+_APPEND_FLAGS = (
+    os.O_RDWR
+    | os.O_APPEND
+    | os.O_CREAT
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+# An entry of the legacy ledger: "<key>#<attempt>": <amount>. Found by pattern, so a torn
+# spend.json still yields every entry written before the tear.
+_LEGACY_ENTRY = re.compile(rb'"([^"\\\n]{1,%d}#\d+)"\s*:\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)' % ENTRY_MAX)
+
+log = logging.getLogger("pytest_gaia2")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``--gaia2-budget-halt``: no new scenario starts once reached; ``--gaia2-budget-cap``:
+    running scenarios stop too once passed (USD, None when unset)."""
+
+    halt: float | None = None
+    cap: float | None = None
+
+    @property
+    def limited(self) -> bool:
+        return self.halt is not None or self.cap is not None
+
+    def halted(self, spent: float) -> str | None:
+        """Why no new scenario may start, or None."""
+        limit = min((value for value in (self.halt, self.cap) if value is not None), default=None)
+        if limit is None or spent < limit:
+            return None
+        which = "halt" if limit == self.halt else "cap"
+        return f"budget: the run has spent ${spent:.2f}, its {which} is ${limit:.2f}; no new scenario starts"
+
+    def capped(self, spent: float) -> str | None:
+        """Why a running scenario must stop, or None."""
+        if self.cap is None or spent <= self.cap:
+            return None
+        return f"the run's spend ${spent:.2f} passed its cap ${self.cap:.2f}; stopped before a verdict"
+
+
+@dataclass(frozen=True)
+class LedgerRead:
+    """What the ledger holds: each entry's spend, what was wrong with it, and whether every
+    file of it could be read at all (``complete``; a damaged line does not make it incomplete)."""
+
+    entries: dict[str, float]
+    problems: tuple[str, ...] = ()
+    complete: bool = True
+
+    @property
+    def total(self) -> float:
+        return round(math.fsum(self.entries.values()), 6)
+
+
+def parse_lines(data: bytes) -> tuple[dict[str, float], list[int]]:
+    """The entries of ``spend.jsonl``'s bytes (the first line of an entry wins) and the numbers
+    of the damaged lines. Never raises: any bytes are some entries and some damage."""
+    entries: dict[str, float] = {}
+    damaged: list[int] = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        parsed = _entry(line)
+        if parsed is None:
+            damaged.append(number)
+        else:
+            entries.setdefault(*parsed)
+    return entries, damaged
+
+
+def _entry(line: bytes) -> tuple[str, float] | None:
+    try:
+        value = loads_bounded(line, max_bytes=LINE_MAX_BYTES)
+    except JsonLimitError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    entry, usd = value.get("entry"), usd_amount(value.get("usd"), ATTEMPT_USD_MAX)
+    if not isinstance(entry, str) or not 0 < len(entry) <= ENTRY_MAX or usd is None:
+        return None
+    return entry, usd
+
+
+def parse_legacy(data: bytes) -> tuple[dict[str, float], bool]:
+    """The entries of an earlier version's ``spend.json`` and whether it was whole. A torn or
+    garbled file still gives every entry that can be recognised. Never raises."""
+    entries: dict[str, float] = {}
+    for key, amount in _LEGACY_ENTRY.findall(data):
+        usd = usd_amount(float(amount), ATTEMPT_USD_MAX)
+        if usd is not None:
+            entries.setdefault(key.decode("utf-8", "replace"), usd)
+    try:
+        whole = isinstance(loads_bounded(data, max_bytes=LEDGER_MAX_BYTES), dict)
+    except JsonLimitError:
+        whole = False
+    return entries, whole
+
+
+class Ledger:
+    """Spend per attempt, in ``<run folder>/spend.jsonl`` (and an earlier version's ``spend.json``)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / LEDGER_FILE
+        self.legacy = folder / LEGACY_LEDGER_FILE
+
+    @property
+    def present(self) -> bool:
+        return self.path.exists() or self.legacy.exists()
+
+    def read(self) -> LedgerRead:
+        """Every entry that can be read, bounded in size; never raises."""
+        entries: dict[str, float] = {}
+        problems: list[str] = []
+        complete = True
+        for path, parse in ((self.legacy, self._legacy_entries), (self.path, self._line_entries)):
+            if not path.exists() and not path.is_symlink():
+                continue
+            try:
+                data = read_regular_file(path, max_bytes=LEDGER_MAX_BYTES)
+            except JsonReadError as exc:
+                problems.append(f"{path}: {exc}; the spend it holds is not counted")
+                complete = False
+                continue
+            found, problem = parse(path, data)
+            for entry, usd in found.items():
+                entries.setdefault(entry, usd)
+            problems += [problem] if problem else []
+        return LedgerRead(entries, tuple(problems), complete)
+
+    @staticmethod
+    def _line_entries(path: Path, data: bytes) -> tuple[dict[str, float], str | None]:
+        entries, damaged = parse_lines(data)
+        if not damaged:
+            return entries, None
+        lines = shown_names([str(number) for number in damaged], LINES_SHOWN)
+        return entries, (
+            f"{path}: damaged line(s) {lines} skipped; kept {len(entries)} entries (${math.fsum(entries.values()):.2f})"
+        )
+
+    @staticmethod
+    def _legacy_entries(path: Path, data: bytes) -> tuple[dict[str, float], str | None]:
+        entries, whole = parse_legacy(data)
+        if whole:
+            return entries, None
+        return entries, (
+            f"{path}: damaged (not whole JSON); recovered {len(entries)} entries (${math.fsum(entries.values()):.2f})"
+        )
+
+    def total(self) -> float:
+        return self.read().total
+
+    def add(self, entry: str, usd: float) -> float:
+        """Append an attempt's spend unless its entry is already there; the new total.
+
+        Raises :class:`StoreError` naming the file when it cannot be written, or when an
+        amount that is not a finite number of USD up to ``ATTEMPT_USD_MAX`` is given.
+        """
+        from filelock import FileLock
+
+        amount = usd_amount(usd, ATTEMPT_USD_MAX)
+        if amount is None or not 0 < len(entry) <= ENTRY_MAX:
+            raise StoreError(f"{self.path}: {entry!r}: {usd!r} is not an amount of USD for the ledger")
+        with FileLock(str(self.path) + ".lock"):
+            read = self.read()
+            if entry in read.entries:
+                return read.total
+            line = json.dumps({"entry": entry, "usd": round(amount, 6), "at": _now()}, allow_nan=False)
+            _append_line(self.path, line.encode("utf-8"))
+            return LedgerRead({**read.entries, entry: round(amount, 6)}).total
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _append_line(path: Path, line: bytes) -> None:
+    """``line`` as the file's new last line, synced; after a torn last line, on a line of its own.
+
+    Only a regular file is appended to: never through a symbolic link (out of the run folder),
+    never into a FIFO or device.
+    """
+    try:
+        fd = os.open(path, _APPEND_FLAGS, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(f"cannot append to {path}: not a regular file")
+        with os.fdopen(fd, "a+b") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            torn = False
+            if size:
+                handle.seek(size - 1)
+                torn = handle.read(1) != b"\n"
+            handle.write((b"\n" if torn else b"") + line + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from None
+
+
+def record_spend(run_folder: Path, key: str, attempt: int, usd: float | None) -> None:
+    """The attempt's ledger line, written before its result.json whatever ended it; a priced
+    cost only (an unknown one has nothing to add). A ledger that cannot be written is a
+    warning, never a lost record."""
+    if usd is None:
+        return
+    try:
+        Ledger(run_folder).add(entry_of(key, attempt), usd)
+    except StoreError as exc:
+        log.warning("gaia2: warning: spend of %s not in the ledger: %s", entry_of(key, attempt), exc)
+
+
+def entry_of(key: str, attempt: int) -> str:
+    """One ledger entry per attempt of a scenario (and repeat)."""
+    return f"{key}#{attempt}"

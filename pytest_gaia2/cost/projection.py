@@ -1,0 +1,78 @@
+"""Projection before paying: run a stratified, seeded few first and project the whole run's cost
+and time from them (``--gaia2-probe K``, ``--gaia2-probe-only``).
+
+The probe is chosen from what will run (after -k, -m and the sample), the same way on every
+xdist worker and on the controller, and put first in the run's order.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pytest_gaia2.plan import selection
+from pytest_gaia2.plan.items import PlannedItem
+from pytest_gaia2.store.record import AttemptRecord
+
+RESAMPLES = 2000
+SEED = 20261201
+Item = TypeVar("Item")
+
+
+def choose(items: Sequence[PlannedItem], k: int, seed: int) -> set[str]:
+    """The keys of a stratified, seeded sample of ``k`` scenarios (all their repeats)."""
+    scenarios = list({item.scenario.scenario_id: item.scenario for item in items if item.scenario}.values())
+    chosen = {scenario.scenario_id for scenario in selection.sample(scenarios, k, seed)}
+    return {item.key for item in items if item.scenario and item.name in chosen}
+
+
+def probe_first(items: list[Item], keys: set[str], key_of: dict[int, str]) -> list[Item]:
+    """The same items, the probe's first, each group in its own order."""
+    return sorted(items, key=lambda item: key_of.get(id(item)) not in keys)
+
+
+@dataclass(frozen=True)
+class Projection:
+    """The whole run's cost and time, projected from the probe."""
+
+    planned: int
+    probed: int
+    usd: float | None
+    low: float | None
+    high: float | None
+    hours: float
+    workers: int
+
+    def line(self) -> str:
+        cost = (
+            "cost unknown (the probe's cost could not be priced)"
+            if self.usd is None
+            else f"≈ ${self.usd:.2f} (95% interval ${self.low:.2f}–${self.high:.2f})"
+        )
+        return (
+            f"gaia2: probe of {self.probed}: the {self.planned} selected scenarios {cost} "
+            f"and ≈ {self.hours:.2f} h at -n {self.workers}"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def project(records: Iterable[AttemptRecord], planned: int, workers: int) -> Projection:
+    """N times the probe's mean cost, with a seeded bootstrap interval of that mean; time from
+    the mean wall time spread over the workers."""
+    records = list(records)
+    costs = [record.cost_usd for record in records if record.cost_usd is not None]
+    times = [record.wall_time_s for record in records if record.wall_time_s is not None]
+    hours = statistics.fmean(times) * planned / max(1, workers) / 3600 if times else 0.0
+    if not costs or len(costs) < len(records):
+        return Projection(planned, len(records), None, None, None, hours, workers)
+    rng = random.Random(SEED)
+    means = sorted(statistics.fmean(rng.choices(costs, k=len(costs))) for _ in range(RESAMPLES))
+    low, high = means[int(0.025 * RESAMPLES)], means[int(0.975 * RESAMPLES) - 1]
+    return Projection(
+        planned, len(records), statistics.fmean(costs) * planned, low * planned, high * planned, hours, workers
+    )

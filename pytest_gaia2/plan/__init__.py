@@ -1,0 +1,4 @@
+"""Which scenarios run: scenario files, selection (-k/-m aside), shards, the dataset, planned items.
+
+May import: config, store.
+"""

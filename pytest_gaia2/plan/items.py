@@ -1,0 +1,188 @@
+"""What a run plans to run: one :class:`PlannedItem` per scenario file and repeat.
+
+Filters (splits, subset, ids file) apply when the plan is built; the seeded sample and the
+first-N prefix apply to what survives ``-k``, ``-m`` and ``--deselect`` (:func:`narrow`), so
+``--gaia2-sample N`` means N scenarios run. The same inputs give the same plan on every
+xdist worker and in every later run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_gaia2.config.splits import SPLITS, split_marker
+from pytest_gaia2.config.values import Shard
+from pytest_gaia2.plan import selection
+from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
+from pytest_gaia2.plan.shards import partition
+from pytest_gaia2.store import names
+from pytest_gaia2.store.folder import StoreError, safe_part
+from pytest_gaia2.store.limits import HARD_TIMEOUT_METHOD, Limits
+from pytest_gaia2.store.record import AttemptRecord, scenario_key
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+ITEM_PARAMETER = "gaia2_item"
+"""The parameter that carries a :class:`PlannedItem` into a test (and Allure hides)."""
+
+
+@dataclass(frozen=True)
+class PlannedItem:
+    """One test item: a scenario (or a file that cannot run) and its repeat index."""
+
+    split: str
+    name: str
+    repeat: int = 1
+    repeats: int = 1
+    scenario: Scenario | None = None
+    error: ScenarioError | None = None
+    hard_timeout: float | None = None
+
+    @property
+    def key(self) -> str:
+        """``<split>/<id>[/run_<k>]``: the item's identity in records, manifests and not-run lists."""
+        return scenario_key(self.split, self.name, self.repeat, self.repeats)
+
+    @property
+    def param_id(self) -> str:
+        """The id inside ``test_scenario[...]`` (the split is already in the node id's module)."""
+        return f"{self.name}/run_{self.repeat}" if self.repeats > 1 else self.name
+
+    def __repr__(self) -> str:
+        """Short and stable across runs: Allure hashes the parameter's repr into its history id."""
+        return f"PlannedItem({self.key!r})"
+
+    @property
+    def split_marker(self) -> str:
+        return split_marker(self.split)
+
+    @property
+    def universe(self) -> str | None:
+        return self.scenario.universe if self.scenario else None
+
+    def marks(self) -> list[Any]:
+        """``gaia2``, the split marker, the universe marker, and pytest-timeout's bound."""
+        marks: list[Any] = [pytest.mark.gaia2, getattr(pytest.mark, self.split_marker)]
+        if self.universe:
+            marks.append(getattr(pytest.mark, self.universe))
+        if self.hard_timeout:
+            marks.append(pytest.mark.timeout(self.hard_timeout, method=HARD_TIMEOUT_METHOD))
+        return marks
+
+    def error_record(self, provenance: dict[str, Any]) -> AttemptRecord:
+        """The record of a scenario file that could not run at all."""
+        return AttemptRecord(
+            scenario_id=self.name,
+            success=None,
+            reward=None,
+            num_agent_events=0,
+            agent_response="",
+            judged_in_container=False,
+            timed_out=False,
+            timeout_seconds=0.0,
+            daemon_status=None,
+            scenario_file=str(self.error.path if self.error else ""),
+            failure_reasons=[],
+            error=str(self.error),
+            split=self.split,
+            outcome="error",
+            error_category="invalid_scenario",
+            **provenance,
+        )
+
+
+def error_split(error: ScenarioError) -> str:
+    """The folder a broken file sits in, as its split, when that is a usable name."""
+    parent = error.path.parent.name if error.path.suffix else error.path.name
+    try:
+        return safe_part(parent) if parent else "scenarios"
+    except StoreError:
+        return "scenarios"
+
+
+def error_name(stem: str, taken: set[tuple[str, str]], split: str) -> str:
+    """A folder-safe name for a broken file's record, unique without regard to case (two
+    files may share a stem, or differ only in case); ``taken`` holds :func:`names.folder_key` pairs."""
+    base = _UNSAFE.sub("_", stem).strip(".-")[:100] or "scenario"
+    if names.problem(base) is not None:  # a Windows device name: CON, nul.x, ...
+        base = f"_{base}"
+    name, n = base, 1
+    while (names.folder_key(split), names.folder_key(name)) in taken:
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def build(
+    scenarios: Sequence[Scenario],
+    errors: Sequence[ScenarioError],
+    *,
+    repeats: int,
+    limits: Limits | None,
+    attempts: int,
+) -> list[PlannedItem]:
+    """Every item to collect: each scenario times ``repeats``, then one item per broken file."""
+    items = [
+        PlannedItem(
+            s.split,
+            s.scenario_id,
+            repeat,
+            repeats,
+            scenario=s,
+            hard_timeout=limits.hard_timeout(s.duration, attempts) if limits else None,
+        )
+        for s in scenarios
+        for repeat in range(1, repeats + 1)
+    ]
+    taken = {(names.folder_key(item.split), names.folder_key(item.name)) for item in items}
+    for error in errors:
+        split = error_split(error)
+        name = error_name(error.path.stem, taken, split)
+        taken.add((names.folder_key(split), names.folder_key(name)))
+        items.append(PlannedItem(split, name, error=error))
+    return items
+
+
+def filtered(scenarios: Sequence[Scenario], values: dict[str, Any], resolve: Any) -> selection.Selection:
+    """The filters that do not depend on -k/-m: splits, subset manifest, ids file."""
+    return selection.select(
+        scenarios,
+        splits=values["splits"] if not values["dataset"] else None,
+        subset=resolve(values["subset"]) if values["subset"] else None,
+        ids_file=resolve(values["ids_file"]) if values["ids_file"] else None,
+    )
+
+
+def narrow(
+    items: Sequence[PlannedItem], *, sample: int | None, seed: int, first_n: int | None, shard: Shard | None = None
+) -> set[str]:
+    """The keys to keep after a seeded sample or a prefix of the surviving scenarios, then a shard.
+
+    Repeats of a chosen scenario stay together (also in one shard); broken files are kept
+    (they report themselves), each in exactly one shard.
+    """
+    kept = list(items)
+    if sample is not None or first_n is not None:
+        runnable = {item.scenario.scenario_id: item.scenario for item in items if item.scenario}
+        chosen = selection.select(list(runnable.values()), sample=sample, seed=seed, first_n=first_n)
+        ids = {s.scenario_id for s in chosen.scenarios}
+        kept = [item for item in kept if item.scenario is None or item.name in ids]
+    if shard is not None:
+        shard_of = partition(
+            ((f"{item.split}\0{item.universe or ''}", f"{item.split}/{item.name}") for item in kept), shard.count
+        )
+        kept = [item for item in kept if shard_of[f"{item.split}/{item.name}"] == shard.index]
+    return {item.key for item in kept}
+
+
+def universe_markers(items: Sequence[PlannedItem]) -> list[str]:
+    return sorted({item.universe for item in items if item.universe})
+
+
+def extra_split_markers(items: Sequence[PlannedItem]) -> list[str]:
+    known = {f"{split}_split" for split in SPLITS}
+    return sorted({item.split_marker for item in items} - known)

@@ -1,0 +1,330 @@
+"""pytest hooks and fixtures for pytest-gaia2: they only wire; the run context does the work.
+
+Options live in ``options``, the run in ``context.RunContext``, each item's attempts in
+``scenario_runs``, one attempt's life in ``attempt``, records and the summary in
+``record``/``results``, Allure in ``allure_report``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_gaia2.config import options
+from pytest_gaia2.config.splits import SPLITS
+from pytest_gaia2.plugin import joined_values
+
+if TYPE_CHECKING:
+    from pytest_gaia2.plan.items import PlannedItem
+    from pytest_gaia2.run.context import RunContext
+    from pytest_gaia2.run.interrupts import WindDown
+
+# Only what every pytest run needs is imported above: a project that never uses the plugin
+# pays for its options and markers, not for the run's modules (imported in pytest_configure).
+CONTEXT_KEY = pytest.StashKey["RunContext | None"]()
+ITEM_KEY = pytest.StashKey["PlannedItem"]()
+WIND_DOWN_KEY: pytest.StashKey[WindDown] = pytest.StashKey()
+RESULT_KEY = pytest.StashKey[Any]()
+ATTEMPT_KEY = pytest.StashKey[Any]()
+NODE_PREFIX = "gaia2"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+    if importlib.util.find_spec("allure_pytest") is None:
+        from pytest_gaia2.plugin.allure import alluredir_fallback
+
+        alluredir_fallback(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
+    """``--gaia2-output DIR`` must mean what ``--gaia2-output=DIR`` means (see joined_values)."""
+    return joined_values.rerun_with_joined_values(config)
+
+
+def _context(config: pytest.Config) -> RunContext | None:
+    """The run context, or None in a run that cannot collect a scenario (the plugin idles)."""
+    return config.stash.get(CONTEXT_KEY, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gaia2: a Gaia2 scenario run in its own container")
+    for split in SPLITS:
+        config.addinivalue_line("markers", f"{split}_split: Gaia2 scenarios of the {split} split")
+    if not options.may_collect(config):
+        return
+    from pytest_gaia2.plan.items import extra_split_markers, universe_markers
+    from pytest_gaia2.run.context import RunContext
+
+    context = RunContext(config)
+    config.stash[CONTEXT_KEY] = context
+    config.pluginmanager.register(context, "gaia2-run")
+    for marker in extra_split_markers(context.items()):
+        config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios from a folder of that name")
+    for marker in universe_markers(context.items()):
+        config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios of {marker}")
+    if context.active:
+        from pytest_gaia2.run.interrupts import WindDown
+
+        config.stash[WIND_DOWN_KEY] = WindDown.install()
+    if context.active and getattr(config.option, "allure_report_dir", None):
+        from pytest_gaia2.plugin import allure as allure_report
+
+        allure_report.register(config, context)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    context = _context(config)
+    return context.header_lines() if context else []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: every worker shares the session, the run and its folder."""
+    context = _context(node.config)
+    if context:
+        node.workerinput.update(context.worker_input(node.gateway.id))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    context = _context(session.config)
+    if context:
+        context.begin()
+
+
+class ScenarioModule(pytest.Module):
+    """The plugin's own test module for one split, collected as ``gaia2/<split>`` (JUnit
+    classname ``gaia2.<split>``)."""
+
+    split: str = ""
+
+    def _getobj(self) -> Any:
+        from pytest_gaia2.plugin import item as scenario_item
+
+        return scenario_item
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add the scenario items before -k/-m deselection runs, so both work on them."""
+    context = _context(config)
+    if not context:
+        return
+    from pytest_gaia2.plugin import item as scenario_item
+
+    for split in dict.fromkeys(item.split for item in context.items()):
+        nodeid = f"{NODE_PREFIX}/{split}"
+        module = ScenarioModule.from_parent(session, path=Path(scenario_item.__file__), nodeid=nodeid, name=nodeid)
+        module.split = split
+        items.extend(item for item in session.genitems(module) if isinstance(item, pytest.Item))
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--gaia2-sample and --gaia2-first-n choose among what -k, -m and --deselect left."""
+    context = _context(config)
+    if not context:
+        return
+    from pytest_gaia2.plan.items import ITEM_PARAMETER
+
+    planned = {
+        id(item): item.callspec.params[ITEM_PARAMETER]
+        for item in items
+        if ITEM_PARAMETER in getattr(getattr(item, "callspec", None), "params", {})
+    }
+    if not planned:
+        return
+    keep = context.narrow(list(planned.values()))
+    dropped = [item for item in items if id(item) in planned and planned[id(item)].key not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
+    if context.values["probe"]:
+        from pytest_gaia2.cost.projection import probe_first
+
+        key_of = {id(item): planned[id(item)].key for item in items if id(item) in planned}
+        keys = context.choose_probe([planned[id(item)] for item in items if id(item) in planned])
+        items[:] = probe_first(items, keys, key_of)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Any test that asks for ``gaia2_scenario`` runs once per planned scenario (and repeat)."""
+    if "gaia2_scenario" not in metafunc.fixturenames:
+        return
+    from pytest_gaia2.plan.items import ITEM_PARAMETER
+
+    context = _context(metafunc.config)
+    module = metafunc.definition.parent
+    own = isinstance(module, ScenarioModule)
+    items = [item for item in (context.items() if context else []) if not own or item.split == module.split]
+    extra = _allure_marks(metafunc.config)
+    metafunc.parametrize(
+        ITEM_PARAMETER,
+        [pytest.param(item, id=item.param_id if own else item.key, marks=item.marks() + extra(item)) for item in items],
+    )
+
+
+def _allure_marks(config: pytest.Config) -> Any:
+    if getattr(config.option, "allure_report_dir", None):
+        from pytest_gaia2.plugin.allure import marks
+
+        return marks
+    return lambda item: []
+
+
+@pytest.fixture
+def gaia2_item(request: pytest.FixtureRequest) -> PlannedItem:  # pragma: no cover - always parametrized
+    raise pytest.UsageError("gaia2_item is set by parametrization")
+
+
+@pytest.fixture
+def gaia2_scenario(request: pytest.FixtureRequest, gaia2_item: PlannedItem) -> Any:
+    """The scenario of this item: id, split, path, duration, task, apps (bad files error here)."""
+    from pytest_gaia2.run.verdict import Gaia2InfraError
+
+    request.node.stash[ITEM_KEY] = gaia2_item
+    if gaia2_item.error is not None:
+        raise Gaia2InfraError("invalid_scenario", str(gaia2_item.error)) from None
+    return gaia2_item.scenario
+
+
+def _active(config: pytest.Config) -> RunContext:
+    """The context of a run that has scenario items (only those reach the fixtures below)."""
+    context = _context(config)
+    assert context is not None
+    return context
+
+
+@pytest.fixture
+def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Iterator[Any]:
+    """One started, healthy attempt for this test (``.container``, ``.drive()``); always removed."""
+    attempt = _active(request.config).runner.new_attempt(request.node.stash[ITEM_KEY])
+    request.node.stash[ATTEMPT_KEY] = attempt
+    try:
+        attempt.start()
+        yield attempt
+    finally:
+        attempt.remove()
+
+
+@pytest.fixture
+def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Any:
+    """The scenario's verdict, record and files. Raises (as a setup error) on infrastructure errors."""
+    from pytest_gaia2.run.verdict import Gaia2InfraError
+
+    def keep(attempt: Any) -> None:
+        request.node.stash[ATTEMPT_KEY] = attempt
+
+    result = _active(request.config).runner.result_for(request.node.stash[ITEM_KEY], keep)
+    request.node.stash[RESULT_KEY] = result
+    if result.errored:
+        raise Gaia2InfraError(result.record.error_category or "error", result.record.error or "error")
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    context = _context(item.config)
+    if context:
+        from pytest_gaia2.plugin.reports import annotate
+
+        annotate(
+            context,
+            item,
+            call,
+            report,
+            item.stash.get(ITEM_KEY, None),
+            item.stash.get(RESULT_KEY, None),
+            item.stash.get(ATTEMPT_KEY, None),
+        )
+    return report
+
+
+def _planned(context: RunContext, node_ids: list[str]) -> list[str]:
+    """Planned keys from collected node ids: the plugin's own items; else user tests
+    parametrized with a scenario (``test_x[<split>/<id>]``)."""
+    own = [
+        f"{nid[len(NODE_PREFIX) + 1 :].split('::')[0]}/{nid.rpartition('[')[2].rstrip(']')}"
+        for nid in node_ids
+        if nid.startswith(f"{NODE_PREFIX}/") and "[" in nid
+    ]
+    if own:
+        return list(dict.fromkeys(own))
+    known = {item.key for item in context.items()}
+    return list(
+        dict.fromkeys(
+            key for nid in node_ids if "[" in nid for key in [nid.rpartition("[")[2].rstrip("]")] if key in known
+        )
+    )
+
+
+def _prepare(context: RunContext, planned: list[str], collect_only: bool = False) -> None:
+    """The run prepared once (pre-flight, run folder); then its live status, on the controller."""
+    was_prepared = context.prepared
+    context.prepare(planned, collect_only=collect_only)
+    if context.prepared and not was_prepared and context.folder is not None:
+        from pytest_gaia2.plugin.live_status import start_live_status
+
+        start_live_status(context.config, context.folder.path, context.book, context.values["progress_interval"])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    context = _context(session.config)
+    if context:
+        _prepare(
+            context,
+            _planned(context, [item.nodeid for item in session.items]),
+            collect_only=session.config.option.collectonly,
+        )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    context = _context(node.config)
+    if context:
+        _prepare(context, _planned(context, ids))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    context = _context(node.config)
+    if error and context:
+        context.remove_worker_containers(node.gateway.id)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    context = _context(config)
+    for line in context.summary_lines() if context else []:
+        terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Before the terminal summary and the JUnit file are written: records, summary, gate."""
+    context = _context(session.config)
+    if not context:
+        return
+    from pytest_gaia2.plugin.reports import add_junit_properties
+
+    status = context.finish(int(exitstatus))
+    add_junit_properties(session.config, context)
+    if status is not None:
+        session.exitstatus = status
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    context = _context(config)
+    if context:
+        context.close()
+    wind_down = config.stash.get(WIND_DOWN_KEY, None)
+    if wind_down is not None:
+        wind_down.uninstall()

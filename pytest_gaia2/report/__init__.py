@@ -1,0 +1,5 @@
+"""What a run's records say: rates and intervals, repeats, paired comparisons, the gate, the summary, progress, the pages (index, trace, report) and Allure's run files.
+
+May import: cost, plan, config, store.
+Pure reading and writing of run folders: no engine, no pytest hooks.
+"""

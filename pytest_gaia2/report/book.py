@@ -1,0 +1,157 @@
+"""The run's records on the controller: results.jsonl as verdicts arrive, then the summary,
+summary.json and the gate, all from the same :class:`AttemptRecord` objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pytest_gaia2.cost import projection as probe
+from pytest_gaia2.cost import spend
+from pytest_gaia2.cost.budget import Budget, Ledger
+from pytest_gaia2.cost.usage import shown_names
+from pytest_gaia2.report import stats
+from pytest_gaia2.report import summary as report
+from pytest_gaia2.report.gate import Gate, GateDecision
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord
+
+REUSED_LISTED = 10
+"""Reused verdicts named in the summary; the rest are counted."""
+PERSISTENT_SESSIONS = 2
+"""An error in this many sessions of one run folder (resumed runs) is persistent: re-running
+will not fix it, someone must look."""
+
+
+def persistent_errors(folder: store.RunFolder, records: Iterable[AttemptRecord]) -> list[dict[str, Any]]:
+    """Scenarios still in error that errored in PERSISTENT_SESSIONS or more sessions of the folder."""
+    found = []
+    for record in records:
+        if record.outcome != "error":
+            continue
+        where = folder.scenario_dir(record.split, record.scenario_id, record.repeat, record.repeats)
+        errored = [r for r in folder.attempt_records(where) if r.outcome == "error"]
+        sessions = list(dict.fromkeys(r.session_id for r in errored))
+        if len(sessions) >= PERSISTENT_SESSIONS:
+            found.append(
+                {
+                    "key": record.key,
+                    "sessions": len(sessions),
+                    "attempts": len(errored),
+                    "categories": sorted({r.error_category or "unknown" for r in errored}),
+                    "last_error": record.error,
+                }
+            )
+    return sorted(found, key=lambda item: item["key"])
+
+
+class ResultBook:
+    """Every record of one run, keyed by scenario (and repeat): one line each, whatever happened."""
+
+    def __init__(self, gate: Gate, *, allow_incomplete: bool, budget: Budget | None = None) -> None:
+        self.gate = gate
+        self.allow_incomplete = allow_incomplete
+        self.folder: store.RunFolder | None = None
+        self.planned: list[str] = []
+        self.records: dict[str, AttemptRecord] = {}
+        self.budget = budget or Budget()
+        self._summary: stats.Summary | None = None
+        self._persistent: list[dict[str, Any]] | None = None
+        self.unpriced_models: set[str] = set()
+        self.projection: probe.Projection | None = None
+
+    def add(self, record: AttemptRecord, *, probe_keys: set[str] = frozenset(), workers: int = 1) -> list[str]:
+        """Keep the record and append its line at once, so a crash keeps what finished; what to
+        tell the user now: one warning per model without a price, and the probe's projection
+        once its last scenario is in."""
+        self.records[record.key] = record
+        self._summary = self._persistent = None
+        if self.folder is not None:
+            store.append_jsonl(self.folder.results, record.to_json())
+        notices = []
+        unpriced = (
+            set((record.usage or {}).get("models") or []) - self.unpriced_models
+            if record.usage and record.cost_usd is None and not spend.is_refused(record)
+            else set()
+        )
+        if unpriced:  # never a guessed price
+            self.unpriced_models |= unpriced
+            notices.append(
+                f"gaia2: warning: no price for {shown_names(sorted(unpriced))}: its cost is unknown "
+                "(--gaia2-price-file gives one)"
+            )
+        notices += spend.refusal_notice(record)
+        if probe_keys and self.projection is None and probe_keys <= self.records.keys():
+            self.projection = probe.project([self.records[key] for key in probe_keys], len(self.planned), workers)
+            notices.append(self.projection.line())
+        return notices
+
+    def summary(self) -> stats.Summary:
+        """Computed once per change (a bootstrap over 800 x 3 results takes a second)."""
+        if self._summary is None:
+            rows = [record.to_json() for record in self.records.values()]
+            self._summary = stats.summarise(rows, planned=self.planned or None)
+        return self._summary
+
+    def decision(self, summary: stats.Summary) -> GateDecision | None:
+        return self.gate.decide(summary, allow_incomplete=self.allow_incomplete) if self.gate.active else None
+
+    def lines(self) -> list[str]:
+        """The terminal summary: counts, rates with intervals, errors, the gate, reused verdicts."""
+        summary = self.summary()
+        lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
+        lines += report.summary_lines(summary, self.decision(summary))
+        lines += spend.summary_lines(spend.summary(self.records.values()), self._budget_text())
+        reused = sorted(record.key for record in self.records.values() if record.reused)
+        if reused:
+            lines.append(
+                f"gaia2: {len(reused)} verdicts reused from earlier sessions (no container): "
+                f"{report.first_n(reused, REUSED_LISTED)}"
+            )
+        if self.projection is not None:
+            lines.append(self.projection.line())
+        for item in self.persistent():
+            lines.append(
+                f"gaia2: persistent error: {item['key']} errored in {item['sessions']} sessions "
+                f"({', '.join(item['categories'])}); re-running will not fix it"
+            )
+        if self.folder is not None:
+            lines.append(f"gaia2: results in {self.folder.path}")
+        return lines
+
+    def _budget_text(self) -> str | None:
+        """The run's spend against its budget (the ledger holds every session's), when one is set."""
+        if self.folder is None or (self.budget.halt is None and self.budget.cap is None):
+            return None
+        limits = ", ".join(
+            f"{name} ${value:.2f}"
+            for name, value in (("halt", self.budget.halt), ("cap", self.budget.cap))
+            if value is not None
+        )
+        return f"run spend ${Ledger(self.folder.path).total():.2f} ({limits})"
+
+    def write(self, extra: dict[str, Any]) -> GateDecision | None:
+        """results.jsonl rewritten one line per key, and summary.json; the gate's decision."""
+        summary = self.summary()
+        decision = self.decision(summary)
+        if self.folder is not None:
+            self.folder.rewrite_results(self.records.values())
+            extra = {**extra, "cost": spend.summary(self.records.values()), "persistent_errors": self.persistent()}
+            report.write_summary_json(self.folder.file(store.SUMMARY_FILE), summary, decision, extra=extra)
+        return decision
+
+    def persistent(self) -> list[dict[str, Any]]:
+        """Read from the attempt folders once per change (the summary lines and summary.json both show it)."""
+        if self._persistent is None:
+            self._persistent = persistent_errors(self.folder, self.records.values()) if self.folder is not None else []
+        return self._persistent
+
+    def junit_properties(self) -> list[tuple[str, str]]:
+        """Run-level JUnit properties: planned, done, not run, complete."""
+        summary = self.summary()
+        return [
+            ("gaia2_planned", str(summary.planned)),
+            ("gaia2_done", str(summary.done)),
+            ("gaia2_not_run", ",".join(summary.not_run)),
+            ("gaia2_complete", str(summary.complete).lower()),
+        ]

@@ -1,0 +1,259 @@
+"""``pytest-gaia2 report RUN [RUN...]``: report.md and report.html, with plots, in each run folder.
+
+Every number comes from :func:`stats.summarise` over the folder's records and planned keys
+(so the report and summary.json cannot disagree), cost from :mod:`spend`, plots from
+:mod:`plots`; this module only gathers what the templates show: the breakdown per app (from
+each scenario file's ``apps``, through the scenario index), the slowest scenarios, and the
+run's details. ``write_report`` is also what ``pytest --gaia2-report`` calls at the end of a
+run; with an Allure results folder the plots and report.html become one Allure result of
+their own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_gaia2.cost import spend
+from pytest_gaia2.cost.budget import Ledger
+from pytest_gaia2.plan import scenarios
+from pytest_gaia2.report import plots, stats
+from pytest_gaia2.report.allure_environment import environment
+from pytest_gaia2.report.markdown import code_span
+from pytest_gaia2.report.plots import MissingLibrary, Plot
+from pytest_gaia2.report.rates import Rate, percent, percent_number
+from pytest_gaia2.report.rows import natural_key
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord
+from pytest_gaia2.store.redact import Redactor, secret_values
+
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+PLOTS_DIR = "report"
+SLOWEST = 10
+"""Scenario runs listed as the slowest."""
+APPS_UNKNOWN = "apps unknown"
+"""The app row of scenarios whose file is gone, changed since the run, or never parsed."""
+ALLURE_MISSING = "--alluredir needs allure-python-commons: pip install 'pytest-gaia2[allure]'"
+ALLURE_NAME = "gaia2 run report"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the templates show about one run folder."""
+
+    name: str
+    details: dict[str, str]
+    command: str
+    summary: stats.Summary
+    apps: tuple[stats.GroupStats, ...]
+    cost: dict[str, Any] | None
+    ledger_usd: float | None
+    slowest: tuple[AttemptRecord, ...]
+    plots: tuple[Plot, ...]
+
+
+def run_plan(run_config: dict[str, Any], records: Sequence[AttemptRecord]) -> list[str] | None:
+    """The run's plan (run_config.json) plus every key that has a record: a resumed session may
+    have planned more than the first, and a result outside the plan would make done > planned."""
+    planned = run_config.get("planned")
+    if not isinstance(planned, list):
+        return None
+    keys = [str(key) for key in planned]
+    return keys + sorted({record.key for record in records} - set(keys))
+
+
+def scenario_apps(records: Sequence[AttemptRecord], index: Path | None) -> dict[str, tuple[str, ...] | None]:
+    """Each record key's apps, from its scenario file; None when the file cannot be read any
+    more, no longer parses, or is not the file the verdict was given on (its hash changed, or the
+    record holds none: a path from a results folder is used only for the file it vouches for)."""
+    files = sorted({record.scenario_file for record in records if record.scenario_file})
+    found, _unreadable = scenarios.discover([Path(file) for file in files], index_path=index)
+    by_path = {scenario.path: scenario for scenario in found}
+    apps: dict[str, tuple[str, ...] | None] = {}
+    for record in records:
+        scenario = by_path.get(Path(record.scenario_file).resolve()) if record.scenario_file else None
+        same = scenario is not None and record.scenario_sha256 == scenario.sha256
+        apps[record.key] = tuple(dict.fromkeys(scenario.apps)) if same and scenario is not None else None
+    return apps
+
+
+def app_breakdown(
+    records: Sequence[AttemptRecord], planned: Sequence[str] | None, apps: dict[str, tuple[str, ...] | None]
+) -> tuple[stats.GroupStats, ...]:
+    """Counts and rates per app over the scenarios that use it (a scenario counts for each of
+    its apps), most used first; planned keys without a record and unreadable files go to
+    ``apps unknown``."""
+    groups: dict[str, list[str]] = {}
+    for key in dict.fromkeys([*(planned or ()), *(record.key for record in records)]):
+        for app in apps.get(key) or (APPS_UNKNOWN,):
+            groups.setdefault(app, []).append(key)
+    rows = []
+    for app, keys in groups.items():
+        chosen = set(keys)
+        subset = [record.to_json() for record in records if record.key in chosen]
+        plan = [key for key in planned or () if key in chosen]
+        rows.append(replace(stats.summarise(subset, plan if planned is not None else None).overall, name=app))
+    return tuple(
+        sorted(rows, key=lambda row: (row.name == APPS_UNKNOWN, -(row.total + row.not_run), natural_key(row.name)))
+    )
+
+
+def build(folder: store.RunFolder, index: Path | None) -> Report:
+    """The report's content, plots included (matplotlib is checked first)."""
+    plots.require()
+    run_config = store.read_json(folder.file(store.RUN_CONFIG_FILE))
+    run_config = run_config if isinstance(run_config, dict) else {}
+    records = list(folder.records(strict=True))
+    planned = run_plan(run_config, records)
+    summary = stats.summarise([record.to_json() for record in records], planned)
+    timed = sorted(
+        (record for record in records if record.wall_time_s is not None),
+        key=lambda record: -(record.wall_time_s or 0.0),
+    )
+    usd = [record.cost_usd for record in records if record.cost_usd is not None]
+    ledger = Ledger(folder.path)
+    return Report(
+        name=folder.path.resolve().name,
+        details=environment(run_config),
+        command=str(run_config.get("command") or ""),
+        summary=summary,
+        apps=app_breakdown(records, planned, scenario_apps(records, index)),
+        cost=spend.summary(records),
+        ledger_usd=ledger.total() if ledger.present else None,
+        slowest=tuple(timed[:SLOWEST]),
+        plots=tuple(
+            plots.report_plots(
+                summary.overall,
+                summary.splits,
+                summary.error_groups,
+                [record.wall_time_s or 0.0 for record in timed],
+                usd,
+            )
+        ),
+    )
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def _rate(rate: Rate | None) -> str:
+    """``83.8%``, or ``n/a`` for a rate over nothing."""
+    return "n/a" if rate is None or rate.value is None else percent(rate.value)
+
+
+def _interval(rate: Rate) -> str:
+    """``[77.3–88.7]`` (percent), empty for a rate over nothing."""
+    return "" if rate.value is None else f"[{percent_number(rate.low)}–{percent_number(rate.high)}]"
+
+
+def _fraction(value: float | None) -> str:
+    return "n/a" if value is None else percent(value)
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} s"
+
+
+def render(report: Report, uris: dict[str, str], files: dict[str, str]) -> tuple[str, str]:
+    """(report.md, report.html): ``uris`` embed the plots in the HTML, ``files`` link them from
+    the Markdown. Autoescaping is on for the HTML; the Markdown puts free text in code spans."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    env = Environment(
+        loader=PackageLoader("pytest_gaia2.report", "templates"),
+        undefined=StrictUndefined,
+        autoescape=select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(rate=_rate, interval=_interval, fraction=_fraction, seconds=_seconds, code=code_span)
+    values = {"report": report, "summary": report.summary, "uris": uris, "files": files, "apps_unknown": APPS_UNKNOWN}
+    return (env.get_template("report.md.j2").render(values), env.get_template("report.html.j2").render(values))
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def attach_to_allure(alluredir: Path, report: Report, html: Path, pngs: Sequence[tuple[Plot, Path]]) -> None:
+    """One Allure result named ``gaia2 run report <run>`` carrying report.html and the plots.
+
+    Its status is ``unknown``: it is not a scenario, so it adds to no pass or fail count; a
+    report written again for the same run replaces the earlier one in Allure (same history id).
+    """
+    try:
+        from allure_commons.logger import AllureFileLogger
+        from allure_commons.model2 import (
+            ATTACHMENT_PATTERN,
+            Attachment,
+            Label,
+            Status,
+            StatusDetails,
+            TestResult,
+        )
+        from allure_commons.types import AttachmentType
+        from allure_commons.utils import md5, now, uuid4
+    except ImportError:
+        raise MissingLibrary(ALLURE_MISSING) from None
+    logger = AllureFileLogger(alluredir)
+    attachments = []
+    for name, path, kind in [
+        ("report.html", html, AttachmentType.HTML),
+        *((f"{plot.title}.png", file, AttachmentType.PNG) for plot, file in pngs),
+    ]:
+        source = ATTACHMENT_PATTERN.format(prefix=uuid4(), ext=kind.extension)
+        logger.report_attached_file(path, source)
+        attachments.append(Attachment(name=name, source=source, type=kind.mime_type))
+    summary = report.summary
+    message = (
+        f"not a scenario: the report of run {report.name}: strict {_rate(summary.overall.strict)}, "
+        f"judged-only {_rate(summary.overall.judged)}, {summary.done} of {summary.planned} done"
+    )
+    stamp = now()
+    logger.report_result(
+        TestResult(
+            uuid=uuid4(),
+            name=f"{ALLURE_NAME} {report.name}",
+            fullName=f"gaia2.report.{report.name}",
+            historyId=md5(ALLURE_NAME, report.details.get("run.id", report.name)),
+            status=Status.UNKNOWN,
+            statusDetails=StatusDetails(message=message),
+            attachments=attachments,
+            start=stamp,
+            stop=stamp,
+            labels=[Label(name="parentSuite", value="Gaia2"), Label(name="suite", value="run report")],
+        )
+    )
+
+
+def write_report(folder: Path, alluredir: Path | None = None, index: Path | None = None) -> list[Path]:
+    """Write ``report.md``, ``report.html`` and ``report/<plot>.png`` into the run folder (or the
+    output folder's latest run); the paths written. With ``alluredir``, also one Allure result
+    (see :func:`attach_to_allure`). ``index`` is the scenario index to read apps through
+    (default: the one runs keep in the user's cache).
+
+    Raises :class:`store.StoreError` (not a run folder, cannot write) or
+    :class:`plots.MissingLibrary` (matplotlib, or allure-python-commons with ``alluredir``),
+    before anything is written.
+    """
+    run = store.RunFolder.existing(folder)
+    report = build(run, index if index is not None else scenarios.index_path())
+    pngs = [(plot, store.inside(run.path, PLOTS_DIR, f"{plot.name}.png")) for plot in report.plots]
+    for plot, path in pngs:
+        store.write_bytes(path, plot.png)
+    redactor = Redactor(secret_values(os.environ))  # run_config is masked already; a key in this shell too
+    markdown, html = render(
+        report,
+        {plot.name: plots.data_uri(plot) for plot in report.plots},
+        {plot.name: path.relative_to(run.path).as_posix() for plot, path in pngs},
+    )
+    written = [run.file(REPORT_MD), run.file(REPORT_HTML)]
+    store.write_text(written[0], redactor.redact(markdown))
+    store.write_text(written[1], redactor.redact(html))
+    if alluredir is not None:
+        attach_to_allure(alluredir, report, written[1], pngs)
+    return written + [path for _, path in pngs]

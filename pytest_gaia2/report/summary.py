@@ -1,0 +1,223 @@
+"""The end-of-run text block and summary.json, formatted from a ``stats.Summary``.
+
+Formatting only: every number comes from ``stats`` (and the gate's lines from ``gate``), so
+what the terminal shows and what summary.json holds cannot disagree. The block is shaped to be pasted into a results memo:
+both denominators with intervals, the split table, errored ids by category.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_gaia2.report.gate import GateDecision
+from pytest_gaia2.report.rates import Rate, percent, percent_number
+from pytest_gaia2.report.repeats import RepeatStats
+from pytest_gaia2.report.stats import GroupStats, Summary, Timing
+from pytest_gaia2.store.folder import write_text
+
+DEFAULT_WIDTH = 88
+LISTED = 10
+"""Not-run keys named in the summary's first line; the rest are counted."""
+_INDENT = "  "
+
+
+def first_n(items: Sequence[str], n: int) -> str:
+    """The first ``n`` items, then how many more: ``a, b, c, ... (7 more)``.
+
+    For lists that may run to hundreds of ids on a line a person reads.
+    """
+    shown = list(items[: max(n, 0)])
+    more = len(items) - len(shown)
+    return ", ".join(shown + ([f"... ({more} more)"] if more else []))
+
+
+def _rate_cells(rate: Rate) -> list[str]:
+    """``134/160``, ``=``, ``83.8%``, ``[77.3–88.7]``: separate cells so rows line up."""
+    if rate.value is None:
+        return [f"{rate.successes}/{rate.n}", "=", "n/a", ""]
+    return [
+        f"{rate.successes}/{rate.n}",
+        "=",
+        percent(rate.value),
+        f"[{percent_number(rate.low)}–{percent_number(rate.high)}]",
+    ]
+
+
+def _table(rows: Sequence[Sequence[str]], align: str, gap: str = "  ") -> list[str]:
+    """Columns padded to their widest cell; ``align`` has one ``l``/``r`` per column."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(align))]
+    return [
+        gap.join(
+            cell.ljust(width) if side == "l" else cell.rjust(width)
+            for cell, width, side in zip(row, widths, align, strict=False)
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def _rate_table(labelled: Sequence[tuple[str, Rate]]) -> list[str]:
+    return _table([[label, *_rate_cells(rate)] for label, rate in labelled], "lrlrl", gap=" ")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _wrapped(prefix: str, items: Sequence[str], width: int) -> list[str]:
+    """``prefix`` then the items comma-separated, continuation lines indented under the first.
+
+    Items are never split (``s3 PEF`` stays whole); an item longer than the width gets a line
+    of its own.
+    """
+    pieces = [f"{item}," for item in items[:-1]] + list(items[-1:])
+    indent = " " * len(prefix)
+    lines: list[str] = []
+    current = ""
+    for piece in pieces:
+        head = indent if lines else prefix
+        candidate = f"{current} {piece}" if current else piece
+        if current and len(head) + len(candidate) > width:
+            lines.append(head + current)
+            current = piece
+        else:
+            current = candidate
+    lines.append((indent if lines else prefix) + current)
+    return lines
+
+
+def _incomplete(summary: Summary) -> str:
+    """The first line of an incomplete run's block, so nobody publishes it by mistake."""
+    return (
+        f"INCOMPLETE: {summary.done} of {summary.planned} planned {summary.planned_unit} done "
+        f"({len(summary.not_run)} not run: {first_n(summary.not_run, LISTED)})"
+    )
+
+
+def _totals(summary: Summary) -> str:
+    overall = summary.overall
+    if summary.repeats:
+        head = f"{overall.total} results ({summary.repeats.scenarios} scenarios x {summary.repeats.k} runs)"
+    else:
+        head = f"{overall.total} scenarios"
+    line = f"{head}: {overall.passed} passed, {overall.failed} failed, {_count(overall.errors, 'error')}"
+    return f"{line}, {overall.reused} reused" if overall.reused else line
+
+
+def _short_rate(rate: Rate) -> str:
+    return "n/a" if rate.value is None else percent(rate.value)
+
+
+def _group_table(title: str, groups: Sequence[GroupStats], not_run: bool) -> list[str]:
+    """One row per group; a ``not-run`` column when the run is incomplete."""
+    header = [title, "n", "passed", "failed", "errors", *(["not-run"] if not_run else []), "strict", "judged"]
+    rows = [
+        [
+            group.name,
+            str(group.total),
+            str(group.passed),
+            str(group.failed),
+            str(group.errors),
+            *([str(group.not_run)] if not_run else []),
+            _short_rate(group.strict),
+            _short_rate(group.judged),
+        ]
+        for group in groups
+    ]
+    return _table([header, *rows], "l" + "r" * (len(header) - 1))
+
+
+def _error_lines(summary: Summary, width: int) -> list[str]:
+    if not summary.error_groups:
+        return []
+    name_width = max(len(group.category) for group in summary.error_groups)
+    count_width = max(len(str(group.count)) for group in summary.error_groups)
+    lines = ["errors by category:"]
+    for group in summary.error_groups:
+        prefix = f"{_INDENT}{group.category.ljust(name_width)}  {str(group.count).rjust(count_width)}  "
+        lines += _wrapped(prefix, group.ids, width)
+    return lines
+
+
+def _timing_lines(timing: Timing) -> list[str]:
+    lines = []
+    if timing.wall_median_s is not None:
+        lines.append(
+            f"wall time: median {timing.wall_median_s:.1f} s, slowest {timing.slowest_id} ({timing.slowest_s:.1f} s)"
+        )
+    if timing.events_mean is not None and timing.events_median is not None:
+        lines.append(f"agent events per scenario: mean {timing.events_mean:.1f}, median {timing.events_median:.1f}")
+    return lines
+
+
+def _repeat_lines(repeats: RepeatStats, width: int) -> list[str]:
+    k = repeats.k
+    lines = [
+        f"pass@{k} ({repeats.scenarios} scenarios x {k} runs; avg@{k} is the mean of the per-run "
+        "strict rates; its interval resamples scenarios):"
+    ]
+    lines += _rate_table(
+        [
+            (f"{_INDENT}avg@{k}", repeats.avg_at_k),
+            (f"{_INDENT}pass@{k}", repeats.pass_at_k),
+            (f"{_INDENT}pass^{k}", repeats.pass_hat_k),
+        ]
+    )
+    lines.append(
+        f"{_INDENT}per run: "
+        + ", ".join(f"run_{run} {_short_rate(rate)}" for run, rate in enumerate(repeats.per_run, start=1))
+    )
+    if repeats.flipped:
+        lines += _wrapped(
+            f"{_INDENT}flipped ({len(repeats.flipped)}): ",
+            [f"{sid} {repeats.patterns[sid]}" for sid in repeats.flipped],
+            width,
+        )
+    if repeats.errored_runs:
+        lines += _wrapped(
+            f"{_INDENT}errored runs ({len(repeats.errored_runs)}, not counted as flips): ",
+            [f"{sid} run_{run}" for sid, run in repeats.errored_runs],
+            width,
+        )
+    return lines
+
+
+def summary_lines(summary: Summary, gate: GateDecision | None, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The compact end-of-run block, like pytest's own short summary; gate lines come last.
+
+    An incomplete run says so first, and its strict rate is over what was planned.
+    """
+    lines = [] if summary.complete else [_incomplete(summary)]
+    lines.append(_totals(summary))
+    strict, judged = _rate_table([("strict", summary.overall.strict), ("judged-only", summary.overall.judged)])
+    lines += [strict if summary.complete else f"{strict} (not-run counted as not passed)", judged]
+    if summary.splits:
+        lines += _group_table("split", summary.splits, not summary.complete)
+    if summary.universes:
+        lines += _group_table("universe", summary.universes, not summary.complete)
+    lines += _error_lines(summary, width)
+    lines += _timing_lines(summary.timing)
+    if summary.repeats:
+        lines += _repeat_lines(summary.repeats, width)
+    if gate:
+        lines += gate.lines
+    return lines
+
+
+def write_summary_json(
+    path: Path, summary: Summary, gate: GateDecision | None, extra: Mapping[str, Any] | None = None
+) -> None:
+    """Write summary.json atomically, UTF-8 with ids kept readable.
+
+    ``extra`` (run metadata such as image id, model, judge) goes first; it may not reuse a
+    summary key, because silently dropping either value would misreport the run.
+    """
+    document: dict[str, Any] = dict(extra or {})
+    body = {**summary.to_dict(), "gate": gate.to_dict() if gate else None}
+    clash = sorted(document.keys() & body.keys())
+    if clash:
+        raise ValueError(f"summary.json: extra keys clash with summary keys: {', '.join(clash)}")
+    document.update(body)
+    write_text(path, json.dumps(document, ensure_ascii=False, indent=2) + "\n")

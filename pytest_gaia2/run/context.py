@@ -1,0 +1,502 @@
+"""One pytest run of pytest-gaia2: its values, settings, plan, engine, run folder and records.
+
+Created in ``pytest_configure`` and registered as a plugin (pytest-xdist's ``DSession`` is the
+model). The controller (or the only process) owns the run folder, the lock, pre-flight and the
+records; xdist workers get the session, the run and the folder through ``workerinput``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_gaia2.config import options, splits
+from pytest_gaia2.config import settings as settings_mod
+from pytest_gaia2.cost import projection as probe
+from pytest_gaia2.cost.budget import Budget, Ledger
+from pytest_gaia2.engine.pool import EnginePool
+from pytest_gaia2.plan import items as plan_mod
+from pytest_gaia2.plan import selection
+from pytest_gaia2.report.book import ResultBook
+from pytest_gaia2.report.gate import Gate
+from pytest_gaia2.run import provenance
+from pytest_gaia2.run.scenario_runs import ScenarioRunner, scenario_dir
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store import redact
+from pytest_gaia2.store.record import AttemptRecord
+from pytest_gaia2.store.redact import RedactingFilter, Redactor, printable
+from pytest_gaia2.store.version import PLUGIN_VERSION
+
+if TYPE_CHECKING:
+    from pytest_gaia2.engine.client import Engine
+    from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
+
+EXIT_SETUP_FAILED = 3
+WORKER_WIND_DOWN = 30.0
+"""Seconds an interrupted run waits for its xdist workers to write their records."""
+
+
+class RunContext:
+    """Run-wide state and the once-per-run work; the hooks in ``plugin.py`` delegate here."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        worker_input = getattr(config, "workerinput", None) or {}
+        self.is_worker = bool(worker_input)
+        self.worker = worker_input.get("workerid", "main")
+        self.session_id: str = worker_input.get("gaia2_session_id") or uuid.uuid4().hex
+        self.run_id: str = worker_input.get("gaia2_run_id") or self.session_id
+        self.owner_pid = int(worker_input.get("gaia2_owner_pid") or os.getpid())
+        started = worker_input.get("gaia2_started_at")
+        self.started = _dt.datetime.fromisoformat(started) if started else _dt.datetime.now(_dt.timezone.utc)
+        # Not PYTEST_XDIST_WORKER_COUNT: a run started from inside an xdist worker inherits the outer count.
+        self.workers = int(worker_input.get("workercount") or getattr(config.option, "numprocesses", None) or 1)
+        self.base = options.base_dir(config)
+        self.notes: list[str] = []
+        self.config_secrets: dict[str, str] = {}
+        self.values = self._read_values()
+        self.output = self.path(self.values["output"])
+        self.active = self._is_active()
+        self.retries: int = self.values["retries"]
+        self.repeat: int = self.values["repeat"]
+        folder = worker_input.get("gaia2_folder")
+        self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
+        self.book = ResultBook(
+            Gate.from_options(self.values), allow_incomplete=self.values["allow_incomplete"], budget=self.budget
+        )
+        self.prepared = False
+        self.probe_keys: set[str] = set()
+        self.engines = EnginePool.of_process(
+            self.values["engine"],
+            worker_input,
+            workers=self.workers,
+            run_id=self.session_id,
+            worker=self.worker,
+            distributed=bool(getattr(config.option, "numprocesses", None)),
+            owner_pid=self.owner_pid,
+        )
+        self._image_id: str | None = None
+        if self.active:
+            self.notes.extend([*self.settings.warnings, *self.engines.notes()])
+            if not self.values["preflight_only"]:
+                settings_mod.validate(self.settings)
+                self.items()  # discovery and selection problems surface at start-up
+
+    # -- configuration ---------------------------------------------------------------------
+
+    @cached_property
+    def settings(self) -> settings_mod.RunSettings:
+        """Resolved on first use: a run that collects no scenario never reads .env."""
+        from pytest_gaia2.reference import build
+
+        return settings_mod.RunSettings.from_options(
+            self.values,
+            rootdir=self.base,
+            environ={**os.environ, **self.config_secrets},
+            reference_image=build.image_name(),
+        )
+
+    @cached_property
+    def redactor(self) -> Redactor:
+        return Redactor(self.settings.secret_values() if self.active else ())
+
+    def path(self, raw: str | Path) -> Path:
+        """A path option's value; relative ones are relative to where pytest was started."""
+        path = Path(os.path.expanduser(str(raw)))
+        return path if path.is_absolute() else self.base / path
+
+    def _read_values(self) -> dict[str, Any]:
+        config_file = options.config_file(self.config)
+        toml: dict[str, Any] = {}
+        if config_file:
+            from pytest_gaia2.config import upstream_config
+
+            loaded = upstream_config.load(self.path(config_file), os.environ)
+            toml = dict(loaded.options)
+            self.notes.extend(loaded.notes)
+            self.config_secrets = loaded.secret_environ()
+        return options.read(self.config, toml)
+
+    def _is_active(self) -> bool:
+        """Scenarios are collected when asked for, or by default when no test paths were given."""
+        if self.values["scenarios"] or self.values["dataset"]:
+            return True
+        return not options.explicit_test_paths(self.config) and (self.base / "scenarios").is_dir()
+
+    def _roots(self) -> list[Path]:
+        if self.values["dataset"]:
+            from pytest_gaia2.plan import dataset
+
+            return dataset.materialise(self.values["dataset"], splits.split_names(self.values["splits"]))
+        return [self.path(raw) for raw in self.values["scenarios"]] or [self.base / "scenarios"]
+
+    # -- the plan ----------------------------------------------------------------------------
+
+    @cached_property
+    def discovered(self) -> tuple[list[Scenario], list[ScenarioError]]:
+        """Every scenario file found: discovered once, on the controller (or the only process);
+        xdist workers get the controller's result through ``workerinput``."""
+        from pytest_gaia2.plan import scenarios
+
+        shipment = (getattr(self.config, "workerinput", None) or {}).get("gaia2_discovered")
+        if shipment is not None:
+            return scenarios.unshipped(shipment)
+        return scenarios.discover(self._roots(), index_path=scenarios.index_path())
+
+    @cached_property
+    def _items(self) -> list[plan_mod.PlannedItem]:
+        scenarios, errors = self.discovered
+        chosen = plan_mod.filtered(scenarios, self.values, self.path)
+        self.notes.extend(chosen.notes)
+        return plan_mod.build(
+            chosen.scenarios, errors, repeats=self.repeat, limits=self.settings.limits, attempts=self.retries + 1
+        )
+
+    def items(self) -> list[plan_mod.PlannedItem]:
+        """Every item to collect, identical on every worker: the same files, order and filters."""
+        return self._items if self.active else []
+
+    def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
+        """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left."""
+        return plan_mod.narrow(
+            planned,
+            sample=self.values["sample"],
+            seed=self.values["seed"],
+            first_n=self.values["first_n"],
+            shard=self.values["shard"],
+        )
+
+    def choose_probe(self, items: list[plan_mod.PlannedItem]) -> set[str]:
+        """The --gaia2-probe scenarios among what will run: the same on every worker and the controller."""
+        self.probe_keys = probe.choose(items, self.values["probe"], self.values["seed"])
+        return self.probe_keys
+
+    def header_lines(self) -> list[str]:
+        if not self.active:
+            return []
+        found = sum(1 for item in self.items() if item.scenario and item.repeat == 1)
+        broken = sum(1 for item in self.items() if item.error)
+        lines = [
+            f"gaia2: session {self.session_id[:8]}, image {self.settings.image}, {found} scenarios found"
+            f"{f' ({broken} files cannot run)' if broken else ''}, network {self.settings.network}, "
+            f"output {self.output}"
+        ]
+        notes = [*self.notes, *([selection.FIRST_N_WARNING] if self.values["first_n"] else [])]
+        return [printable(self.redactor.redact(line)) for line in lines + [f"gaia2: {note}" for note in notes]]
+
+    def worker_input(self, worker: str) -> dict[str, Any]:
+        from pytest_gaia2.plan.scenarios import shipped
+
+        return {
+            "gaia2_session_id": self.session_id,
+            "gaia2_run_id": self.run_id,
+            "gaia2_owner_pid": self.owner_pid,
+            "gaia2_started_at": self.started.isoformat(),
+            "gaia2_folder": str(self.folder.path) if self.folder else "",
+            **self.engines.handover(worker),
+            "gaia2_discovered": shipped(*self.discovered) if self.active else None,
+        }
+
+    # -- once per run, on the controller -----------------------------------------------------
+
+    def begin(self) -> None:
+        """Masked logs everywhere; the run folder's place decided (created only once items exist)."""
+        if not self.active:
+            return
+        redact.install(self.redactor)  # every file the store writes is masked with it (close uninstalls)
+        log_filter = RedactingFilter(self.redactor)
+        logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
+        for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler"):
+            handler = getattr(logging_plugin, name, None)
+            if isinstance(handler, logging.Handler):
+                handler.addFilter(log_filter)
+        if self.is_worker or self.values["preflight_only"] or self.config.option.collectonly:
+            return
+        resume = self.values["resume"]
+        try:
+            if resume:
+                self.folder = store.RunFolder.find(self.output, None if resume is True else self.path(resume))
+                stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
+                self.run_id = str(stored.get("run_id") or self.session_id)
+            else:
+                self.folder = store.RunFolder(self.output / store.run_folder_name(self.run_id, self.started))
+        except store.StoreError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.book.folder = self.folder
+
+    def engine(self) -> Engine:
+        return self.engines.engine()
+
+    def prepare(self, planned: list[str], collect_only: bool = False) -> None:
+        """Pre-flight, the run folder and its lock: once, before any container, on the controller.
+
+        A failure ends the run with one message instead of one error per test.
+        """
+        if self.prepared or self.is_worker or collect_only or not (planned or self.values["preflight_only"]):
+            return
+        self.prepared = True
+        self.book.planned = planned
+        if self.values["probe"]:
+            chosen = set(planned)
+            self.choose_probe([item for item in self.items() if item.key in chosen])
+        from pytest_gaia2.engine.client import EngineError
+        from pytest_gaia2.plan.scenarios import cache_dir
+        from pytest_gaia2.run import preflight
+
+        try:
+            outcome = preflight.check(
+                self.engines, self.settings, preflight_only=self.values["preflight_only"], cache_dir=cache_dir()
+            )
+        except (EngineError, preflight.PreflightError) as exc:
+            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
+        self._image_id = outcome.image_id
+        write = self._writer()
+        if self.values["preflight_only"]:
+            for line in outcome.lines:
+                write(printable(self.redactor.redact(line)))
+            pytest.exit("pytest-gaia2: pre-flight only", returncode=0 if outcome.ok else 1)
+        try:
+            self._open_folder(outcome.facts, planned)
+        except store.StoreError as exc:
+            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
+        for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
+            write(self.redactor.redact(f"gaia2: {line}"))
+        scenarios = len({key.split("/run_")[0] for key in planned})
+        if self.values["sample"] and scenarios < self.values["sample"]:
+            write(
+                f"gaia2: --gaia2-sample {self.values['sample']}: only {scenarios} scenarios to choose from "
+                "after -k/-m, running all of them"
+            )
+        shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
+        write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
+
+    def _writer(self) -> Callable[[str], None]:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        return reporter.write_line if reporter else print
+
+    def _open_folder(self, facts: dict[str, Any], planned: list[str]) -> None:
+        """Create (or check and lock, when resuming) the run folder and write what it ran with."""
+        assert self.folder is not None
+        holder = {"session_id": self.session_id, "started_at": self.started.isoformat(timespec="seconds")}
+        if self.values["resume"]:
+            self.folder.lock(holder)
+            self._check_resume()
+            for problem in Ledger(self.folder.path).read().problems:  # once, on the controller
+                self._writer()(self.redactor.redact(f"gaia2: warning: spend ledger: {problem}"))
+        else:
+            self.folder = self.book.folder = store.RunFolder.create(self.output, self.run_id, self.started)
+            self.folder.lock(holder)
+            store.write_json(self.folder.file(store.RUN_CONFIG_FILE), self._run_config(facts, planned))
+        store.append_jsonl(
+            self.folder.file(store.SESSIONS_FILE),
+            self.redactor.redact_obj(
+                {
+                    **holder,
+                    "command": provenance.command(self.config),
+                    "planned": len(planned),
+                    "provenance": self.provenance(),
+                }
+            ),
+        )
+        chosen = [item.scenario for item in self.items() if item.scenario and item.key in set(planned)]
+        if chosen:
+            selection.write_manifest(self.folder.file(store.MANIFEST_FILE), [(s.split, s.scenario_id) for s in chosen])
+
+    def _check_resume(self) -> None:
+        """Refuse (or warn about) continuing a run made with other provenance or changed files."""
+        assert self.folder is not None
+        stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
+        hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario}
+        differences = provenance.differences(stored, self.provenance(), self.folder.records(), hashes)
+        if not differences:
+            return
+        text = f"--gaia2-resume: {self.folder.path} was run with other settings: " + "; ".join(differences)
+        if self.values["resume_mismatch"] != "warn":
+            self.folder.unlock()
+            pytest.exit(
+                self.redactor.redact(f"{text} (use --gaia2-resume-mismatch=warn to continue anyway)"),
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )
+        self._writer()(self.redactor.redact(f"gaia2: warning: {text}"))
+
+    def provenance(self) -> dict[str, Any]:
+        return provenance.of_session(
+            self.settings,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            image_id=self.image_id(),
+            shard=str(self.values["shard"]) if self.values["shard"] else None,
+        )
+
+    def _run_config(self, facts: dict[str, Any], planned: list[str]) -> dict[str, Any]:
+        roots = self._roots()
+        data = provenance.run_config(
+            self.settings,
+            self.values,
+            command=provenance.command(self.config),
+            started=self.started,
+            workers=self.workers,
+            planned=planned,
+            session=self.provenance(),
+            dataset=self.values["dataset"] or (str(roots[0]) if len(roots) == 1 else None),
+            markexpr=self.config.option.markexpr or None,
+            keyword=self.config.option.keyword or None,
+        )
+        return self.redactor.redact_obj({**data, **facts})
+
+    # -- the items' runs ---------------------------------------------------------------------
+
+    def image_id(self) -> str | None:
+        if self._image_id is None:
+            self._image_id = self.engine().image_id(self.settings.image)
+        return self._image_id
+
+    @cached_property
+    def runner(self) -> ScenarioRunner:
+        """Made on first use, once pre-flight has settled the run folder and the image id."""
+        return ScenarioRunner(
+            self.engine(),
+            self.settings,
+            self.redactor,
+            self.folder,
+            self.provenance(),
+            retries=self.retries,
+            session_id=self.session_id,
+            worker=self.worker,
+            workers=self.workers,
+            budget=self.budget,
+            only=self.probe_keys if self.values["probe_only"] else None,
+            price_file=self.path(self.values["price_file"]) if self.values["price_file"] else None,
+        )
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(halt=self.values["budget_halt"], cap=self.values["budget_cap"])
+
+    # -- the end of the run ------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """On the controller: each final report's record becomes one results.jsonl line."""
+        data = getattr(report, "gaia2_record", None)
+        if data is None or report.outcome == "rerun" or self.is_worker:
+            return
+        try:
+            notices = self.book.add(AttemptRecord.from_json(data), probe_keys=self.probe_keys, workers=self.workers)
+        except store.StoreError as exc:
+            notices = [f"gaia2: {exc}"]
+        for notice in notices:
+            self._writer()(self.redactor.redact(notice))
+
+    def summary_lines(self) -> list[str]:
+        if self.is_worker or not self.active or self.config.option.collectonly:
+            return []
+        if not self.book.records:
+            return ["gaia2: no scenario ran"]
+        return [self.redactor.redact(line) for line in self.book.lines()]
+
+    def finish(self, exitstatus: int) -> int | None:
+        """Write results.jsonl, summary.json and the run's pages, remove what is left of the
+        session, and let the gate decide the exit status.
+
+        The files come first and are held against a further signal, and the sweep never raises
+        out: a double Ctrl-C or an engine failure in the sweep still leaves the run's summary.
+        An interrupted run first lets its xdist workers finish the records of the attempts they
+        were running, so every scenario in flight gets its line."""
+        if self.is_worker or not self.prepared:
+            self._sweep()
+            return None
+        try:
+            if exitstatus == pytest.ExitCode.INTERRUPTED and self.config.pluginmanager.has_plugin("dsession"):
+                self._wait_for_workers()
+            return self._write_run_files(exitstatus)
+        finally:
+            self._sweep()
+
+    def _write_run_files(self, exitstatus: int) -> int | None:
+        from pytest_gaia2.run import interrupts
+
+        with interrupts.held():
+            self._recover()
+            if not self.book.records:
+                return None
+            extra = {
+                "run_id": self.run_id,
+                "session_id": self.session_id,
+                "plugin_version": PLUGIN_VERSION,
+                "probe": self.book.projection.to_json() if self.book.projection else None,
+            }
+            try:
+                decision = self.book.write(extra)
+            except store.StoreError as exc:
+                self._writer()(f"gaia2: {exc}; the records already written are kept")
+                return pytest.ExitCode.INTERNAL_ERROR
+            if self.folder is not None:
+                from pytest_gaia2.report.pages import write_run_pages
+
+                allure = getattr(self.config.option, "allure_report_dir", None)
+                write_run_pages(
+                    self.folder.path,
+                    report=self.values["report"],
+                    write=self._writer(),
+                    alluredir=self.config.invocation_params.dir / allure if allure else None,
+                )
+        if decision is None or exitstatus in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+            pytest.ExitCode.USAGE_ERROR,
+        ):
+            return None
+        return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
+
+    def _wait_for_workers(self) -> None:
+        """Until no attempt of any worker is in flight (an attempt leaves the progress board once
+        its result.json is written), at most WORKER_WIND_DOWN seconds (a killed worker's entry stays)."""
+        from pytest_gaia2.store.phases import running
+
+        deadline = time.monotonic() + WORKER_WIND_DOWN
+        while self.folder is not None and running(self.folder.path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def _recover(self) -> None:
+        """Records this session wrote that never reached the controller (Ctrl-C mid-item, a killed worker)."""
+        index = {item.key: item for item in self.items()}
+        for key in self.book.planned:
+            item = index.get(key)
+            if key in self.book.records or item is None or item.scenario is None or self.folder is None:
+                continue
+            record = self.folder.last_record(scenario_dir(self.folder, item))
+            if record is not None and record.session_id == self.session_id:
+                self.book.add(record)
+
+    def _sweep(self) -> None:
+        """Remove what is left of the session; a failure is one warning line, never raised."""
+        try:
+            if self.engines.connected or (self.prepared and not self.is_worker):
+                self.remove_worker_containers(self.worker if self.is_worker else None)
+        except Exception as exc:  # noqa: BLE001 - the run's files are written; the reaper of the next run removes the rest
+            self._writer()(
+                self.redactor.redact(
+                    f"gaia2: warning: the session's containers could not all be removed ({type(exc).__name__}: "
+                    f"{str(exc)[:200]}); the next run removes them once they are {self.values['reap_grace']:g} s old"
+                )
+            )
+
+    def remove_worker_containers(self, worker: str | None) -> None:
+        """A worker that died (even by SIGKILL) leaves no container behind, on any engine; None: the whole run's."""
+        self.engines.remove_run(worker=worker)
+
+    def close(self) -> None:
+        if self.folder is not None and not self.is_worker:
+            self.folder.unlock()
+        self.engines.close()
+        if "redactor" in self.__dict__:
+            redact.uninstall(self.redactor)

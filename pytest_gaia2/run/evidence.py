@@ -1,0 +1,142 @@
+"""What a container left, read back with bounds, and the result tests receive.
+
+The container wrote these files, so none is trusted: each read is capped, a malformed line
+is skipped, and a file that cannot be read counts as absent. :class:`Evidence` is what the
+collected files say about the verdict; :class:`ScenarioResult` is what the fixtures hand to
+tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.limits import STATUS_MAX_BYTES
+from pytest_gaia2.store.record import AttemptRecord
+from pytest_gaia2.store.safejson import JsonReadError, loads_bounded, read_json_file
+
+if TYPE_CHECKING:
+    from pytest_gaia2.engine.container import Container
+
+STATUS_FILE = f"{store.STATE_DIR}/daemon_status.json"
+
+"""daemon_status.json and judgment lines are small; a bigger one is not the contract."""
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """What an attempt produced: its record and its folder (what the fixtures hand to tests)."""
+
+    record: AttemptRecord
+    folder: Path
+
+    @property
+    def passed(self) -> bool:
+        return self.record.outcome == "passed"
+
+    @property
+    def failed(self) -> bool:
+        return self.record.outcome == "failed"
+
+    @property
+    def errored(self) -> bool:
+        return self.record.outcome == "error"
+
+    @property
+    def message(self) -> str:
+        return self.record.message
+
+    @property
+    def daemon_status(self) -> dict[str, Any] | None:
+        return self.record.daemon_status
+
+    @property
+    def agent_response(self) -> str:
+        return self.record.agent_response
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The events.jsonl lines the attempt left (agent actions, ENV events, turn boundaries)."""
+        return store.read_jsonl(self.folder / "events.jsonl")
+
+    @property
+    def judgments(self) -> list[dict[str, Any]]:
+        return store.read_jsonl(self.folder / "daemon_judgments.jsonl")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the collected files say about the verdict and the agent's work."""
+
+    status_file: dict[str, Any] | None
+    """daemon_status.json: the daemon's own record of its last status."""
+    last_judgment: bool | None
+    """``success`` of the last line of daemon_judgments.jsonl."""
+    num_agent_events: int
+    last_response: str
+
+    @classmethod
+    def read(cls, folder: Path) -> Evidence:
+        try:
+            status_file = read_json_file(folder / "daemon_status.json", max_bytes=STATUS_MAX_BYTES)
+        except JsonReadError:
+            status_file = None
+        last = last_json_line(folder / "daemon_judgments.jsonl")
+        judged = last.get("success") if isinstance(last, dict) else None
+        count, response = scan_events(folder / "events.jsonl")
+        return cls(
+            status_file if isinstance(status_file, dict) else None,
+            judged if isinstance(judged, bool) else None,
+            count,
+            response,
+        )
+
+
+def status_in_container(container: Container) -> dict[str, Any] | None:
+    """daemon_status.json read inside a running container, for when /status stops answering."""
+    raw, _ = container.read_file(STATUS_FILE, max_bytes=STATUS_MAX_BYTES)
+    if raw is None:
+        return None
+    try:
+        value = loads_bounded(raw, max_bytes=STATUS_MAX_BYTES)
+    except JsonReadError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int, str]:
+    """gaia2-runner's ``num_agent_events`` (every parseable line of events.jsonl) and the
+    content of the last turn boundary the agent wrote, in one streamed pass."""
+    count, response = 0, ""
+    for event in store.json_lines(path, max_line_bytes):
+        count += 1
+        if (
+            isinstance(event, dict)
+            and event.get("app") == "AgentUserInterface"
+            and event.get("fn") == "send_message_to_user"
+        ):
+            args = event.get("args")
+            if isinstance(args, dict) and args.get("content") is not None:
+                response = str(args["content"])
+    return count, response
+
+
+def last_json_line(path: Path, window: int = STATUS_MAX_BYTES) -> Any:
+    """The last complete JSON line of a file, reading only its end."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - window))
+            tail = handle.read()
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        if line.strip():
+            try:
+                return loads_bounded(line, max_bytes=window)
+            except JsonReadError:
+                return None
+    return None

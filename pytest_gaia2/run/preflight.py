@@ -1,0 +1,266 @@
+"""Checks before the first container: engine, orphans, settings, URLs, image, line endings, endpoint.
+
+Run once per run on the controller. A check that makes every scenario fail stops the run
+with one message; a check that only might matter (the model endpoint) warns. Checks that
+only depend on the image's content are remembered per image id, so an unchanged image
+costs no helper container on the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from filelock import FileLock
+
+from pytest_gaia2.config import container_env
+from pytest_gaia2.config import settings as settings_mod
+from pytest_gaia2.engine.client import pid_alive
+from pytest_gaia2.engine.errors import EngineError
+from pytest_gaia2.engine.spec import plain_host
+
+if TYPE_CHECKING:
+    from pytest_gaia2.config.settings import RunSettings
+    from pytest_gaia2.engine.client import Engine
+    from pytest_gaia2.engine.pool import EnginePool
+
+ENDPOINT_CHECK_SECONDS = 5
+REAPED_SHOWN = 5  # container names in the one-line reaping report
+IMAGE_BUILD_LOCK = Path(tempfile.gettempdir()) / "pytest-gaia2-image-build.lock"
+"""Serialises builds of the reference image (and images derived from it) on this machine."""
+SCRIPTS_DIR = "/opt"
+SCRIPTS_MAX_BYTES = 16 << 20
+"""The image's shell scripts read for the line-ending check, at most (a cap, not a size seen)."""
+IMAGE_CHECKS_FILE = "image-checks-v1.json"
+"""Per image id, the result of the checks on its content; the version changes with the checks."""
+IMAGE_CHECKS_KEPT = 32
+
+
+class PreflightError(Exception):
+    """A problem that would make every scenario fail; the message says how to fix it."""
+
+
+@dataclass
+class Outcome:
+    ok: bool = True
+    image_id: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def check(self, ok: bool, what: str, *fixes: str) -> None:
+        """One report line; a failed check gets one ``fix:`` line per thing to fix."""
+        self.ok &= ok
+        self.lines.append(f"  [{'ok' if ok else 'FAIL'}] {what}")
+        if not ok:
+            self.lines.extend(f"         fix: {fix}" for fix in fixes)
+
+    def note(self, what: str) -> None:
+        """Something the run did that the user should hear about in every run, not only pre-flight."""
+        self.notes.append(what)
+        self.lines.append(f"  [ok] {what}")
+
+    def warn(self, what: str) -> None:
+        self.warnings.append(what)
+        self.lines.append(f"  [warn] {what}")
+
+
+def _endpoint(option: str, url: str) -> tuple[str, int]:
+    """``(host, port)`` of a model base URL, or a PreflightError naming the option.
+
+    The host is passed to a probe container and into every scenario container, so only
+    plain names and addresses pass (no quotes, ``$``, spaces or backticks). Messages never
+    repeat the whole URL: it may carry a key in its query or user part.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise PreflightError(f"{option}: not a URL with a host and a port from 0 to 65535") from None
+    if parts.scheme not in ("http", "https"):
+        raise PreflightError(f"{option}: the scheme must be http or https, not {parts.scheme!r}")
+    host = parts.hostname or ""
+    if not host:
+        raise PreflightError(f"{option}: the URL has no host")
+    if not plain_host(host):
+        raise PreflightError(f"{option}: {host!r} is not a host name or IP address")
+    return host, port or (443 if parts.scheme == "https" else 80)
+
+
+def _image(engine: Engine, settings: RunSettings) -> str:
+    """The image id; the reference image is built once per machine under a file lock."""
+    if settings.is_reference:
+        from pytest_gaia2.reference import build
+
+        with FileLock(str(IMAGE_BUILD_LOCK)):
+            try:
+                return build.ensure_image(engine.client, settings.image, log=lambda line: None)
+            except build.ImageBuildError as exc:
+                raise PreflightError(f"the reference image {settings.image} could not be built: {exc}") from None
+    image_id = engine.image_id(settings.image)
+    if image_id is None:
+        raise PreflightError(
+            f"image {settings.image!r} is not on the engine at {engine.address}; build or pull it "
+            f"(e.g. `make -C gaia2-cli build` upstream, or `docker pull {settings.image}`)"
+        )
+    return image_id
+
+
+def _image_checks(engine: Engine, image_id: str, cache_dir: Path) -> dict[str, Any]:
+    """What the image's content says (today: shell scripts under /opt with CRLF line endings,
+    which break the entrypoint), from the cache or from one helper container of that very id."""
+    path = cache_dir / IMAGE_CHECKS_FILE
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cached = {}
+    if not isinstance(cached, dict):
+        cached = {}
+    entry = cached.get(image_id)
+    if isinstance(entry, dict) and isinstance(entry.get("crlf_scripts"), list):
+        return entry
+    scripts = engine.image_files(
+        image_id, SCRIPTS_DIR, max_total_bytes=SCRIPTS_MAX_BYTES, select=lambda name: name.endswith(".sh")
+    )
+    found = {"crlf_scripts": sorted(name for name, content in scripts.items() if b"\r\n" in content)}
+    kept = dict(list(cached.items())[-(IMAGE_CHECKS_KEPT - 1) :])
+    kept[image_id] = found
+    try:  # a cache that cannot be written only costs the next run a helper container
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temp.write_text(json.dumps(kept, indent=1), encoding="utf-8")
+        os.replace(temp, path)
+    except OSError:
+        pass
+    return found
+
+
+def _spread_image(engines: list[Engine], settings: RunSettings, outcome: Outcome) -> str:
+    """The image's id on the first engine (built there when it is the reference image; else taken
+    from an engine that has it), copied to every engine where it is missing or, for the reference
+    image, outdated. A user's image that differs between engines is refused: which would run?"""
+    ids = [
+        None if settings.is_reference and index else engine.image_id(settings.image)
+        for index, engine in enumerate(engines)
+    ]
+    found = dict.fromkeys(image_id for image_id in ids if image_id)
+    if settings.is_reference or not found:
+        image_id = _image(engines[0], settings)  # builds the reference image; else names the first engine
+    elif len(found) > 1:
+        raise PreflightError(
+            f"image {settings.image!r} differs between the engines: "
+            + ", ".join(
+                f"{engine.address} has {image_id[:19]}"
+                for engine, image_id in zip(engines, ids, strict=False)
+                if image_id
+            )
+        )
+    else:
+        image_id = next(iter(found))
+    source = engines[ids.index(image_id)] if image_id in ids else engines[0]
+    for engine in engines:
+        if engine is source or engine.image_id(settings.image) == image_id:
+            continue
+        started = time.monotonic()
+        try:
+            copied = engine.load_from(source, settings.image)
+        except EngineError as exc:
+            raise PreflightError(str(exc)) from None
+        if copied != image_id:
+            raise PreflightError(
+                f"{settings.image!r} copied to {engine.address} has id {copied[:19] or 'none'}, not {image_id[:19]}"
+            )
+        outcome.note(
+            f"copied image {settings.image} from {source.address} to {engine.address} "
+            f"({time.monotonic() - started:.1f} s)"
+        )
+    return image_id
+
+
+def check(pool: EnginePool, settings: RunSettings, *, preflight_only: bool, cache_dir: Path) -> Outcome:
+    """Every check, in the order a user would fix them; raises on the first fatal one, except
+    with ``preflight_only``, which reports a bad URL or a missing image like any failed check.
+    Per engine: it answers, its orphans are reaped, the image is there (copied when missing), the
+    model endpoints are reachable from it; the rest is checked once."""
+    outcome = Outcome()
+    outcome.lines.append("gaia2 pre-flight:")
+    engines = pool.engines()  # raises EngineError with the fix
+    for engine in engines:
+        version = engine.version()
+        outcome.facts.setdefault(
+            "engine",
+            {
+                "address": engine.address,
+                "version": version.get("Version"),
+                "os": version.get("Os"),
+                "arch": version.get("Arch"),
+            },
+        )
+        outcome.check(
+            True,
+            f"engine answers: {engine.address} (version {version.get('Version')}, "
+            f"adapter reached through {engine.reach})",
+        )
+        reaped = engine.reap_orphans(settings.limits.reap_grace, pid_alive)
+        if reaped:
+            shown = ", ".join(reaped[:REAPED_SHOWN]) + (", ..." if len(reaped) > REAPED_SHOWN else "")
+            outcome.note(
+                f"removed {len(reaped)} container(s) left by earlier runs whose process is gone"
+                f"{f' on {engine.address}' if len(engines) > 1 else ''}: {shown}"
+            )
+    if len(pool.given) > 1:
+        outcome.facts["engines"] = pool.facts()
+    problems = settings_mod.problems(settings)
+    outcome.check(not problems, f"settings complete for the image's profile ({settings.profile.name})", *problems)
+    endpoints: list[tuple[str, int]] = []
+    for option, url in (("--gaia2-base-url", settings.base_url), ("--gaia2-judge-base-url", settings.judge_base_url)):
+        if not url:
+            continue
+        try:
+            endpoints.append(_endpoint(option, url))
+        except PreflightError as exc:
+            if not preflight_only:
+                raise
+            outcome.check(False, f"{option} is a valid http(s) URL", str(exc))
+    try:
+        outcome.image_id = _spread_image(engines, settings, outcome)
+    except PreflightError as exc:
+        if not preflight_only:
+            raise
+        outcome.check(False, f"image {settings.image} present", str(exc))
+        return outcome  # the remaining checks need the image
+    outcome.check(True, f"image {settings.image} present ({outcome.image_id[:19]})")
+    crlf = _image_checks(engines[0], outcome.image_id, cache_dir)["crlf_scripts"]
+    outcome.check(
+        not crlf, "entrypoint scripts have Unix line endings", f"convert to LF and rebuild the image: {', '.join(crlf)}"
+    )
+    if crlf and not preflight_only:
+        raise PreflightError(
+            f"scripts in {settings.image} have CRLF line endings: {', '.join(crlf)}; "
+            "convert them to LF and rebuild the image"
+        )
+    for engine in engines:
+        where = f" on {engine.address}" if len(engines) > 1 else ""
+        for host, port in dict.fromkeys(endpoints):
+            if engine.probe_tcp(
+                settings.image,
+                host,
+                port,
+                network=settings.network,
+                extra_hosts=container_env.extra_hosts(),
+                timeout_s=ENDPOINT_CHECK_SECONDS,
+            ):
+                outcome.check(True, f"model endpoint {host}:{port} reachable from a container{where}")
+            else:
+                outcome.warn(
+                    f"model endpoint {host}:{port} did not accept a TCP connection from a container{where} "
+                    "(is the server up? on the host, use host.docker.internal)"
+                )
+    return outcome

@@ -1,0 +1,206 @@
+"""The runs of each planned item: a stored verdict, new attempts, retries, a last-resort record.
+
+:class:`ScenarioRunner` is what the fixtures and the report hook reach through the run
+context (``context.runner``): it decides which folder an attempt writes into, whether a
+verdict already stored there is final, and how often an infrastructure error is retried.
+How one attempt is driven is :mod:`~pytest_gaia2.run.attempt`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable
+from dataclasses import replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_gaia2.cost.budget import Budget, Ledger
+from pytest_gaia2.cost.prices import PriceBook
+from pytest_gaia2.plan.items import PlannedItem
+from pytest_gaia2.run.attempt import AttemptSetup, ScenarioAttempt
+from pytest_gaia2.run.evidence import ScenarioResult
+from pytest_gaia2.run.verdict import Gaia2InfraError
+from pytest_gaia2.store.folder import RunFolder
+from pytest_gaia2.store.phases import PhaseBoard
+from pytest_gaia2.store.record import AttemptRecord, is_judged
+from pytest_gaia2.store.redact import Redactor
+
+if TYPE_CHECKING:
+    from pytest_gaia2.config.settings import RunSettings
+    from pytest_gaia2.engine.client import Engine
+
+log = logging.getLogger("pytest_gaia2")
+
+
+def scenario_dir(folder: RunFolder, item: PlannedItem) -> Path:
+    """Where the item's attempts live in the run folder."""
+    return folder.scenario_dir(item.split, item.name, item.repeat, item.repeats)
+
+
+class ScenarioRunner:
+    """The verdict of each item of one session: stored, or from attempts, retried on infrastructure errors."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: RunSettings,
+        redactor: Redactor,
+        folder: RunFolder | None,
+        provenance: dict[str, Any],
+        *,
+        retries: int,
+        session_id: str,
+        worker: str,
+        workers: int,
+        budget: Budget,
+        price_file: Path | None,
+        only: set[str] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.redactor = redactor
+        self.folder = folder
+        self.provenance = provenance
+        self.retries = retries
+        self.session_id = session_id
+        self.worker = worker
+        self.workers = workers
+        self.budget = budget
+        self.only = only
+        """With --gaia2-probe-only: the probe's keys; every other item is skipped."""
+        self.prices = PriceBook.load(price_file)
+        self.ledger = Ledger(folder.path) if folder is not None else None
+
+    def _budget_reason(self, decide: Callable[[float], str | None]) -> str | None:
+        """The budget's decision on the run's spend so far (every worker and every earlier
+        session included); with a budget set, a ledger that cannot be read stops the run
+        rather than let it spend blind."""
+        if not self.budget.limited or self.ledger is None:
+            return None
+        read = self.ledger.read()
+        if not read.complete:
+            return f"budget: {'; '.join(read.problems)}; with a budget set, the run stops here"
+        return decide(read.total)
+
+    def _cap_reason(self) -> str | None:
+        return self._budget_reason(self.budget.capped) if self.budget.cap is not None else None
+
+    @cached_property
+    def attempt_setup(self) -> AttemptSetup:
+        """Read on the first attempt: the copy-in files, and this worker's share of host ports."""
+        settings = self.settings
+        files = []
+        for src, dest in settings.files_to_copy():
+            try:
+                files.append((dest, src.read_bytes(), 0o644))
+            except OSError as exc:
+                raise Gaia2InfraError(
+                    "container_start", f"--gaia2-copy-in {src}: cannot read ({exc.strerror or type(exc).__name__})"
+                ) from None
+        leases = None
+        if settings.network == "host":
+            from pytest_gaia2.engine.ports import PortLeases, worker_slice
+
+            low, high = settings.port_range
+            index = int(self.worker[2:]) if self.worker.startswith("gw") else 0
+            leases = PortLeases(
+                Path(tempfile.gettempdir()) / "pytest-gaia2", worker_slice(low, high, index, self.workers)
+            )
+        assert self.folder is not None
+        return AttemptSetup(
+            self.engine,
+            settings,
+            settings.limits,
+            self.redactor,
+            self.provenance,
+            self.folder.path,
+            leases,
+            tuple(files),
+            prices=self.prices,
+            stop_reason=self._cap_reason,
+            board=PhaseBoard(self.folder.path, self.worker),
+        )
+
+    def stored_verdict(self, item: PlannedItem) -> ScenarioResult | None:
+        """A judged verdict already in the run folder is final: reported again, never re-run
+        (resume, --reruns, a rerun of the same item); unless its scenario file changed since."""
+        if self.folder is None or item.scenario is None:
+            return None
+        where = scenario_dir(self.folder, item)
+        record = self.folder.last_record(where)
+        if not is_judged(record) or (
+            record.scenario_sha256 and item.scenario.sha256 and record.scenario_sha256 != item.scenario.sha256
+        ):
+            return None
+        folder = self.folder.path / record.folder if record.folder else where
+        return ScenarioResult(record.reused_by(self.session_id), folder)
+
+    def new_attempt(self, item: PlannedItem) -> ScenarioAttempt:
+        assert item.scenario is not None and self.folder is not None
+        where = scenario_dir(self.folder, item)
+        number = self.folder.next_attempt(where)
+        return ScenarioAttempt(
+            self.attempt_setup,
+            item.scenario,
+            self.folder.attempt_dir(where, number),
+            repeat=item.repeat,
+            repeats=item.repeats,
+            attempt=number,
+        )
+
+    def result_for(self, item: PlannedItem, on_attempt: Callable[[ScenarioAttempt], None]) -> ScenarioResult:
+        """The item's verdict: stored, or from attempts; an infrastructure error is retried up to
+        ``--gaia2-retries`` times, each attempt in a folder of its own; a judgment never is."""
+        if self.only is not None and item.key not in self.only:
+            pytest.skip("--gaia2-probe-only: not in the probe")
+        stored = self.stored_verdict(item)
+        if stored is not None:
+            return stored
+        for remaining in reversed(range(self.retries + 1)):
+            halted = self._budget_reason(self.budget.halted)
+            if halted:
+                pytest.skip(halted)
+            attempt = self.new_attempt(item)
+            on_attempt(attempt)
+            try:
+                attempt.start()
+                result = attempt.drive()
+            except Gaia2InfraError:
+                if attempt.result is None:
+                    raise
+                result = attempt.result
+            finally:
+                attempt.remove()
+            if not result.errored or not remaining:
+                return result
+            log.warning(
+                "gaia2: %s: %s; attempt %d of %d",
+                item.key,
+                result.record.error_category,
+                attempt.attempt,
+                self.retries + 1,
+            )
+        raise AssertionError("unreachable: the last attempt returns")
+
+    def error_record(self, item: PlannedItem, category: str, message: str) -> AttemptRecord:
+        """The last resort: a record for an item that raised before any attempt wrote one."""
+        record = replace(
+            item.error_record(self.provenance),
+            error=self.redactor.redact(message),
+            error_category=category,
+            repeat=item.repeat,
+            repeats=item.repeats,
+        )
+        if self.folder is not None:
+            where = scenario_dir(self.folder, item)
+            folder = self.folder.attempt_dir(where, self.folder.next_attempt(where))
+            record = replace(record, folder=folder.relative_to(self.folder.path).as_posix())
+            self.folder.write_record(folder, record)
+            from pytest_gaia2.report.trace_page import write_trace
+
+            write_trace(folder, self.redactor.redact)
+        return record

@@ -1,0 +1,189 @@
+"""From what the judge recorded to passed / failed / error: the mapping rules, pure.
+
+The agent under test runs in the container and may forge anything the host reads, so a
+judgment counts only from the judge's own record: daemon_status.json terminal with a
+judgment, and the last line of the judgments file agreeing (:func:`reconcile`). The
+adapter's /status answer only tells the host when to look; a /status that claims another
+verdict than the record is a ``verdict_conflict``. A judgment that counts is the verdict
+whatever else went wrong, unless an exception pytest reports stopped the attempt; without
+one, the harness (not the agent) is blamed, except when the scenario ran past its declared
+duration, which upstream counts as the agent being too slow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Outcome = Literal["passed", "failed", "error"]
+
+TERMINAL_STATUSES = frozenset({"complete", "stopped", "error"})
+
+
+class Gaia2InfraError(Exception):
+    """The harness, not the agent, failed: raised in setup so pytest reports an error (Allure: broken)."""
+
+    def __init__(self, category: str, message: str) -> None:
+        self.category = category
+        self.detail = message
+        super().__init__(f"[{category}] {message}")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An infrastructure problem seen while driving the run (before the verdict is decided)."""
+
+    category: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    message: str
+    category: str | None = None
+    failure_reason: str | None = None
+
+    @property
+    def success(self) -> bool | None:
+        """Upstream's ``success``: True, False, or None for an infrastructure error."""
+        return {"passed": True, "failed": False, "error": None}[self.outcome]
+
+
+ENDPOINT_SOURCE = "/status"
+STATE_SOURCE = "daemon_status.json"
+LAST_JUDGMENT_SOURCE = "daemon_judgments.jsonl (last line)"
+
+
+def state_of(status: Mapping[str, Any] | None) -> str:
+    """The ``status`` field of a daemon status, whatever the container put there."""
+    state = status.get("status") if isinstance(status, Mapping) else None
+    return state if isinstance(state, str) else "unknown"
+
+
+def judgment_of(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The judgment a daemon status claims, if it holds a usable one (terminal or not)."""
+    if not isinstance(status, Mapping):
+        return None
+    judgment = status.get("judgment")
+    if isinstance(judgment, Mapping) and isinstance(judgment.get("success"), bool):
+        return judgment
+    return None
+
+
+def is_terminal(status: Mapping[str, Any] | None) -> bool:
+    return state_of(status) in TERMINAL_STATUSES
+
+
+def recorded_judgment(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The judgment of the judge's own record: only a terminal status carries one."""
+    return judgment_of(status) if is_terminal(status) else None
+
+
+def decide(
+    status: Mapping[str, Any] | None,
+    *,
+    timed_out: bool,
+    timeout_seconds: float,
+    duration: float | None,
+    fault: Fault | None = None,
+    conflict: Fault | None = None,
+    stop: Fault | None = None,
+) -> Verdict:
+    """The verdict for one attempt, from the judge's record (daemon_status.json) and the facts
+    of the attempt. An exception that stopped the attempt outranks everything (pytest reports
+    it, and the record must say the same); a conflict between the judgment's sources outranks
+    any judgment."""
+    for outranking in (stop, conflict):
+        if outranking is not None:
+            return Verdict("error", outranking.message, category=outranking.category)
+    judgment = recorded_judgment(status)
+    if judgment is not None:
+        if judgment["success"]:
+            return Verdict("passed", "judge: success")
+        reason = judgment.get("failure_reason")
+        reason = reason if isinstance(reason, str) and reason else "judge rejected the run (no reason given)"
+        return Verdict("failed", reason, failure_reason=reason)
+    if fault is not None:
+        return Verdict("error", fault.message, category=fault.category)
+    state = state_of(status)
+    if timed_out:
+        if duration:
+            reason = (
+                f"ran past the scenario's declared duration ({duration:g} s; timeout "
+                f"{timeout_seconds:g} s) without a judgment (last daemon status: {state})"
+            )
+            return Verdict("failed", reason, failure_reason=reason)
+        return Verdict(
+            "error",
+            f"no terminal daemon status within {timeout_seconds:g} s (last status: {state}); "
+            "see eventd.log and events.jsonl",
+            category="timeout",
+        )
+    if state == "error":
+        return Verdict(
+            "error",
+            "the in-container daemon ended with status 'error' and no judgment; see eventd.log",
+            category="daemon_error",
+        )
+    return Verdict(
+        "error",
+        f"the daemon ended with status {state!r} and no judgment; see daemon_status.json and eventd.log",
+        category="no_judgment",
+    )
+
+
+def _says(success: bool | None, absent: str) -> str:
+    return absent if success is None else ("pass" if success else "fail")
+
+
+def reconcile(
+    endpoint: Mapping[str, Any] | None, state_file: Mapping[str, Any] | None, last_line: bool | None
+) -> Fault | None:
+    """A ``verdict_conflict`` when the judgment's sources disagree, else None.
+
+    The judge's record is daemon_status.json (terminal, with a judgment). Every judgment the
+    judge makes appends a judgments line first (the reference daemon and upstream's
+    ``Judge._log_judgment`` alike), so a recorded pass needs the last line's success too; a
+    recorded rejection needs no line (a forged rejection gains an agent nothing) but must not
+    contradict one. /status is a hint: silent (no judgment, gone, malformed) it costs
+    nothing, but a judgment it claims must be the record's. Without a recorded judgment the
+    last line alone decides nothing (an earlier turn's pass while the run went on).
+    """
+    recorded = recorded_judgment(state_file)
+    on_file = recorded["success"] if recorded is not None else None
+    claimed = judgment_of(endpoint)
+    problems = []
+    if claimed is not None and claimed["success"] != on_file:
+        problems.append(f"{ENDPOINT_SOURCE} claims a {_says(claimed['success'], '')}")
+    if on_file is True and last_line is not True:
+        problems.append("a pass needs the judgments file's last line to say success too")
+    if on_file is False and last_line is True:
+        problems.append("the judgments file's last line says success")
+    if not problems:
+        return None
+    file_text = _says(on_file, f"{state_of(state_file)}, no judgment" if state_file is not None else "absent")
+    shown = (
+        f"{ENDPOINT_SOURCE}: {_says(claimed['success'] if claimed else None, 'no judgment')}, "
+        f"{STATE_SOURCE}: {file_text}, {LAST_JUDGMENT_SOURCE}: {_says(last_line, 'absent')}"
+    )
+    return Fault(
+        "verdict_conflict",
+        f"the judgment's sources disagree ({shown}): {'; '.join(problems)}; not counted as a verdict",
+    )
+
+
+def sources_of(
+    endpoint: Mapping[str, Any] | None, state_file: Mapping[str, Any] | None, last_line: bool | None
+) -> dict[str, Any]:
+    """What each source said, for result.json's ``verdict_sources``: a status source's
+    judgment, or ``{"status": ...}`` when it holds none, or null when absent."""
+
+    def said(status: Mapping[str, Any] | None) -> Any:
+        if status is None:
+            return None
+        judgment = judgment_of(status)
+        return dict(judgment) if judgment is not None else {"status": state_of(status)}
+
+    return {ENDPOINT_SOURCE: said(endpoint), STATE_SOURCE: said(state_file), LAST_JUDGMENT_SOURCE: last_line}

@@ -1,0 +1,5 @@
+"""The results store and the typed record: run folders, atomic masked writes, bounded JSON readers, names, limits, redaction, phases, the version.
+
+May import: nothing of the package: it is the floor.
+Every write's final bytes are masked here.
+"""

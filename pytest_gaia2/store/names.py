@@ -1,0 +1,51 @@
+"""Which names may become a folder of the results store on every system users run it on.
+
+Scenario ids and split names become path components (``<run>/<split>/<id>/``), and a run
+folder is read on Linux, macOS and Windows (Docker Desktop). A name is accepted only when
+it is the same, valid and distinct folder everywhere: ASCII letters, digits, ``_``, ``.``
+and ``-``; no leading dot or dash; no trailing dot (Windows drops it: ``a.`` is ``a``); not
+one of Windows' device names (``CON``, ``nul``, ``COM1``, ``aux.txt``: the part before the
+first dot is what Windows reserves, in any case). Case-insensitive file systems (NTFS,
+APFS) fold case, so names are told apart by :func:`folder_key`, never by their spelling.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_PART = 128
+"""Characters in one path component: far under NAME_MAX (255 bytes) on every system."""
+
+_ALLOWED = re.compile(r"[A-Za-z0-9_.-]+")
+_DEVICE = re.compile(r"(CON|PRN|AUX|NUL|COM[0-9]|LPT[0-9])", re.IGNORECASE)
+RULES = (
+    "letters, digits, '_', '.', '-'; no leading '.' or '-', no trailing '.'; "
+    "not a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9, with any extension)"
+)
+"""The rules in one line, for messages."""
+
+
+def _shown(name: str) -> str:
+    text = repr(name)
+    return text if len(text) <= 50 else f"{text[:50]}..."
+
+
+def problem(name: str, limit: int = MAX_PART) -> str | None:
+    """Why ``name`` cannot be a folder on Linux, macOS and Windows alike, or None when it can."""
+    shown = _shown(name)
+    if len(name) > limit:
+        return f"{shown} is {len(name)} characters long, more than the {limit} allowed"
+    if not _ALLOWED.fullmatch(name):
+        return f"{shown} may only hold letters, digits, '_', '.' and '-'"
+    if name[0] in ".-":
+        return f"{shown} starts with {name[0]!r} (hidden names, '.', '..' and option-like names cannot name a folder)"
+    if name.endswith("."):
+        return f"{shown} ends with '.', which Windows drops (it would name the same folder as {name.rstrip('.')!r})"
+    if _DEVICE.fullmatch(name.split(".", 1)[0]):
+        return f"{shown} is a Windows device name ({name.split('.', 1)[0].upper()}): no folder can have it there"
+    return None
+
+
+def folder_key(name: str) -> str:
+    """What a case-insensitive file system compares: two names with one key share one folder."""
+    return name.casefold()

@@ -1,0 +1,72 @@
+"""Where each running scenario is, for the live status: one small JSON file per process.
+
+An attempt says its phase (starting, healthy, turn k of n, judging, collecting) as it moves;
+the process that runs it rewrites ``<run>/progress.<worker>.json`` atomically, and the
+controller reads every worker's file to show what is running. Files rather than xdist
+messages: workers have no channel to the controller between test reports, and a six-hour
+run needs to show a scenario that has been on turn 3 for twenty minutes.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pytest_gaia2.store import folder as store
+
+BOARD_GLOB = "progress.*.json"
+
+
+class PhaseBoard:
+    """This process's running scenarios and their phases."""
+
+    def __init__(self, run_root: Path, worker: str) -> None:
+        self.path = store.inside(run_root, f"progress.{store.safe_part(worker)}.json")
+        self.worker = worker
+        self.running: dict[str, dict[str, Any]] = {}
+
+    def set(self, key: str, phase: str, *, attempt: int) -> None:
+        """Record a phase change (a repeated phase rewrites nothing)."""
+        entry = self.running.get(key)
+        if entry is not None and entry["phase"] == phase and entry["attempt"] == attempt:
+            return
+        now = time.time()
+        started = entry["started"] if entry is not None else now
+        self.running[key] = {
+            "key": key,
+            "worker": self.worker,
+            "phase": phase,
+            "attempt": attempt,
+            "started": started,
+            "phase_started": now,
+        }
+        self._write()
+
+    def clear(self, key: str) -> None:
+        if self.running.pop(key, None) is not None:
+            self._write()
+
+    def _write(self) -> None:
+        try:
+            store.write_json(self.path, {"worker": self.worker, "running": list(self.running.values())})
+        except OSError:
+            pass  # the live status is a view: a full disk must not cost the scenario its verdict
+
+
+def running(run_root: Path) -> list[dict[str, Any]]:
+    """Every worker's running scenarios, oldest first."""
+    entries: list[dict[str, Any]] = []
+    for path in sorted(run_root.glob(BOARD_GLOB)):
+        data = store.read_json(path, max_bytes=1 << 20)
+        if isinstance(data, dict) and isinstance(data.get("running"), list):
+            entries += [entry for entry in data["running"] if isinstance(entry, dict) and "key" in entry]
+    return sorted(entries, key=lambda entry: entry.get("started", 0))
+
+
+def phase_of(status: dict[str, Any]) -> str:
+    """The live status's name for where a polled scenario is: ``turn 2 of 3`` while running."""
+    turn, turns = status.get("turn"), status.get("nb_turns")
+    if status.get("status") == "running" and isinstance(turn, int) and isinstance(turns, int) and turns > 0:
+        return f"turn {min(turn + 1, turns)} of {turns}"
+    return str(status.get("status") or "waiting")[:40]

@@ -164,7 +164,7 @@ def compare(a: Arm, b: Arm, matched: Sequence[Key]) -> Comparison:
 
 
 @dataclass(frozen=True)
-class Report:
+class ComparedRuns:
     """Everything the command says, in the order the Markdown says it."""
 
     arms: tuple[Arm, ...]
@@ -181,7 +181,7 @@ class Report:
         return any(key[2] > 1 for key in self.matched)
 
 
-def build(arms: Sequence[Arm], points: float | None) -> Report:
+def build(arms: Sequence[Arm], points: float | None) -> ComparedRuns:
     every = {key for arm in arms for key in arm.outcomes}
     matched = tuple(
         sorted(
@@ -203,7 +203,7 @@ def build(arms: Sequence[Arm], points: float | None) -> Report:
         if points is not None and c.strict.delta is not None and c.strict.delta * 100 < -points - 1e-9
     )
     warnings = provenance_warnings([(arm.label, arm.records) for arm in arms])
-    return Report(tuple(arms), tuple(warnings), matched, missing, comparisons, patterns, worse, points)
+    return ComparedRuns(tuple(arms), tuple(warnings), matched, missing, comparisons, patterns, worse, points)
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -261,7 +261,7 @@ def _arm_row(arm: Arm) -> str:
     )
 
 
-def markdown(result: Report) -> str:
+def markdown(result: ComparedRuns) -> str:
     lines = [
         "# pytest-gaia2 compare",
         "",
@@ -303,7 +303,7 @@ def markdown(result: Report) -> str:
     return "\n".join(lines)
 
 
-def to_json(result: Report) -> dict[str, Any]:
+def to_json(result: ComparedRuns) -> dict[str, Any]:
     return {
         "definitions": {
             "strict": STRICT_RULE,

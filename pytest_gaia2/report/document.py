@@ -42,7 +42,7 @@ ALLURE_NAME = "gaia2 run report"
 
 
 @dataclass(frozen=True)
-class Report:
+class RunReport:
     """What the templates show about one run folder."""
 
     name: str
@@ -102,7 +102,7 @@ def app_breakdown(
     )
 
 
-def build(folder: store.RunFolder, index: Path | None) -> Report:
+def build(folder: store.RunFolder, index: Path | None) -> RunReport:
     """The report's content, plots included (matplotlib is checked first)."""
     plots.require()
     run_config = store.read_json(folder.file(store.RUN_CONFIG_FILE))
@@ -116,7 +116,7 @@ def build(folder: store.RunFolder, index: Path | None) -> Report:
     )
     usd = [record.cost_usd for record in records if record.cost_usd is not None]
     ledger = Ledger(folder.path)
-    return Report(
+    return RunReport(
         name=folder.path.resolve().name,
         details=environment(run_config),
         command=str(run_config.get("command") or ""),
@@ -158,7 +158,7 @@ def _seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} s"
 
 
-def render(report: Report, uris: dict[str, str], files: dict[str, str]) -> tuple[str, str]:
+def render(report: RunReport, uris: dict[str, str], files: dict[str, str]) -> tuple[str, str]:
     """(report.md, report.html): ``uris`` embed the plots in the HTML, ``files`` link them from
     the Markdown. Autoescaping is on for the HTML; the Markdown puts free text in code spans."""
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -179,7 +179,7 @@ def render(report: Report, uris: dict[str, str], files: dict[str, str]) -> tuple
 # -- writing -----------------------------------------------------------------------------------
 
 
-def attach_to_allure(alluredir: Path, report: Report, html: Path, pngs: Sequence[tuple[Plot, Path]]) -> None:
+def attach_to_allure(alluredir: Path, report: RunReport, html: Path, pngs: Sequence[tuple[Plot, Path]]) -> None:
     """One Allure result named ``gaia2 run report <run>`` carrying report.html and the plots.
 
     Its status is ``unknown``: it is not a scenario, so it adds to no pass or fail count; a

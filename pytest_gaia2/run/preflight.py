@@ -47,7 +47,9 @@ class PreflightError(Exception):
 
 
 @dataclass
-class Outcome:
+class PreflightOutcome:
+    """What pre-flight found: the report lines, the warnings and notes, and the facts the run keeps."""
+
     ok: bool = True
     image_id: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
@@ -142,7 +144,7 @@ def _image_checks(engine: Engine, image_id: str, cache_dir: Path) -> dict[str, A
     return found
 
 
-def _spread_image(engines: list[Engine], settings: RunSettings, outcome: Outcome) -> str:
+def _spread_image(engines: list[Engine], settings: RunSettings, outcome: PreflightOutcome) -> str:
     """The image's id on the first engine (built there when it is the reference image; else taken
     from an engine that has it), copied to every engine where it is missing or, for the reference
     image, outdated. A user's image that differs between engines is refused: which would run?"""
@@ -184,12 +186,12 @@ def _spread_image(engines: list[Engine], settings: RunSettings, outcome: Outcome
     return image_id
 
 
-def check(pool: EnginePool, settings: RunSettings, *, preflight_only: bool, cache_dir: Path) -> Outcome:
+def check(pool: EnginePool, settings: RunSettings, *, preflight_only: bool, cache_dir: Path) -> PreflightOutcome:
     """Every check, in the order a user would fix them; raises on the first fatal one, except
     with ``preflight_only``, which reports a bad URL or a missing image like any failed check.
     Per engine: it answers, its orphans are reaped, the image is there (copied when missing), the
     model endpoints are reachable from it; the rest is checked once."""
-    outcome = Outcome()
+    outcome = PreflightOutcome()
     outcome.lines.append("gaia2 pre-flight:")
     engines = pool.engines()  # raises EngineError with the fix
     for engine in engines:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Outcome = Literal["passed", "failed", "error"]
+from pytest_gaia2.store.record import Outcome
 
 TERMINAL_STATUSES = frozenset({"complete", "stopped", "error"})
 

@@ -5,7 +5,11 @@ first (A) on two 2x2 tables, with the ids of the discordant cells, the differenc
 interval and the exact McNemar p-value (:mod:`paired`). With three or more runs, every key gets
 its pattern string (``PPF``). A key missing from some run is listed, never silently dropped;
 provenance that differs between runs (image, model, gateway, judge, plugin, scenario files) is
-warned about, because then more than one variable changed.
+warned about, and every setting of run_config.json that differs is listed, because then more
+than one variable changed. Each rate ends with one plain sentence: the gap, whether it could be
+chance, and how many pairs would detect a gap that size (:mod:`power`). ``--fail-if-worse``
+gates on the evidence: the paired interval's bound by default, the p-value or the point
+estimate only when asked.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.cli.main import CommandError, create_file
-from pytest_gaia2.report import stats
+from pytest_gaia2.report import power, settings_diff, stats
 from pytest_gaia2.report import summary as report
 from pytest_gaia2.report.markdown import code_span, plain
 from pytest_gaia2.report.paired import AnalysisExtraMissing, PairedTable, pattern, pattern_counts
@@ -52,10 +57,14 @@ JUDGED_RULE = (
     "judged-only: only pairs judged (passed or failed) in both runs count; a pair with an "
     "error or not run in either run is left out"
 )
-DECISION_RULE = (
-    "--fail-if-worse D fails (exit 1) when a later run's paired strict difference "
-    "(B - A over the matched pairs, the point estimate) is more than D below zero"
-)
+GATES = {
+    "interval": "the upper end of the paired 95% interval of B - A (strict) is below -D: B is worse by more than D "
+    "with 95% confidence",
+    "p-value": "B - A (strict) is below -D and the exact McNemar p-value is below --alpha",
+    "point": "the point estimate of B - A (strict) is below -D, whatever the noise",
+}
+"""--gate X: when ``--fail-if-worse D`` fails a later run B (exit 1)."""
+POWER = 0.8
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,7 @@ class Arm:
     spelled: dict[Key, str]
     records: dict[Key, AttemptRecord]
     summary: stats.Summary
+    config: dict[str, Any]
 
 
 def read_run_config(folder: store.RunFolder) -> tuple[dict[str, Any], list[str]]:
@@ -96,7 +106,7 @@ def load_arm(label: str, path: str | Path) -> Arm:
         outcomes.setdefault(key, NOT_RUN)
         spelled.setdefault(key, text)
     summary = stats.summarise([record.to_json() for record in records.values()], planned=planned or None)
-    return Arm(label, folder.path, str(config.get("run_id") or ""), outcomes, spelled, records, summary)
+    return Arm(label, folder.path, str(config.get("run_id") or ""), outcomes, spelled, records, summary, config)
 
 
 def provenance_warnings(arms: Sequence[tuple[str, Mapping[Any, AttemptRecord]]]) -> list[str]:
@@ -153,6 +163,54 @@ class Comparison:
         }
 
 
+def worse(table: PairedTable, drop: float, gate: str, alpha: float) -> bool:
+    """Whether B is worse than A by more than ``drop`` (a fraction) under the ``gate`` rule."""
+    if table.delta is None:
+        return False
+    if gate == "interval":
+        return table.interval()[1] < -drop - 1e-12
+    below = table.delta < -drop - 1e-12
+    return below and (gate == "point" or table.p_value() < alpha)
+
+
+def _p_text(p: float) -> str:
+    """A p-value to two significant digits, halves up as read by hand (0.125 -> 0.13)."""
+    if p <= 0:
+        return "0"
+    digits = max(1, 1 - math.floor(math.log10(p)))
+    return f"{Decimal(repr(p)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):f}"
+
+
+def sentence(a: str, b: str, table: PairedTable, alpha: float, rate: str) -> str:
+    """What a non-statistician should take from one 2x2 table, in one or two sentences."""
+    if table.n == 0:
+        return f"No pairs count for the {rate} rate, so nothing can be said."
+    discordant = len(table.only_a) + len(table.only_b)
+    gap = table.delta or 0.0
+    if gap == 0:
+        disagree = f"{discordant} pairs disagree, as many each way" if discordant else "no pair disagrees"
+        return f"{b} and {a} pass the same share of the {table.n} pairs on the {rate} rate ({disagree}): no gap."
+    p = table.p_value()
+    low, high = table.interval()
+    size = percent_number(abs(gap))
+    direction = "better" if gap > 0 else "worse"
+    chance = (
+        f"with {table.n} pairs this is unlikely to be chance (p = {_p_text(p)}, below {alpha:g})"
+        if p < alpha
+        else f"with {table.n} pairs this could be chance (p = {_p_text(p)}, not below {alpha:g})"
+    )
+    needed = power.observed_pairs_needed(len(table.only_a), len(table.only_b), table.n, POWER, alpha)
+    detect = (
+        f"About {needed} pairs would detect a {size}-point gap {POWER:.0%} of the time."
+        if needed is not None
+        else f"Not even {power.MAX_PAIRS} pairs would reliably detect a gap this small."
+    )
+    return (
+        f"{b} is {direction} than {a} by {size} points on the {rate} rate; {chance}; the 95% interval runs "
+        f"from {_points(low)} to {_points(high)} points. {detect}"
+    )
+
+
 def compare(a: Arm, b: Arm, matched: Sequence[Key]) -> Comparison:
     spell = {key: a.spelled[key] for key in matched}
     strict = PairedTable.of({spell[key]: (a.outcomes[key] == "passed", b.outcomes[key] == "passed") for key in matched})
@@ -175,13 +233,16 @@ class ComparedRuns:
     patterns: dict[str, str] | None
     worse: tuple[str, ...]
     points: float | None
+    gate: str
+    alpha: float
+    settings: tuple[tuple[str, list[tuple[str, str]]], ...]
 
     @property
     def repeated(self) -> bool:
         return any(key[2] > 1 for key in self.matched)
 
 
-def build(arms: Sequence[Arm], points: float | None) -> ComparedRuns:
+def build(arms: Sequence[Arm], points: float | None, gate: str = "interval", alpha: float = 0.05) -> ComparedRuns:
     every = {key for arm in arms for key in arm.outcomes}
     matched = tuple(
         sorted(
@@ -197,13 +258,22 @@ def build(arms: Sequence[Arm], points: float | None) -> ComparedRuns:
     patterns = (
         {spelled[key]: pattern([arm.outcomes.get(key) for arm in arms]) for key in every} if len(arms) > 2 else None
     )
-    worse = tuple(
-        c.b
-        for c in comparisons
-        if points is not None and c.strict.delta is not None and c.strict.delta * 100 < -points - 1e-9
-    )
+    worsened = tuple(c.b for c in comparisons if points is not None and worse(c.strict, points / 100, gate, alpha))
     warnings = provenance_warnings([(arm.label, arm.records) for arm in arms])
-    return ComparedRuns(tuple(arms), tuple(warnings), matched, missing, comparisons, patterns, worse, points)
+    settings = settings_diff.differences([(arm.label, arm.config) for arm in arms])
+    return ComparedRuns(
+        tuple(arms),
+        tuple(warnings),
+        matched,
+        missing,
+        comparisons,
+        patterns,
+        worsened,
+        points,
+        gate,
+        alpha,
+        tuple(settings),
+    )
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -213,7 +283,7 @@ def _points(value: float) -> str:
     return f"{'+' if value > 0 else ''}{percent_number(value)}"
 
 
-def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str) -> list[str]:
+def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str, alpha: float) -> list[str]:
     lines = [
         f"### {title}",
         "",
@@ -225,8 +295,9 @@ def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str) -> li
         f"| **{c.a} not passed** | {len(table.only_b)} | {len(table.neither)} |",
         "",
     ]
+    rate = title.split(" (")[0].lower()
     if table.n == 0:
-        return lines + ["No pairs.", ""]
+        return lines + ["No pairs.", "", f"**In words:** {sentence(c.a, c.b, table, alpha, rate)}", ""]
     lines += [
         f"- passed in {c.a} only ({len(table.only_a)}): {_keys(table.only_a)}",
         f"- passed in {c.b} only ({len(table.only_b)}): {_keys(table.only_b)}",
@@ -240,7 +311,7 @@ def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str) -> li
         f"points**, 95% CI [{_points(low)}, {_points(high)}] (Newcombe, paired); exact McNemar "
         f"p = {table.p_value():.3g} ({len(table.only_a) + len(table.only_b)} discordant pairs)"
     )
-    return lines + [""]
+    return lines + ["", f"**In words:** {sentence(c.a, c.b, table, alpha, rate)}", ""]
 
 
 def _keys(keys: Sequence[str]) -> str:
@@ -271,6 +342,23 @@ def markdown(result: ComparedRuns) -> str:
         "",
     ]
     lines += [f"> **Warning:** {plain(warning)}" for warning in result.warnings] + ([""] if result.warnings else [])
+    if result.settings:
+        names = [arm.label for arm in result.arms]
+        lines += [
+            f"## Settings that differ ({len(result.settings)})",
+            "",
+            "More than the agent changed between these runs: each line below is another explanation of a gap.",
+            "",
+            "| setting | " + " | ".join(names) + " |",
+            "|---|" + "---|" * len(names),
+            *(
+                f"| {plain(name)} | " + " | ".join(code_span(value) for _, value in values) + " |"
+                for name, values in result.settings
+            ),
+            "",
+        ]
+    else:
+        lines += ["Settings: every setting of run_config.json is the same in every run.", ""]
     lines.append(f"Matched by (split, scenario id, repeat): {len(result.matched)} keys present in every run.")
     lines += [
         f"- missing from {label} ({len(keys)}, not compared): {_keys(keys)}"
@@ -285,8 +373,8 @@ def markdown(result: ComparedRuns) -> str:
     lines.append("")
     for c in result.comparisons:
         lines += [f"## {c.b} vs {c.a}", ""]
-        lines += _table_lines(c, c.strict, "Strict", STRICT_RULE)
-        lines += _table_lines(c, c.judged, f"Judged-only ({c.left_out} pairs left out)", JUDGED_RULE)
+        lines += _table_lines(c, c.strict, "Strict", STRICT_RULE, result.alpha)
+        lines += _table_lines(c, c.judged, f"Judged-only ({c.left_out} pairs left out)", JUDGED_RULE, result.alpha)
     if result.patterns is not None:
         labels = "".join(arm.label for arm in result.arms)
         lines += [
@@ -299,7 +387,11 @@ def markdown(result: ComparedRuns) -> str:
         lines.append("")
     if result.points is not None:
         verdict = f"FAIL: worse than {result.arms[0].label}: {_keys(result.worse)}" if result.worse else "ok"
-        lines += [f"{DECISION_RULE}: D = {result.points / 100:g} ({result.points:g} points): {verdict}", ""]
+        lines += [
+            f"--fail-if-worse D = {result.points / 100:g} ({result.points:g} points), --gate {result.gate}: fails "
+            f"when {GATES[result.gate]}: {verdict}",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -309,7 +401,7 @@ def to_json(result: ComparedRuns) -> dict[str, Any]:
             "strict": STRICT_RULE,
             "judged": JUDGED_RULE,
             "delta": "B - A, fractions 0..1",
-            "fail_if_worse": DECISION_RULE,
+            "fail_if_worse": GATES,
         },
         "runs": [
             {
@@ -322,6 +414,15 @@ def to_json(result: ComparedRuns) -> dict[str, Any]:
             for arm in result.arms
         ],
         "warnings": list(result.warnings),
+        "settings_differ": {name: dict(values) for name, values in result.settings},
+        "sentences": [
+            {
+                "b": c.b,
+                "strict": sentence(c.a, c.b, c.strict, result.alpha, "strict"),
+                "judged": sentence(c.a, c.b, c.judged, result.alpha, "judged-only"),
+            }
+            for c in result.comparisons
+        ],
         "matched": len(result.matched),
         "missing": {label: list(keys) for label, keys in result.missing.items()},
         "comparisons": [c.to_dict() for c in result.comparisons],
@@ -332,7 +433,9 @@ def to_json(result: ComparedRuns) -> dict[str, Any]:
             {"pattern": shape, "count": count, "keys": list(keys)}
             for shape, count, keys in pattern_counts(result.patterns)
         ],
-        "fail_if_worse": None if result.points is None else {"points": result.points, "worse": list(result.worse)},
+        "fail_if_worse": None
+        if result.points is None
+        else {"points": result.points, "gate": result.gate, "alpha": result.alpha, "worse": list(result.worse)},
     }
 
 
@@ -359,7 +462,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=float,
         dest="drop",
         help="exit 1 when a later run's paired strict rate is more than D below the first "
-        "run's; a fraction from 0 to 1, like every rate (0.05 is 5 points)",
+        "run's by the --gate rule; a fraction from 0 to 1, like every rate (0.05 is 5 points)",
+    )
+    parser.add_argument(
+        "--gate",
+        choices=tuple(GATES),
+        default="interval",
+        help="what --fail-if-worse holds against -D: " + "; ".join(f"{name}: {rule}" for name, rule in GATES.items()),
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance level of the sentences, the p-value gate and the pairs-needed figure (default 0.05)",
     )
 
 
@@ -368,10 +483,12 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("compare needs at least two run folders")
     if args.drop is not None and not (math.isfinite(args.drop) and 0 <= args.drop <= 1):
         raise CommandError(f"--fail-if-worse: expected a fraction from 0 to 1 (0.05 is 5 points), got {args.drop!r}")
+    if not (math.isfinite(args.alpha) and 0 < args.alpha < 1):
+        raise CommandError(f"--alpha: expected a level between 0 and 1 (0.05), got {args.alpha!r}")
     labels = [chr(ord("A") + index) if index < 26 else f"R{index + 1}" for index in range(len(args.runs))]
     arms = [load_arm(label, path) for label, path in zip(labels, args.runs, strict=False)]
     try:
-        result = build(arms, None if args.drop is None else args.drop * 100)
+        result = build(arms, None if args.drop is None else args.drop * 100, args.gate, args.alpha)
         text = (
             markdown(result)
             if args.format == "markdown"

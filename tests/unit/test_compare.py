@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_gaia2.cli import main as cli
+from pytest_gaia2.report import power
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 
@@ -20,7 +21,8 @@ T0 = _dt.datetime(2026, 1, 5, 9, 0, tzinfo=_dt.timezone.utc)
 
 
 def write_run(output: Path, letters: dict[str, str], *, planned: list[str] | None = None, split: str = "search",
-              minute: int = 0, sha: dict[str, str] | None = None, **provenance: Any) -> Path:
+              minute: int = 0, sha: dict[str, str] | None = None, config: dict[str, Any] | None = None,
+              **provenance: Any) -> Path:
     """A finished run folder: one record (result.json, events.jsonl, results.jsonl line) per scenario id
     and letter (P, F, E; ``PF`` is two repeats), run_config.json planning ``planned`` (default: every
     key) and one sessions.jsonl line. Records end at ``minute`` past T0."""
@@ -50,7 +52,7 @@ def write_run(output: Path, letters: dict[str, str], *, planned: list[str] | Non
     keys = planned if planned is not None else [record.key for record in records]
     store.write_json(folder.file(store.RUN_CONFIG_FILE), {
         "command": "pytest", "started_at": started.isoformat(), "run_id": run_id, "plugin_version": "0.1.0",
-        "planned": keys, "provenance": {"run_id": run_id, "session_id": run_id, **values}})
+        "planned": keys, "provenance": {"run_id": run_id, "session_id": run_id, **values}, **(config or {})})
     store.append_jsonl(folder.file(store.SESSIONS_FILE), {"session_id": run_id, "planned": len(keys)})
     return folder.path
 
@@ -148,17 +150,87 @@ def test_provenance_differences_are_warned_about(tmp_path: Path, capsys: pytest.
     assert "> **Warning:** model differs: A oracle; B other-model" in text
 
 
-def test_fail_if_worse_decides_on_the_paired_strict_difference(
+def table_runs(tmp_path: Path, both: int, only_a: int, only_b: int, neither: int) -> tuple[Path, Path]:
+    """Two runs whose strict 2x2 table has exactly these cells (every pair judged in both)."""
+    cells = [("P", "P")] * both + [("P", "F")] * only_a + [("F", "P")] * only_b + [("F", "F")] * neither
+    a = write_run(tmp_path / "a", {f"s{i}": pair[0] for i, pair in enumerate(cells)})
+    b = write_run(tmp_path / "b", {f"s{i}": pair[1] for i, pair in enumerate(cells)})
+    return a, b
+
+
+def test_not_significant_gap_is_said_in_words_and_the_interval_gate_does_not_fail_on_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    base = write_run(tmp_path / "a", {f"s{i}": "P" for i in range(10)})
-    worse = write_run(tmp_path / "b", {**{f"s{i}": "P" for i in range(8)}, "s8": "F", "s9": "E"})  # -20 points
-    assert compare(capsys, base, worse, "--fail-if-worse", "0.25")[0] == 0
-    assert compare(capsys, base, worse, "--fail-if-worse", "0.2")[0] == 0  # exactly 20 below is not "more than"
-    code, text, _ = compare(capsys, base, worse, "--fail-if-worse", "0.195")
-    assert code == 1
-    assert "D = 0.195 (19.5 points): FAIL: worse than A: B" in text
-    assert "**Δ (B − A) -20.0 points**" in text
-    assert compare(capsys, worse, base, "--fail-if-worse", "0")[0] == 0  # better is never worse
+    # The issue's comparison: 20 pairs, 6 passed in A only, 1 in B only: -25 points,
+    # exact McNemar p = 2 * P(X <= 1 | 7, 1/2) = 2 * 8 / 128 = 0.125.
+    a, b = table_runs(tmp_path, both=8, only_a=6, only_b=1, neither=5)
+    needed = power.paired_pairs(-0.25, 7 / 20).pairs
+    code, text, _ = compare(capsys, a, b, "--fail-if-worse", "0.05")
+    assert code == 0
+    assert (
+        "**In words:** B is worse than A by 25.0 points on the strict rate; with 20 pairs this could be chance "
+        "(p = 0.13, not below 0.05); the 95% interval runs from -46.2 to +0.9 points. "
+        f"About {needed} pairs would detect a 25.0-point gap 80% of the time."
+    ) in text
+    assert "--gate interval: fails when the upper end of the paired 95% interval" in text and ": ok" in text
+    assert compare(capsys, a, b, "--fail-if-worse", "0.05", "--gate", "p-value")[0] == 0  # 0.125 is not below 0.05
+    assert compare(capsys, a, b, "--fail-if-worse", "0.05", "--gate", "p-value", "--alpha", "0.2")[0] == 1
+    code, text, _ = compare(capsys, a, b, "--fail-if-worse", "0.05", "--gate", "point")  # only when asked
+    assert code == 1 and "FAIL: worse than A: B" in text
+
+
+def test_significant_gap_fails_the_interval_gate_up_to_its_bound(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 40 pairs, 12 vs 1 discordant: p = 2 * 14 / 2**13 = 0.0034; -27.5 points.
+    a, b = table_runs(tmp_path, both=20, only_a=12, only_b=1, neither=7)
+    data = as_json(capsys, a, b)
+    strict = data["comparisons"][0]["strict"]
+    assert strict["mcnemar_exact_p"] == pytest.approx(28 / 2**13)
+    high = strict["delta_high"]
+    assert high < 0
+    assert data["sentences"][0]["strict"].startswith(
+        "B is worse than A by 27.5 points on the strict rate; with 40 pairs this is unlikely to be chance "
+        "(p = 0.0034, below 0.05)")
+    assert compare(capsys, a, b, "--fail-if-worse", "0")[0] == 1
+    assert compare(capsys, a, b, "--fail-if-worse", f"{-high - 0.001:.4f}")[0] == 1  # bound still below -D
+    assert compare(capsys, a, b, "--fail-if-worse", f"{-high + 0.001:.4f}")[0] == 0  # bound above -D
+    assert compare(capsys, b, a, "--fail-if-worse", "0", "--gate", "point")[0] == 0  # better is never worse
+
+
+def test_tied_runs_have_no_gap_to_detect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = table_runs(tmp_path, both=5, only_a=3, only_b=3, neither=4)
+    data = as_json(capsys, a, b)
+    assert data["sentences"][0]["strict"] == (
+        "B and A pass the same share of the 15 pairs on the strict rate (6 pairs disagree, as many each way): "
+        "no gap.")
+    for gate in ("interval", "p-value", "point"):
+        assert compare(capsys, a, b, "--fail-if-worse", "0", "--gate", gate)[0] == 0
+
+
+def test_every_differing_setting_is_listed_with_secret_values_masked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def settings(env: dict[str, str], profile: str) -> dict[str, Any]:
+        return {"settings": {"profile": profile, "extra_env": env, "api_key_env": "OPENAI_API_KEY",
+                             "output": str(tmp_path)},
+                "selection": {"splits": ["search"], "sample": None}}
+    a = write_run(tmp_path / "a", {"s1": "P"}, config=settings({"AGENT_MODE": "v1", "MY_TOKEN": "tok-aaaa1111"}, "x"))
+    b = write_run(tmp_path / "b", {"s1": "P"}, config={
+        **settings({"AGENT_MODE": "v2", "MY_TOKEN": "tok-bbbb2222"}, "x"),
+        "selection": {"splits": ["search", "time"], "sample": 5}}, image_id="sha256:other", judge_model="j2")
+    data = as_json(capsys, a, b)
+    assert data["settings_differ"] == {
+        "provenance.image_id": {"A": "sha256:img", "B": "sha256:other"},
+        "provenance.judge_model": {"A": "-", "B": "j2"},
+        "selection.sample": {"A": "-", "B": "5"},
+        "selection.splits": {"A": '["search"]', "B": '["search", "time"]'},
+        "settings.extra_env.AGENT_MODE": {"A": "v1", "B": "v2"},
+    }  # MY_TOKEN's values differ but both show as ***; output, run and session ids are not settings
+    _, text, _ = compare(capsys, a, b)
+    assert "## Settings that differ (5)" in text
+    assert "| settings.extra_env.AGENT_MODE | `v1` | `v2` |" in text
+    assert "tok-" not in text
+    same = write_run(tmp_path / "c", {"s1": "P"}, config=settings({"AGENT_MODE": "v1", "MY_TOKEN": "x"}, "x"))
+    _, text, _ = compare(capsys, a, same)
+    assert "Settings: every setting of run_config.json is the same in every run." in text
 
 
 def test_output_file_is_written_instead_of_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

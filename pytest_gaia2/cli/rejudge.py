@@ -64,6 +64,8 @@ MEMORY_BYTES = 4 << 30
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 REJUDGE_DIR = "rejudge"
+REJUDGMENTS_FILE = "rejudgments.jsonl"
+"""One judge's verdicts, one line per scenario (its own schema: no run record, so not results.jsonl)."""
 
 
 @dataclass(frozen=True)
@@ -491,7 +493,7 @@ def run(args: argparse.Namespace) -> int:
             env = judge_env(spec, args.judge_base_url, keys.get(spec.name, ""))
             passes = judge_image(engine, spec, image, judge, jobs, dest, env, args.retries, redactor)
             rows = [verdict_row(job, inside(dest, *job.folder.split("/")), passes.get(job.folder, 0)) for job in jobs]
-            write_text(dest / "results.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+            write_text(dest / REJUDGMENTS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
             verdicts[spec.slug] = {row["key"]: row["success"] for row in rows}
     except EngineError as exc:
         raise CommandError(redactor.redact(str(exc))) from None

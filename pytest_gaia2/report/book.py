@@ -67,7 +67,7 @@ class ResultBook:
         self.records[record.key] = record
         self._summary = self._persistent = None
         if self.folder is not None:
-            store.append_jsonl(self.folder.results, record.to_json())
+            self.folder.append_result(record)
         notices = []
         unpriced = (
             set((record.usage or {}).get("models") or []) - self.unpriced_models

@@ -384,7 +384,7 @@ class ScenarioAttempt:
             if self.setup.prices is not None:
                 record = replace(record, **attempt_cost(self.folder, self.setup.prices, self.setup.settings.model))
                 record_spend(self.setup.run_root, self.key, self.attempt, record.cost_usd)  # before result.json
-            store.write_json(self.folder / store.RESULT_FILE, record.to_json())
+            store.RunFolder.write_record(self.folder, record)
             if record.agent_response:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)
             from pytest_gaia2.report.trace_page import write_trace

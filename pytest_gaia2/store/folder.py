@@ -289,8 +289,15 @@ class RunFolder:
         except RecordError:
             return None
 
-    def write_record(self, folder: Path, record: AttemptRecord) -> None:
+    @staticmethod
+    def write_record(folder: Path, record: AttemptRecord) -> None:
+        """The attempt's result.json: the one place a record becomes that file."""
         write_json(folder / RESULT_FILE, record.to_json())
+
+    def append_result(self, record: AttemptRecord) -> None:
+        """The record's results.jsonl line, appended as soon as its verdict is known, so a
+        crashed run keeps what it finished (:meth:`rewrite_results` tidies the file at the end)."""
+        append_jsonl(self.results, record.to_json())
 
     def records(self, strict: bool = False) -> Iterator[AttemptRecord]:
         """Every stored record of the run's results.jsonl, last line per key.

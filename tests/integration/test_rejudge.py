@@ -30,6 +30,8 @@ from gaia2_testing import (
 )
 from llm_server import chat_server
 
+from pytest_gaia2.cli.rejudge import REJUDGE_DIR, REJUDGMENTS_FILE
+
 IMAGE = "pytest-gaia2-test/rejudge-oracle:1"
 NO_JUDGE_IMAGE = "pytest-gaia2-test/rejudge-nojudge-oracle:1"
 CAPITALS = "search/scenario_universe_21_7kww6e"
@@ -82,7 +84,7 @@ def rejudge(folder: Path, *args: str, env: dict[str, str] | None = None) -> subp
 
 
 def verdicts(folder: Path, slug: str) -> dict[str, Any]:
-    rows = [json.loads(line) for line in (folder / "rejudge" / slug / "results.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (folder / REJUDGE_DIR / slug / REJUDGMENTS_FILE).read_text().splitlines()]
     return {row["key"]: row for row in rows}
 
 

@@ -24,7 +24,7 @@ from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.run.attempt import AttemptSetup, ScenarioAttempt
 from pytest_gaia2.run.evidence import ScenarioResult
 from pytest_gaia2.run.verdict import Gaia2InfraError
-from pytest_gaia2.store.folder import RunFolder
+from pytest_gaia2.store.folder import RunFolder, StoreError, inside
 from pytest_gaia2.store.phases import PhaseBoard
 from pytest_gaia2.store.record import AttemptRecord, is_judged
 from pytest_gaia2.store.redact import Redactor
@@ -39,6 +39,38 @@ log = logging.getLogger("pytest_gaia2")
 def scenario_dir(folder: RunFolder, item: PlannedItem) -> Path:
     """Where the item's attempts live in the run folder."""
     return folder.scenario_dir(item.split, item.name, item.repeat, item.repeats)
+
+
+def reusable(record: AttemptRecord | None, scenario_sha256: str | None) -> bool:
+    """Whether a stored record is the item's final verdict: a judgment (pass or fail) is never
+    re-run, unless both hashes are known and the scenario file changed since; an error is."""
+    if record is None or not is_judged(record):
+        return False
+    return not (record.scenario_sha256 and scenario_sha256 and record.scenario_sha256 != scenario_sha256)
+
+
+def retried(record: AttemptRecord, tried: int, retries: int) -> bool:
+    """Whether another attempt follows the ``tried``-th of this session: an infrastructure error
+    (any category) is tried ``retries`` more times, each in a folder of its own; a judgment never is."""
+    return record.outcome == "error" and tried <= retries
+
+
+def stored_result(folder: RunFolder, item: PlannedItem, session_id: str) -> ScenarioResult | None:
+    """The item's stored verdict, if :func:`reusable`: reported again, never re-run (resume,
+    --reruns, a rerun of the same item), marked reused when an earlier session judged it. Its
+    folder is the one its record names, unless that leaves the scenario's (a hostile or damaged
+    result.json): then the scenario's own."""
+    if item.scenario is None:
+        return None
+    where = scenario_dir(folder, item)
+    record = folder.last_record(where)
+    if record is None or not reusable(record, item.scenario.sha256):
+        return None
+    try:
+        named = inside(folder.path, *record.folder.split("/")) if record.folder else where
+    except StoreError:
+        named = where
+    return ScenarioResult(record.reused_by(session_id), named if named.is_relative_to(where) else where)
 
 
 class ScenarioRunner:
@@ -125,20 +157,6 @@ class ScenarioRunner:
             board=PhaseBoard(self.folder.path, self.worker),
         )
 
-    def stored_verdict(self, item: PlannedItem) -> ScenarioResult | None:
-        """A judged verdict already in the run folder is final: reported again, never re-run
-        (resume, --reruns, a rerun of the same item); unless its scenario file changed since."""
-        if self.folder is None or item.scenario is None:
-            return None
-        where = scenario_dir(self.folder, item)
-        record = self.folder.last_record(where)
-        if not is_judged(record) or (
-            record.scenario_sha256 and item.scenario.sha256 and record.scenario_sha256 != item.scenario.sha256
-        ):
-            return None
-        folder = self.folder.path / record.folder if record.folder else where
-        return ScenarioResult(record.reused_by(self.session_id), folder)
-
     def new_attempt(self, item: PlannedItem) -> ScenarioAttempt:
         assert item.scenario is not None and self.folder is not None
         where = scenario_dir(self.folder, item)
@@ -157,10 +175,10 @@ class ScenarioRunner:
         ``--gaia2-retries`` times, each attempt in a folder of its own; a judgment never is."""
         if self.only is not None and item.key not in self.only:
             pytest.skip("--gaia2-probe-only: not in the probe")
-        stored = self.stored_verdict(item)
+        stored = stored_result(self.folder, item, self.session_id) if self.folder is not None else None
         if stored is not None:
             return stored
-        for remaining in reversed(range(self.retries + 1)):
+        for tried in range(1, self.retries + 2):
             halted = self._budget_reason(self.budget.halted)
             if halted:
                 pytest.skip(halted)
@@ -175,7 +193,7 @@ class ScenarioRunner:
                 result = attempt.result
             finally:
                 attempt.remove()
-            if not result.errored or not remaining:
+            if not retried(result.record, tried, self.retries):
                 return result
             log.warning(
                 "gaia2: %s: %s; attempt %d of %d",

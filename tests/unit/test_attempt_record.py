@@ -9,15 +9,21 @@ judgment it claims must be the record's.
 
 from __future__ import annotations
 
+import itertools
+import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pytest_gaia2.plan.scenarios import load_scenario
+from pytest_gaia2.plan.scenarios import Scenario, load_scenario
 from pytest_gaia2.run.attempt_record import AttemptFacts, build_record
 from pytest_gaia2.run.evidence import Evidence
 from pytest_gaia2.run.verdict import ENDPOINT_SOURCE, LAST_JUDGMENT_SOURCE, STATE_SOURCE, Fault
+from pytest_gaia2.store.limits import STATUS_MAX_BYTES
 from pytest_gaia2.store.redact import Redactor
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
@@ -28,20 +34,35 @@ RUNNING = {"status": "running", "turn": 0, "nb_turns": 1}
 WAITING = {"status": "waiting"}
 COMPLETE_NO_JUDGMENT = {"status": "complete", "turn": 1, "nb_turns": 1}
 MALFORMED = {"status": ["complete"], "judgment": "yes", "turn": {"a": 1}}
+DAEMON_ERROR = {"status": "error"}
+ERROR_WITH_REJECTION = {"status": "error", "judgment": {"success": False, "failure_reason": "gave up"}}
+RUNNING_WITH_PASS = {**RUNNING, "judgment": {"success": True}}
+STATUSES = {
+    "absent": None, "pass": PASS, "fail": FAIL, "running": RUNNING, "waiting": WAITING,
+    "complete, no judgment": COMPLETE_NO_JUDGMENT, "error": DAEMON_ERROR, "error with a rejection": ERROR_WITH_REJECTION,
+    "running with a pass": RUNNING_WITH_PASS, "malformed": MALFORMED,
+}
+
+
+@cache
+def _scenario() -> Scenario:
+    return load_scenario(SCENARIO, "search")
+
+
+def _facts(endpoint: dict[str, Any] | None, *, timed_out: bool = False, fault: Fault | None = None,
+           stop: Fault | None = None, folder: Path = Path("/run-root/search/x")) -> AttemptFacts:
+    return AttemptFacts(
+        scenario=_scenario(), repeat=1, repeats=1, attempt=1, folder=folder, run_root=folder.parents[1],
+        timeout=60.0, started_at="2026-01-01T00:00:00+00:00", ended_at="2026-01-01T00:00:05+00:00",
+        wall_time_s=5.0, container="c", host_port=1, adapter_port=8090, worker=None, engine=None, provenance={},
+        skipped_files=[], endpoint_status=endpoint, timed_out=timed_out, fault=fault, stop=stop)
 
 
 def _record(endpoint: dict[str, Any] | None, on_file: dict[str, Any] | None, last_line: bool | None, *,
             timed_out: bool = False, fault: Fault | None = None, stop: Fault | None = None,
             redactor: Redactor | None = None) -> Any:
-    redactor = redactor if redactor is not None else Redactor([])
-    root = Path("/run-root")
-    facts = AttemptFacts(
-        scenario=load_scenario(SCENARIO, "search"), repeat=1, repeats=1, attempt=1,
-        folder=root / "search" / "x" / "attempt_1", run_root=root, timeout=60.0,
-        started_at="2026-01-01T00:00:00+00:00", ended_at="2026-01-01T00:00:05+00:00", wall_time_s=5.0,
-        container="c", host_port=1, adapter_port=8090, worker=None, engine=None, provenance={},
-        skipped_files=[], endpoint_status=endpoint, timed_out=timed_out, fault=fault, stop=stop)
-    return build_record(facts, Evidence(on_file, last_line, 1, ""), redactor)
+    facts = _facts(endpoint, timed_out=timed_out, fault=fault, stop=stop)
+    return build_record(facts, Evidence(on_file, last_line, 1, ""), redactor if redactor is not None else Redactor([]))
 
 
 @pytest.mark.parametrize(
@@ -121,3 +142,108 @@ def test_sources_are_masked() -> None:
     record = _record({**PASS, "judgment": {"success": True, "failure_reason": secret}}, RUNNING, None,
                      redactor=Redactor([secret]))
     assert secret not in repr(record.verdict_sources) and "***" in repr(record.verdict_sources)
+
+
+def _expected(endpoint: dict[str, Any] | None, on_file: dict[str, Any] | None, last_line: bool | None) -> tuple[str, str | None]:
+    """The contract's rules, stated once more from the sources' side: only a terminal
+    daemon_status.json with a boolean judgment records one; a recorded pass needs the last line's
+    success, a recorded rejection must not meet one; a judgment /status claims must be the
+    recorded one (none recorded included). Without a recorded judgment, the status decides."""
+    def judgment(status: dict[str, Any] | None) -> bool | None:
+        claimed = (status or {}).get("judgment")
+        success = claimed.get("success") if isinstance(claimed, dict) else None
+        return success if isinstance(success, bool) else None
+
+    terminal = isinstance(on_file, dict) and on_file.get("status") in ("complete", "stopped", "error")
+    recorded = judgment(on_file) if terminal else None
+    claimed = judgment(endpoint)
+    if (claimed is not None and claimed != recorded) or (recorded is True and last_line is not True) or (
+        recorded is False and last_line is True
+    ):
+        return "error", "verdict_conflict"
+    if recorded is not None:
+        return ("passed" if recorded else "failed"), None
+    shown = on_file if on_file is not None else endpoint
+    return "error", "daemon_error" if (shown or {}).get("status") == "error" else "no_judgment"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "on_file", "last_line"),
+    [
+        pytest.param(STATUSES[a], STATUSES[b], line, id=f"/status {a} | file {b} | last line {line}")
+        for a, b, line in itertools.product(STATUSES, STATUSES, (None, True, False))
+    ],
+)
+def test_every_combination_of_the_three_sources(endpoint, on_file, last_line) -> None:
+    """All 300 combinations of /status, daemon_status.json and the judgments file's last line."""
+    record = _record(endpoint, on_file, last_line)
+    outcome, category = _expected(endpoint, on_file, last_line)
+    assert (record.outcome, record.error_category) == (outcome, category), record.error
+    assert (record.verdict_sources is not None) == (category == "verdict_conflict")
+    assert record.judged_in_container == (outcome != "error")
+    if on_file is not None:
+        assert record.daemon_status == on_file  # the judge's record, never the endpoint's answer
+    elif record.daemon_status is not None:
+        assert "judgment" not in record.daemon_status
+
+
+def _from_files(folder: Path, status: str | None, judgments: str | None) -> Any:
+    """The record built from what a container left in ``folder`` (read as the harness reads it)."""
+    for name, text in (("daemon_status.json", status), ("daemon_judgments.jsonl", judgments)):
+        if text is not None:
+            (folder / name).write_text(text)
+    return build_record(_facts(None, folder=folder), Evidence.read(folder), Redactor([]))
+
+
+LINE_PASS, LINE_FAIL = json.dumps({"success": True}) + "\n", json.dumps({"success": False}) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("status", "judgments", "outcome", "category"),
+    [
+        (json.dumps(PASS), LINE_PASS, "passed", None),
+        (json.dumps(FAIL), LINE_FAIL, "failed", None),
+        (json.dumps(FAIL), None, "failed", None),  # a rejection needs no judgments file
+        (json.dumps(PASS), None, "error", "verdict_conflict"),  # the judgments file is missing
+        (json.dumps(PASS), "", "error", "verdict_conflict"),
+        (json.dumps(PASS), LINE_FAIL + LINE_PASS + LINE_FAIL, "error", "verdict_conflict"),  # the last line counts
+        (json.dumps(PASS), LINE_PASS + '{"success": tr', "error", "verdict_conflict"),  # a torn last line is none
+        (json.dumps(PASS), '{"success": "true"}\n', "error", "verdict_conflict"),
+        (json.dumps(PASS), LINE_FAIL + LINE_PASS + "\n\n", "passed", None),  # blank lines are no lines
+        (json.dumps(RUNNING), LINE_PASS, "error", "no_judgment"),  # an earlier turn's pass decides nothing
+        (None, LINE_PASS, "error", "no_judgment"),
+        ("[" + json.dumps(PASS) + "]", LINE_PASS, "error", "no_judgment"),  # not an object: no status at all
+        (json.dumps(PASS)[:-1], LINE_PASS, "error", "no_judgment"),
+        (json.dumps({**PASS, "pad": "x" * STATUS_MAX_BYTES}), LINE_PASS, "error", "no_judgment"),  # past the bound
+    ],
+)
+def test_the_sources_as_read_from_the_containers_files(tmp_path: Path, status, judgments, outcome, category) -> None:
+    record = _from_files(tmp_path, status, judgments)
+    assert (record.outcome, record.error_category) == (outcome, category), record.error
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+STATUS_FIELD = st.sampled_from(["complete", "stopped", "error", "running", "waiting", ""]) | JSON
+JUDGMENT = st.fixed_dictionaries({"success": st.booleans() | JSON}, optional={"failure_reason": JSON}) | JSON
+STATUS = st.none() | st.fixed_dictionaries({}, optional={"status": STATUS_FIELD, "judgment": JUDGMENT, "turn": JSON})
+
+
+@settings(max_examples=300, deadline=None)
+@given(endpoint=STATUS, on_file=STATUS, last_line=st.none() | st.booleans())
+def test_any_shape_the_container_writes_gives_the_rules_verdict(endpoint, on_file, last_line) -> None:
+    """The container writes both status sources: whatever their shape, the record is built
+    (never an exception) and the verdict is the rules' one; a pass needs all three to agree."""
+    record = _record(endpoint, on_file, last_line)
+    assert (record.outcome, record.error_category) == _expected(endpoint, on_file, last_line), record.error
+    if record.outcome == "passed":
+        assert on_file["judgment"]["success"] is True and last_line is True
+
+
+def test_a_conflict_outranks_a_fault_and_the_deadline() -> None:
+    """A forged pass stays a verdict_conflict however the attempt ended (short of an exception)."""
+    record = _record(PASS, RUNNING, None, timed_out=True, fault=Fault("container_exited", "exit 1"))
+    assert (record.outcome, record.error_category) == ("error", "verdict_conflict")

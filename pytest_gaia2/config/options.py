@@ -251,6 +251,28 @@ OPTIONS: tuple[Option, ...] = (
         flag=True,
         parse=boolean,
     ),
+    # Not paying for waste: endpoints that cannot answer, agents that stopped acting or loop.
+    Option(
+        "skip-endpoint-check",
+        "Do not ask the agent's and judge's model endpoints for a one-token completion before the run.",
+        default=False,
+        flag=True,
+        parse=boolean,
+    ),
+    Option(
+        "idle-timeout",
+        "Seconds without a new daemon event (turn, event count or status) before a scenario is "
+        "ended as error idle_timeout, its files kept; 0: no idle limit (upstream's [run].idle_timeout).",
+        default=0.0,
+        parse=non_negative_float,
+    ),
+    Option(
+        "stuck-loop-min-calls",
+        "A daemon that ends in error after the agent made N or more model calls since its last "
+        "turn boundary is a failure (agent_loop), not an error; 0 disables.",
+        default=3,
+        parse=non_negative_int,
+    ),
     Option(
         "progress-interval",
         "Seconds between progress lines when the output is not a terminal "

@@ -171,14 +171,6 @@ def _container_env(name: str, kind: str) -> Handler:
     return handle
 
 
-def _stuck_loop(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
-    if reader.integer(where, value) > 0:
-        reader.note(
-            where,
-            "is ignored: a daemon error stays an infrastructure error here, however many tool calls the agent made",
-        )
-
-
 def _shard_id(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
     if reader.integer(where, value) != 0:
         reader.fail(
@@ -242,8 +234,9 @@ _SECTIONS: dict[str, dict[str, Handler]] = {
         "log_level": _ignored("text", "use pytest's --log-level / --log-cli-level"),
         "notification_mode": _to("notification_mode"),
         "time_speed": _to("time_speed", "number"),
-        "idle_timeout": _container_env("GAIA2_IDLE_TIMEOUT", "number"),
-        "stuck_loop_min_tool_calls": _stuck_loop,
+        # The runner's own watch, not eventd's: seconds without a new daemon event, seen from the host.
+        "idle_timeout": _to("idle_timeout", "number"),
+        "stuck_loop_min_tool_calls": _to("stuck_loop_min_calls", "integer"),
         "shard_id": _shard_id,
         "num_shards": _refused(
             "integer",

@@ -49,7 +49,7 @@ from gaia2_ref_scenario import (
     line_time,
     resolve_placeholders,
 )
-from gaia2_ref_trace import USAGE_VARIABLE, TraceWriter
+from gaia2_ref_trace import USAGE_VARIABLE, TraceWriter, Usage
 
 SYNTHETIC_BOUNDARY = "[oracle replay complete]"
 
@@ -70,11 +70,17 @@ class Agent:
         self.notes_tail = JsonlTail(state / "notifications.jsonl")
         self.seen: dict[str, dict[str, Any]] = {}
         self.user_turns: set[int] = set()
+        self.answers = 0
         self.trace: TraceWriter | None = None
         try:
             self.trace = TraceWriter.from_env()
         except ValueError as exc:
             self.log.error("%s; no trace is written", exc)
+        self.loop_after = int(env_float("GAIA2_FAULT_TOOL_LOOP", 0.0))
+        self.idle_after = int(env_float("GAIA2_FAULT_IDLE_AFTER_TURN", 0.0))
+        if self.loop_after > 0 and self.trace is None:  # a loop of model calls shows in the trace
+            self.trace = TraceWriter(Path(os.environ.get("GAIA2_TRACE_FILE", "").strip() or "/tmp/trace.jsonl"),
+                                     Usage(100, 10), os.environ.get("MODEL", "").strip() or "gaia2-reference")
         if self.trace is not None:
             self.log.info(
                 "%s: one llm_call line per action in %s (model %s, usage %s)",
@@ -106,7 +112,9 @@ class Agent:
             if not self._wait(self.notified.is_set, None):
                 return
         script = os.environ.get("GAIA2_AGENT_SCRIPT", "").strip()
-        if script:
+        if self.loop_after > 0:
+            self.run_loop()
+        elif script:
             self.run_script(Path(script))
         else:
             self.run_oracle(scenario)
@@ -150,7 +158,21 @@ class Agent:
         line = make_line(app, fn, args, write, ret, read_sim_text(self.faketime))
         append_event(self.state, line)
         self.log.info("  %s.%s(%s) w=%s", app, fn, ", ".join(args), write)
+        if app == AUI and fn == SMU:
+            self.answers += 1
+            if self.answers == self.idle_after:
+                self.log.warning("FAULT GAIA2_FAULT_IDLE_AFTER_TURN: silent after turn %d", self.answers)
+                self.stop.wait()  # idle until the container stops; nothing more is written
         return line
+
+    # -- fault: a runaway loop of tool calls ------------------------------------------
+
+    def run_loop(self) -> None:
+        """GAIA2_FAULT_TOOL_LOOP: the same read, chosen by one model call each, until the daemon gives up."""
+        self.log.warning("FAULT GAIA2_FAULT_TOOL_LOOP: calling a tool again and again, never answering")
+        while not self.stop.is_set() and read_status(self.state).get("status") not in TERMINAL_STATUSES:
+            self._write("SystemApp", "get_current_time", {}, False, None)
+            self.stop.wait(0.2)
 
     # -- scripted agent --------------------------------------------------------
 

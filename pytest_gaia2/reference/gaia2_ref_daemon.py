@@ -9,7 +9,7 @@ Usage: python3 gaia2_ref_daemon.py --scenario S --state-dir D
 
 Environment: GAIA2_JUDGE_FINAL_TURN, GAIA2_IDLE_TIMEOUT, and the fault switches
 GAIA2_FAULT_JUDGE_DELAY, GAIA2_FAULT_JUDGMENT_LATE, GAIA2_FAULT_DAEMON_ERROR,
-GAIA2_FAULT_HANG (see README.md next to this file).
+GAIA2_FAULT_HANG, GAIA2_FAULT_TOOL_LOOP (see README.md next to this file).
 """
 
 from __future__ import annotations
@@ -302,6 +302,11 @@ class Daemon:
                     log.error("FAULT GAIA2_FAULT_DAEMON_ERROR: ending with status error")
                     self.finish("error", None)
                     return
+            loop = int(env_float("GAIA2_FAULT_TOOL_LOOP", 0.0))
+            if loop and self.num_events - self.smu_count >= loop:
+                log.error("Daemon error: no turn boundary detected after %d agent events", loop)
+                self.finish("error", None)
+                return
             rejected = self.check_conditions()
             if rejected is not None:
                 log.info("Judge rejected — fail fast")

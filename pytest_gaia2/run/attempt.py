@@ -60,6 +60,12 @@ FAST_WINDOW = 2.0
 LAST_POLL = 0.25
 
 
+def progress_of(status: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a new daemon event changes in /status (the idle timeout's clock): the status, the
+    turn and the count of events the daemon has read; the rest may change without progress."""
+    return tuple(str(status.get(key))[:64] for key in ("status", "turn", "num_events"))
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -307,7 +313,9 @@ class ScenarioAttempt:
         failures = 0
         grace_until: float | None = None
         interval = FIRST_POLL
-        changed = time.monotonic()
+        changed = active = time.monotonic()
+        progress: tuple[Any, ...] | None = None
+        idle_limit = self.setup.limits.idle_timeout
         while True:
             current: dict[str, Any] | None = None
             try:
@@ -324,6 +332,8 @@ class ScenarioAttempt:
                 interval = FIRST_POLL if time.monotonic() - changed < FAST_WINDOW else min(LAST_POLL, interval * 1.5)
                 status = current
                 self.phase(phase_of(status))
+                if progress_of(status) != progress:
+                    progress, active = progress_of(status), time.monotonic()
             if judgment_of(status) is not None:
                 return False, None
             if is_terminal(status):
@@ -338,6 +348,13 @@ class ScenarioAttempt:
                 exited = self._exited_fault()
                 if exited is not None:
                     return False, Fault(exited.category, exited.detail)
+            if idle_limit and grace_until is None and time.monotonic() - active >= idle_limit:
+                return False, Fault(
+                    "idle_timeout",
+                    f"no new daemon event for {idle_limit:g} s (last status: {state_of(status)}, turn "
+                    f"{(status or {}).get('turn')}, {(status or {}).get('num_events')} events; --gaia2-idle-timeout); "
+                    "see eventd.log and events.jsonl",
+                )
             stop = self.setup.stop_reason()
             if stop:
                 return False, Fault("budget_cap", stop)
@@ -421,6 +438,7 @@ class ScenarioAttempt:
             timed_out=timed_out,
             fault=fault,
             stop=stop,
+            stuck_loop_min_calls=self.setup.limits.stuck_loop_min_calls,
         )
 
     def remove(self) -> None:

@@ -47,6 +47,8 @@ class AttemptFacts:
     fault: Fault | None
     stop: Fault | None = None
     """The exception that ended the attempt early (pytest reports it as the test's outcome)."""
+    stuck_loop_min_calls: int = 0
+    """Model calls of one turn that make a daemon error the agent's loop (0: never)."""
 
 
 def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> AttemptRecord:
@@ -72,6 +74,8 @@ def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> A
         fault=facts.fault,
         conflict=conflict,
         stop=facts.stop,
+        loop_calls=evidence.loop_calls,
+        stuck_loop_min_calls=facts.stuck_loop_min_calls,
     )
     message = redact.redact(verdict.message)
     if verdict.outcome == "error" and verdict.category != "container_start":

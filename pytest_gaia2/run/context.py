@@ -254,7 +254,11 @@ class RunContext:
 
         try:
             outcome = preflight.check(
-                self.engines, self.settings, preflight_only=self.values["preflight_only"], cache_dir=cache_dir()
+                self.engines,
+                self.settings,
+                preflight_only=self.values["preflight_only"],
+                cache_dir=cache_dir(),
+                endpoint_check=not self.values["skip_endpoint_check"],
             )
         except (EngineError, preflight.PreflightError) as exc:
             pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)

@@ -76,6 +76,8 @@ class Evidence:
     """``success`` of the last line of daemon_judgments.jsonl."""
     num_agent_events: int
     last_response: str
+    loop_calls: int = 0
+    """Model calls in trace.jsonl since the agent's last final answer (:func:`calls_since_answer`)."""
 
     @classmethod
     def read(cls, folder: Path) -> Evidence:
@@ -91,7 +93,40 @@ class Evidence:
             judged if isinstance(judged, bool) else None,
             count,
             response,
+            calls_since_answer(folder / "trace.jsonl"),
         )
+
+
+def _final_answer(line: dict[str, Any], max_bytes: int) -> bool:
+    """Whether one ``llm_call`` line's response ended the agent's turn: OpenAI's choice that
+    stops without tool calls, or Anthropic's ``end_turn``. A streamed or unreadable response
+    counts as a call that did not (so a loop is never hidden, only possibly undercounted)."""
+    response = line.get("response")
+    raw = line.get("raw_response")
+    if not isinstance(response, dict) and isinstance(raw, str) and raw.lstrip().startswith("{"):
+        try:
+            response = loads_bounded(raw.encode("utf-8", "replace"), max_bytes=max_bytes)
+        except JsonReadError:
+            return False
+    if not isinstance(response, dict):
+        return False
+    if response.get("stop_reason") == "end_turn":
+        return True
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[-1], dict):
+        return False
+    message = choices[-1].get("message")
+    return choices[-1].get("finish_reason") == "stop" and not (isinstance(message, dict) and message.get("tool_calls"))
+
+
+def calls_since_answer(path: Path, max_line_bytes: int = store.RECORD_MAX_BYTES) -> int:
+    """The ``llm_call`` lines of a trace after the last one whose response was a final answer:
+    the model calls of the agent's current turn, the measure of a runaway tool loop."""
+    calls = 0
+    for line in store.json_lines(path, max_line_bytes):
+        if isinstance(line, dict) and line.get("type") == "llm_call":
+            calls = 0 if _final_answer(line, max_line_bytes) else calls + 1
+    return calls
 
 
 def status_in_container(container: Container) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.engine.client import pid_alive
 from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.engine.spec import plain_host
+from pytest_gaia2.run.endpoints import Endpoint, ping
 
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
@@ -94,6 +95,63 @@ def _endpoint(option: str, url: str) -> tuple[str, int]:
     if not plain_host(host):
         raise PreflightError(f"{option}: {host!r} is not a host name or IP address")
     return host, port or (443 if parts.scheme == "https" else 80)
+
+
+def model_endpoints(settings: RunSettings) -> list[Endpoint]:
+    """The endpoints the run's containers will call: the agent's (when the image's profile
+    needs a model) and the judge's (unless it is the reference image's placeholder)."""
+    found = []
+    if settings.profile.needs_llm and settings.base_url and settings.model:
+        found.append(
+            Endpoint(
+                "agent",
+                settings.base_url,
+                settings.model,
+                settings.secrets.agent_key,
+                "--gaia2-base-url",
+                "--gaia2-model",
+                settings.secrets.agent_key_source or "--gaia2-api-key-env",
+                settings.agent_provider,
+            )
+        )
+    if (
+        settings.judge_base_url
+        and settings.judge_model
+        and settings.judge_model != settings_mod.REFERENCE_JUDGE_PLACEHOLDER
+    ):
+        found.append(
+            Endpoint(
+                "judge",
+                settings.judge_base_url,
+                settings.judge_model,
+                settings.secrets.judge_key,
+                "--gaia2-judge-base-url",
+                "--gaia2-judge-model",
+                settings.secrets.judge_key_source or "--gaia2-judge-api-key-env",
+                settings.judge_provider,
+            )
+        )
+    return found
+
+
+def _ping_endpoints(settings: RunSettings, outcome: PreflightOutcome) -> list[str]:
+    """One real completion per endpoint, model and key (asked once when agent and judge share
+    them); the lines of the fatal failures, each already in ``outcome``."""
+    answers: dict[tuple[str, str, str], bool] = {}
+    fatal = []
+    for endpoint in model_endpoints(settings):
+        if endpoint.cache_key in answers:
+            continue
+        answer = ping(endpoint, proxy_env=dict(settings.proxy_env), ca_bundle=settings.ca_bundle)
+        answers[endpoint.cache_key] = answer.ok
+        if answer.ok:
+            outcome.check(True, answer.line)
+        elif answer.fatal:
+            outcome.check(False, answer.line)
+            fatal.append(answer.line)
+        else:
+            outcome.warn(answer.line)
+    return fatal
 
 
 def _image(engine: Engine, settings: RunSettings) -> str:
@@ -186,9 +244,13 @@ def _spread_image(engines: list[Engine], settings: RunSettings, outcome: Preflig
     return image_id
 
 
-def check(pool: EnginePool, settings: RunSettings, *, preflight_only: bool, cache_dir: Path) -> PreflightOutcome:
+def check(
+    pool: EnginePool, settings: RunSettings, *, preflight_only: bool, cache_dir: Path, endpoint_check: bool = True
+) -> PreflightOutcome:
     """Every check, in the order a user would fix them; raises on the first fatal one, except
     with ``preflight_only``, which reports a bad URL or a missing image like any failed check.
+    The model endpoints are asked for a one-token completion before the image is built or any
+    container started (``endpoint_check`` False: --gaia2-skip-endpoint-check).
     Per engine: it answers, its orphans are reaped, the image is there (copied when missing), the
     model endpoints are reachable from it; the rest is checked once."""
     outcome = PreflightOutcome()
@@ -231,6 +293,10 @@ def check(pool: EnginePool, settings: RunSettings, *, preflight_only: bool, cach
             if not preflight_only:
                 raise
             outcome.check(False, f"{option} is a valid http(s) URL", str(exc))
+    if endpoint_check and outcome.ok:
+        failed = _ping_endpoints(settings, outcome)
+        if failed and not preflight_only:
+            raise PreflightError("a model endpoint is not ready:\n" + "\n".join(f"  {line}" for line in failed))
     try:
         outcome.image_id = _spread_image(engines, settings, outcome)
     except PreflightError as exc:

@@ -7,7 +7,9 @@ adapter's /status answer only tells the host when to look; a /status that claims
 verdict than the record is a ``verdict_conflict``. A judgment that counts is the verdict
 whatever else went wrong, unless an exception pytest reports stopped the attempt; without
 one, the harness (not the agent) is blamed, except when the scenario ran past its declared
-duration, which upstream counts as the agent being too slow.
+duration, which upstream counts as the agent being too slow, or when the daemon gave up
+while the agent was calling its model again and again without answering (``agent_loop``,
+upstream's ``stuck_loop_min_tool_calls``): the model's failure, so errors stay infrastructure.
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ def decide(
     fault: Fault | None = None,
     conflict: Fault | None = None,
     stop: Fault | None = None,
+    loop_calls: int = 0,
+    stuck_loop_min_calls: int = 0,
 ) -> Verdict:
     """The verdict for one attempt, from the judge's record (daemon_status.json) and the facts
     of the attempt. An exception that stopped the attempt outranks everything (pytest reports
@@ -121,6 +125,13 @@ def decide(
             "see eventd.log and events.jsonl",
             category="timeout",
         )
+    if state == "error" and 0 < stuck_loop_min_calls <= loop_calls:
+        reason = (
+            f"the daemon ended with status 'error' after the agent made {loop_calls} model calls without "
+            f"answering the user (--gaia2-stuck-loop-min-calls {stuck_loop_min_calls}): a runaway loop; "
+            "see trace.jsonl and eventd.log"
+        )
+        return Verdict("failed", reason, category="agent_loop", failure_reason=reason)
     if state == "error":
         return Verdict(
             "error",

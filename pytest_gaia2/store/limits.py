@@ -43,6 +43,10 @@ class Limits:
     memory: int
     pids_limit: int
     keep: bool = False
+    idle_timeout: float = 0.0
+    """Seconds without a new daemon event before the attempt ends (0: none)."""
+    stuck_loop_min_calls: int = 3
+    """Model calls since the last turn boundary that make a daemon error the agent's loop (0: never)."""
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Limits:
@@ -58,6 +62,8 @@ class Limits:
             memory=int(values["memory"]),
             pids_limit=int(values["pids_limit"]),
             keep=bool(values["keep"]),
+            idle_timeout=float(values["idle_timeout"]),
+            stuck_loop_min_calls=int(values["stuck_loop_min_calls"]),
         )
 
     def effective_timeout(self, duration: float | None) -> float:

@@ -292,6 +292,16 @@ CATEGORIES: dict[str, tuple[str, str]] = {
         "the run's spend passed --gaia2-budget-cap while the scenario was running",
         "the summary's spend; the scenario's files are kept as far as it got",
     ),
+    "idle_timeout": (
+        "no new daemon event (status, turn, event count) for --gaia2-idle-timeout seconds: the agent "
+        "stopped acting, its model stalled, or it waited for an event scheduled later than the limit",
+        "the last status in the message; eventd.log, events.jsonl, trace.jsonl",
+    ),
+    "agent_loop": (
+        "a failure, not an error: the daemon ended in error after the agent made "
+        "--gaia2-stuck-loop-min-calls or more model calls without answering the user",
+        "trace.jsonl (the calls of the last turn), eventd.log",
+    ),
     "harness_error": (
         "pytest-gaia2 or the engine client raised an unexpected exception",
         "the traceback in the pytest report; container.log",

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("pytest_gaia2.cli.compare", "paired comparison of two or more runs on the same scenarios"),
     "merge": ("pytest_gaia2.cli.merge", "one run folder from several (shards, resumed pieces, machines)"),
     "rejudge": ("pytest_gaia2.cli.rejudge", "re-run the image's judge on a saved run, without the agent"),
+    "plan": ("pytest_gaia2.cli.plan", "scenarios, cost and time an answer needs, from a probe or an earlier run"),
 }
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 from statistics import NormalDist
+from typing import Any
 
 from pytest_gaia2.report.paired import ANALYSIS_EXTRA, AnalysisExtraMissing
 
@@ -87,15 +87,16 @@ class PairedPlan:
 
 
 def paired_pairs(gap: float, discordance: float, power: float = 0.8, alpha: float = 0.05) -> PairedPlan:
-    """The first number of pairs, stepping up from Connor's estimate by 2% (at least one), at
-    which the exact McNemar test has at least ``power``; ``pairs`` None past :data:`MAX_PAIRS`."""
+    """The first number of pairs from Connor's estimate up at which the exact McNemar test has at
+    least ``power`` (found in 2% steps, then one by one within the last step; the exact power
+    saw-tooths, so a smaller n below Connor's may also reach it); ``pairs`` None past :data:`MAX_PAIRS`."""
     start = connor_pairs(gap, discordance, power, alpha)
-    pairs = max(1, start)
+    below, pairs = 0, max(1, start)
     while pairs <= MAX_PAIRS:
-        achieved = exact_power(pairs, gap, discordance, alpha)
-        if achieved >= power:
-            return PairedPlan(gap, discordance, power, alpha, pairs, start, achieved)
-        pairs += max(1, pairs // 50)
+        if exact_power(pairs, gap, discordance, alpha) >= power:
+            first = next(n for n in range(below + 1, pairs + 1) if exact_power(n, gap, discordance, alpha) >= power)
+            return PairedPlan(gap, discordance, power, alpha, first, start, exact_power(first, gap, discordance, alpha))
+        below, pairs = pairs, pairs + max(1, pairs // 50)
     return PairedPlan(gap, discordance, power, alpha, None, start, None)
 
 
@@ -118,3 +119,42 @@ def rate_scenarios(half_width: float, rate: float = 0.5, confidence: float = 0.9
     z = z_of(1 - (1 - confidence) / 2)
     spread = max(rate * (1 - rate), 1e-6)
     return max(1, math.ceil(z * z * spread / (half_width * half_width) - 1e-9))
+
+
+def detectable_gap(pairs: int, discordance: float, power: float = 0.8, alpha: float = 0.05) -> float | None:
+    """The smallest gap Connor's formula says ``pairs`` pairs detect with ``power`` at this
+    discordance (bisection; the formula falls as the gap grows); None when even a gap as large
+    as the discordance needs more pairs."""
+    if pairs <= 0 or not 0 < discordance <= 1:
+        return None
+    if connor_pairs(discordance, discordance, power, alpha) > pairs:
+        return None
+    low, high = 0.0, discordance
+    for _ in range(60):
+        middle = (low + high) / 2
+        if middle > 0 and connor_pairs(middle, discordance, power, alpha) <= pairs:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def half_width(scenarios: int, rate: float = 0.5, confidence: float = 0.95) -> float | None:
+    """The normal half-width of a rate's interval with ``scenarios`` (the inverse of :func:`rate_scenarios`)."""
+    if scenarios <= 0:
+        return None
+    z = z_of(1 - (1 - confidence) / 2)
+    return z * math.sqrt(max(rate * (1 - rate), 1e-6) / scenarios)
+
+
+def total_interval(values: list[float], count: int, confidence: float = 0.95) -> tuple[float, float, float]:
+    """The total of ``count`` new draws like ``values`` (cost or seconds per scenario): the estimate
+    count x mean, and an interval that holds both the spread of single draws and the uncertainty
+    of the mean itself: sd x sqrt(count + count^2 / m) for m observed values. Never below 0."""
+    if not values or count < 0:
+        raise ValueError("total_interval needs observed values and a count >= 0")
+    m = len(values)
+    mean = sum(values) / m
+    sd = math.sqrt(sum((value - mean) ** 2 for value in values) / (m - 1)) if m > 1 else mean
+    spread = z_of(1 - (1 - confidence) / 2) * sd * math.sqrt(count + count * count / m)
+    return count * mean, max(0.0, count * mean - spread), count * mean + spread

@@ -22,10 +22,11 @@ T0 = _dt.datetime(2026, 1, 5, 9, 0, tzinfo=_dt.timezone.utc)
 
 def write_run(output: Path, letters: dict[str, str], *, planned: list[str] | None = None, split: str = "search",
               minute: int = 0, sha: dict[str, str] | None = None, config: dict[str, Any] | None = None,
-              **provenance: Any) -> Path:
+              fields: dict[str, dict[str, Any]] | None = None, **provenance: Any) -> Path:
     """A finished run folder: one record (result.json, events.jsonl, results.jsonl line) per scenario id
     and letter (P, F, E; ``PF`` is two repeats), run_config.json planning ``planned`` (default: every
-    key) and one sessions.jsonl line. Records end at ``minute`` past T0."""
+    key) and one sessions.jsonl line. Records end at ``minute`` past T0; ``fields`` sets record fields
+    (not the split) per scenario id."""
     run_id = uuid.uuid4().hex
     started = T0 + _dt.timedelta(minutes=minute)
     folder = store.RunFolder.create(output, run_id, started)
@@ -44,7 +45,7 @@ def write_run(output: Path, letters: dict[str, str], *, planned: list[str] | Non
                 folder=scenario.relative_to(folder.path).as_posix(),
                 scenario_sha256=(sha or {}).get(scenario_id, "sha-" + scenario_id),
                 run_id=run_id, session_id=run_id, ended_at=(started + _dt.timedelta(seconds=30)).isoformat(),
-                wall_time_s=30.0, **values)
+                **{"wall_time_s": 30.0, **values, **(fields or {}).get(scenario_id, {})})
             folder.write_record(scenario, record)
             store.write_text(scenario / "events.jsonl", json.dumps({"run": run_id, "id": scenario_id}) + "\n")
             records.append(record)

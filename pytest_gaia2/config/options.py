@@ -91,6 +91,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("seed", "Seed for --gaia2-sample (default 0).", default=0, parse=non_negative_int),
     Option("first-n", "Run the first N scenarios in file order (biased towards few universes).", parse=positive_int),
     Option(
+        "order",
+        "Start order: 'interleaved' (default) starts scenarios in a seeded order interleaved across split, "
+        "universe and repeat, so a run stopped early (budget, Ctrl-C, time) ran a stratified sample; "
+        "'file' keeps the files' order.",
+        default="interleaved",
+        choices=("interleaved", "file"),
+    ),
+    Option("name", "A name for the run, kept in run_config.json and shown in every report and list."),
+    Option("tag", "A tag for the run (repeatable), kept in run_config.json and shown like the name.", multiple=True),
+    Option(
         "shard",
         "Run only shard K of N (K/N, 1-based) of the selection: a stable partition "
         "stratified by split and universe, taken after -k, -m and the sample.",

@@ -51,6 +51,14 @@ _LEGACY_ENTRY = re.compile(rb'"([^"\\\n]{1,%d}#\d+)"\s*:\s*(\d+(?:\.\d+)?(?:[eE]
 log = logging.getLogger("pytest_gaia2")
 
 
+def usd_text(amount: float) -> str:
+    """``$11.04``; a non-zero amount under a cent with two significant digits (``$0.0060``),
+    never ``$0.00``."""
+    if amount == 0 or not math.isfinite(amount) or abs(amount) >= 0.01:
+        return f"${amount:.2f}"
+    return f"${amount:.{min(1 - math.floor(math.log10(abs(amount))), 12)}f}"
+
+
 @dataclass(frozen=True)
 class Budget:
     """``--gaia2-budget-halt``: no new scenario starts once reached; ``--gaia2-budget-cap``:
@@ -69,13 +77,13 @@ class Budget:
         if limit is None or spent < limit:
             return None
         which = "halt" if limit == self.halt else "cap"
-        return f"budget: the run has spent ${spent:.2f}, its {which} is ${limit:.2f}; no new scenario starts"
+        return f"budget: the run has spent {usd_text(spent)}, its {which} is {usd_text(limit)}; no new scenario starts"
 
     def capped(self, spent: float) -> str | None:
         """Why a running scenario must stop, or None."""
         if self.cap is None or spent <= self.cap:
             return None
-        return f"the run's spend ${spent:.2f} passed its cap ${self.cap:.2f}; stopped before a verdict"
+        return f"the run's spend {usd_text(spent)} passed its cap {usd_text(self.cap)}; stopped before a verdict"
 
 
 @dataclass(frozen=True)

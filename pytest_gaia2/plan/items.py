@@ -4,14 +4,21 @@ Filters (splits, subset, ids file) apply when the plan is built; the seeded samp
 first-N prefix apply to what survives ``-k``, ``-m`` and ``--deselect`` (:func:`narrow`), so
 ``--gaia2-sample N`` means N scenarios run. The same inputs give the same plan on every
 xdist worker and in every later run.
+
+What survives then starts in a seeded order interleaved across split, universe and repeat
+(:func:`start_order`): whatever stops the run early (a budget halt, Ctrl-C, a time limit, a
+crashed worker), the scenarios that started are a stratified sample of the plan, not the first
+splits in folder order.
 """
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -26,6 +33,9 @@ from pytest_gaia2.store.limits import HARD_TIMEOUT_METHOD, Limits
 from pytest_gaia2.store.record import AttemptRecord, scenario_key
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+T = TypeVar("T")
+ORDERS = ("interleaved", "file")
+"""``--gaia2-order``: the seeded interleaved start order (default), or the files' order."""
 ITEM_PARAMETER = "gaia2_item"
 """The parameter that carries a :class:`PlannedItem` into a test (and Allure hides)."""
 
@@ -177,6 +187,78 @@ def narrow(
         )
         kept = [item for item in kept if shard_of[f"{item.split}/{item.name}"] == shard.index]
     return {item.key for item in kept}
+
+
+def interleave(groups: Sequence[Sequence[T]], ties: Sequence[float]) -> list[T]:
+    """The groups' items merged so that every prefix holds each group within one item of its
+    share (``prefix length x group size / total``), each group in its own order.
+
+    Balinski and Young's quota method with the earliest deadline first: at step L a group may
+    give its next item while it has given fewer than its share of L (upper quota); among those,
+    the group whose share would run more than one item ahead of it soonest goes first (lower
+    quota), ``ties`` breaking ties. Neither quota is ever broken.
+    """
+    total = sum(len(group) for group in groups)
+    taken = [0] * len(groups)
+    merged: list[T] = []
+    for step in range(1, total + 1):
+        eligible = [i for i, group in enumerate(groups) if taken[i] * total < step * len(group)]
+        best = min(eligible, key=lambda i: (-(-(taken[i] + 1) * total // len(groups[i])), ties[i], i))
+        merged.append(groups[best][taken[best]])
+        taken[best] += 1
+    return merged
+
+
+def start_order(items: Sequence[PlannedItem], seed: int) -> list[PlannedItem]:
+    """The order items start in: broken files first (they cost nothing), then the scenarios
+    interleaved by split, within a split by universe, within a universe by repeat, each
+    universe's scenarios in a seeded order (the same in every repeat).
+
+    Every prefix is then proportional to the plan by split (within one scenario), and by
+    universe and repeat within a split. A pure function of the items' identities and the seed:
+    the same on every xdist worker, shard and machine.
+    """
+    rng = random.Random(seed)
+    runnable = sorted((item for item in items if item.scenario), key=lambda i: (i.split, i.universe or "", i.name))
+    keys: dict[tuple[str, str], float] = {}
+    tree: dict[str, dict[str, dict[int, list[PlannedItem]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
+    for item in runnable:
+        keys.setdefault((item.split, item.name), rng.random())
+        tree[item.split][item.universe or ""][item.repeat].append(item)
+
+    def merged(groups: list[list[PlannedItem]]) -> list[PlannedItem]:
+        return interleave(groups, [rng.random() for _ in groups])
+
+    def by_key(group: list[PlannedItem]) -> list[PlannedItem]:
+        return sorted(group, key=lambda i: (keys[(i.split, i.name)], i.name))
+
+    ordered = merged(
+        [
+            merged([merged([by_key(runs[r]) for r in sorted(runs)]) for _, runs in sorted(tree[split].items())])
+            for split in sorted(tree)
+        ]
+    )
+    return [item for item in items if item.scenario is None] + ordered
+
+
+def reorder(items: list[T], planned: Callable[[T], PlannedItem | None], seed: int) -> list[T]:
+    """``items`` with the planned ones in :func:`start_order`, in the places planned items held
+    (a user's other tests keep theirs; tests of the same scenario stay in their order)."""
+    slots = [index for index, item in enumerate(items) if planned(item) is not None]
+    tests: dict[str, list[T]] = defaultdict(list)
+    unique: dict[str, PlannedItem] = {}
+    for index in slots:
+        item = planned(items[index])
+        assert item is not None
+        tests[item.key].append(items[index])
+        unique.setdefault(item.key, item)
+    ordered = [test for item in start_order(list(unique.values()), seed) for test in tests[item.key]]
+    result = list(items)
+    for index, test in zip(slots, ordered, strict=True):
+        result[index] = test
+    return result
 
 
 def universe_markers(items: Sequence[PlannedItem]) -> list[str]:

@@ -146,6 +146,10 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
+    if context.values["order"] == "interleaved":
+        from pytest_gaia2.plan.items import reorder
+
+        items[:] = reorder(items, lambda item: planned.get(id(item)), context.values["seed"])
     if context.values["probe"]:
         from pytest_gaia2.cost.projection import probe_first
 

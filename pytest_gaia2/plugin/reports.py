@@ -75,6 +75,9 @@ def annotate(
         or "gaia2_result" in getattr(item, "fixturenames", ())
     )
     final = report.when == "call" or (report.when == "setup" and report.failed)
+    if planned is not None and report.skipped and isinstance(report.longrepr, tuple):
+        why = str(report.longrepr[2]).removeprefix("Skipped: ")
+        report.gaia2_not_started = {"key": planned.key, "why": why}  # type: ignore[attr-defined]
     if uses_scenario and final and planned is not None and not hasattr(report, "gaia2_record"):
         record = _record(context, planned, call, result, attempt)
         _explain(report, call, record, context.folder.path / record.folder if context.folder else None)

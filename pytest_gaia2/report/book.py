@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_gaia2.cost import projection as probe
 from pytest_gaia2.cost import spend
-from pytest_gaia2.cost.budget import Budget, Ledger
+from pytest_gaia2.cost.budget import Budget, Ledger, usd_text
 from pytest_gaia2.cost.usage import shown_names
 from pytest_gaia2.report import stats
 from pytest_gaia2.report import summary as report
@@ -59,6 +59,41 @@ class ResultBook:
         self._persistent: list[dict[str, Any]] | None = None
         self.unpriced_models: set[str] = set()
         self.projection: probe.Projection | None = None
+        self.not_started: dict[str, str] = {}
+        """Planned keys that were skipped before any attempt, and why (budget, probe only)."""
+        self.spent_at_stop: float | None = None
+        self.end_reason: str | None = None
+        """What ended the run early when it was not the items' own doing (Ctrl-C)."""
+
+    def note_not_started(self, key: str, why: str) -> None:
+        """A planned key skipped before it started; the first budget skip fixes the spend at stop."""
+        self.not_started.setdefault(key, why)
+        if why.startswith("budget") and self.spent_at_stop is None:
+            self.spent_at_stop = self.spent()
+
+    def spent(self) -> float | None:
+        """The run's spend in its ledger (every session's), None without a run folder."""
+        return Ledger(self.folder.path).total() if self.folder is not None else None
+
+    def stop(self) -> report.Stop:
+        """Why the run stopped short of its plan (None when complete), with the budget and spend."""
+        summary = self.summary()
+        fallback = self.end_reason or "the run ended before they started (pytest stopped, or a worker was lost)"
+        not_started = tuple((key, self.not_started.get(key, fallback)) for key in summary.not_run)
+        reasons = [why for _, why in not_started]
+        reason = (
+            None
+            if summary.complete
+            else self.end_reason or next((why for why in reasons if why.startswith("budget")), None) or reasons[0]
+        )
+        return report.Stop(
+            reason,
+            self.budget.halt,
+            self.budget.cap,
+            self.spent() if self.budget.limited or reason else None,
+            self.spent_at_stop if reason else None,
+            not_started,
+        )
 
     def add(self, record: AttemptRecord, *, probe_keys: set[str] = frozenset(), workers: int = 1) -> list[str]:
         """Keep the record and append its line at once, so a crash keeps what finished; what to
@@ -102,6 +137,7 @@ class ResultBook:
         lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
         lines += report.summary_lines(summary, self.decision(summary))
         lines += spend.summary_lines(spend.summary(self.records.values()), self._budget_text())
+        lines += self.stop().lines()
         reused = sorted(record.key for record in self.records.values() if record.reused)
         if reused:
             lines.append(
@@ -124,11 +160,11 @@ class ResultBook:
         if self.folder is None or (self.budget.halt is None and self.budget.cap is None):
             return None
         limits = ", ".join(
-            f"{name} ${value:.2f}"
+            f"{name} {usd_text(value)}"
             for name, value in (("halt", self.budget.halt), ("cap", self.budget.cap))
             if value is not None
         )
-        return f"run spend ${Ledger(self.folder.path).total():.2f} ({limits})"
+        return f"run spend {usd_text(Ledger(self.folder.path).total())} ({limits})"
 
     def write(self, extra: dict[str, Any]) -> GateDecision | None:
         """results.jsonl rewritten one line per key, and summary.json; the gate's decision."""
@@ -136,7 +172,13 @@ class ResultBook:
         decision = self.decision(summary)
         if self.folder is not None:
             self.folder.rewrite_results(self.records.values())
-            extra = {**extra, "cost": spend.summary(self.records.values()), "persistent_errors": self.persistent()}
+            extra = {
+                **extra,
+                "cost": spend.summary(self.records.values()),
+                "persistent_errors": self.persistent(),
+                "stop": self.stop().to_dict(),
+                "coverage": report.coverage(summary),
+            }
             report.write_summary_json(self.folder.file(store.SUMMARY_FILE), summary, decision, extra=extra)
         return decision
 
@@ -147,11 +189,26 @@ class ResultBook:
         return self._persistent
 
     def junit_properties(self) -> list[tuple[str, str]]:
-        """Run-level JUnit properties: planned, done, not run, complete."""
+        """Run-level JUnit properties: planned, done, not run, complete; both rates with their
+        intervals (fractions), the gate's decision, the cost and why the run stopped."""
         summary = self.summary()
+        decision = self.decision(summary)
+        stop = self.stop()
+        cost = spend.summary(self.records.values())
+        rates = [
+            (f"gaia2_{name}{part}", "" if value is None else f"{value:.6f}")
+            for name, rate in (("strict", summary.overall.strict), ("judged", summary.overall.judged))
+            for part, value in (("", rate.value), ("_low", rate.low), ("_high", rate.high))
+        ]
         return [
             ("gaia2_planned", str(summary.planned)),
             ("gaia2_done", str(summary.done)),
             ("gaia2_not_run", ",".join(summary.not_run)),
             ("gaia2_complete", str(summary.complete).lower()),
+            *rates,
+            ("gaia2_gate", "" if decision is None else ("met" if decision.met else "not met")),
+            ("gaia2_gate_reasons", "" if decision is None else "; ".join(decision.lines)),
+            ("gaia2_run_cost_usd", f"{cost['usd']:.6f}" if cost else ""),
+            ("gaia2_spent_usd", "" if stop.spent is None else f"{stop.spent:.6f}"),
+            ("gaia2_stop_reason", stop.reason or ""),
         ]

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_gaia2.cost.budget import usd_text
 from pytest_gaia2.report.gate import GateDecision
 from pytest_gaia2.report.rates import Rate, percent, percent_number
 from pytest_gaia2.report.repeats import RepeatStats
@@ -184,6 +186,100 @@ def _repeat_lines(repeats: RepeatStats, width: int) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class Stop:
+    """Why a run ended before its plan was done, on record: the reason, the budget and the spend
+    (all of it, and when the run decided to stop), and each planned key that never started with
+    why. ``reason`` is None for a complete run."""
+
+    reason: str | None
+    halt: float | None = None
+    cap: float | None = None
+    spent: float | None = None
+    spent_at_stop: float | None = None
+    not_started: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stopped": self.reason is not None,
+            "reason": self.reason,
+            "halt_usd": self.halt,
+            "cap_usd": self.cap,
+            "spent_usd": self.spent,
+            "spent_at_stop_usd": self.spent_at_stop,
+            "not_started": [{"key": key, "why": why} for key, why in self.not_started],
+        }
+
+    def lines(self) -> list[str]:
+        """The terminal's account of the stop (nothing for a complete run without a budget)."""
+        money = [
+            f"{label} {usd_text(value)}"
+            for label, value in (
+                ("spent", self.spent),
+                ("at stop", self.spent_at_stop if self.reason else None),
+                ("halt", self.halt),
+                ("cap", self.cap),
+            )
+            if value is not None
+        ]
+        lines = [f"gaia2: budget: {', '.join(money)}"] if self.halt is not None or self.cap is not None else []
+        if self.reason is None:
+            return lines
+        lines.append(f"gaia2: stopped: {self.reason}")
+        by_why: dict[str, list[str]] = {}
+        for key, why in self.not_started:
+            by_why.setdefault(why, []).append(key)
+        lines += [f"gaia2: {len(keys)} not started ({why}): {first_n(keys, LISTED)}" for why, keys in by_why.items()]
+        return lines
+
+
+def coverage(summary: Summary) -> dict[str, Any]:
+    """Ran vs planned per split and universe, and the strata under-covered: a whole scenario or
+    more short of their share of what ran (``planned x done / all planned``; the interleaved start
+    order keeps every stratum less than one short), so a stopped run's rates can be read for what
+    they rest on."""
+    share = summary.done / summary.planned if summary.planned else 1.0
+
+    def strata(groups: Sequence[GroupStats]) -> dict[str, dict[str, Any]]:
+        return {
+            group.name: {
+                "planned": group.total + group.not_run,
+                "ran": group.total,
+                "expected": round((group.total + group.not_run) * share, 2),
+            }
+            for group in groups
+        }
+
+    splits, universes = strata(summary.splits), strata(summary.universes)
+    under = [
+        name
+        for table in (splits, universes)
+        for name, stratum in table.items()
+        if stratum["ran"] * summary.planned <= (stratum["planned"] * summary.done) - summary.planned
+    ]
+    return {"splits": splits, "universes": universes, "under_covered": under}
+
+
+def coverage_lines(summary: Summary) -> list[str]:
+    """For an incomplete run: what ran per split against its plan, and the under-covered strata."""
+    if summary.complete:
+        return []
+    found = coverage(summary)
+    lines = [
+        "coverage (ran/planned): " + ", ".join(f"{n} {s['ran']}/{s['planned']}" for n, s in found["splits"].items())
+    ]
+    table = {**found["universes"], **found["splits"]}
+    if found["under_covered"]:
+        lines.append(
+            "under-covered (a scenario or more short of their share): "
+            + ", ".join(
+                f"{name} {table[name]['ran']} of {table[name]['expected']:g} expected"
+                for name in found["under_covered"]
+            )
+        )
+    return lines
+
+
 def summary_lines(summary: Summary, gate: GateDecision | None, width: int = DEFAULT_WIDTH) -> list[str]:
     """The compact end-of-run block, like pytest's own short summary; gate lines come last.
 
@@ -197,6 +293,7 @@ def summary_lines(summary: Summary, gate: GateDecision | None, width: int = DEFA
         lines += _group_table("split", summary.splits, not summary.complete)
     if summary.universes:
         lines += _group_table("universe", summary.universes, not summary.complete)
+    lines += coverage_lines(summary)
     lines += _error_lines(summary, width)
     lines += _timing_lines(summary.timing)
     if summary.repeats:

@@ -390,6 +390,9 @@ class RunContext:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """On the controller: each final report's record becomes one results.jsonl line."""
+        skipped = getattr(report, "gaia2_not_started", None)
+        if isinstance(skipped, dict) and not self.is_worker:
+            self.book.note_not_started(str(skipped.get("key")), str(skipped.get("why")))
         data = getattr(report, "gaia2_record", None)
         if data is None or report.outcome == "rerun" or self.is_worker:
             return
@@ -418,6 +421,8 @@ class RunContext:
         if self.is_worker or not self.prepared:
             self._sweep()
             return None
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            self.book.end_reason = "interrupted (Ctrl-C, SIGTERM or a collection error) before they started"
         try:
             if exitstatus == pytest.ExitCode.INTERRUPTED and self.config.pluginmanager.has_plugin("dsession"):
                 self._wait_for_workers()

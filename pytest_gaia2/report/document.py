@@ -4,7 +4,9 @@ Every number comes from :func:`stats.summarise` over the folder's records and pl
 (so the report and summary.json cannot disagree), cost from :mod:`spend`, plots from
 :mod:`plots`; this module only gathers what the templates show: the breakdown per app (from
 each scenario file's ``apps``, through the scenario index), the slowest scenarios, and the
-run's details. ``write_report`` is also what ``pytest --gaia2-report`` calls at the end of a
+run's details, every failure and error with the judge's reason or the error's category and a link
+to its trace.html, and what the money bought (cost per passed scenario, spend wasted on errors
+and re-runs). ``write_report`` is also what ``pytest --gaia2-report`` calls at the end of a
 run; with an Allure results folder the plots and report.html become one Allure result of
 their own.
 """
@@ -12,20 +14,23 @@ their own.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pytest_gaia2.cost import spend
 from pytest_gaia2.cost.budget import Ledger
 from pytest_gaia2.plan import scenarios
 from pytest_gaia2.report import plots, stats
 from pytest_gaia2.report.allure_environment import environment
-from pytest_gaia2.report.markdown import code_span
+from pytest_gaia2.report.markdown import code_span, plain
 from pytest_gaia2.report.plots import MissingLibrary, Plot
 from pytest_gaia2.report.rates import Rate, percent, percent_number
 from pytest_gaia2.report.rows import natural_key
+from pytest_gaia2.report.trace_page import TRACE_FILE
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 from pytest_gaia2.store.redact import Redactor, secret_values
@@ -35,10 +40,38 @@ REPORT_HTML = "report.html"
 PLOTS_DIR = "report"
 SLOWEST = 10
 """Scenario runs listed as the slowest."""
+MAX_PROBLEMS = 500
+"""Failures and errors listed by name; more are counted."""
+REASON_CHARS = 300
+"""The judge's reason or the error, cut to this many characters in the table."""
 APPS_UNKNOWN = "apps unknown"
 """The app row of scenarios whose file is gone, changed since the run, or never parsed."""
 ALLURE_MISSING = "--alluredir needs allure-python-commons: pip install 'pytest-gaia2[allure]'"
 ALLURE_NAME = "gaia2 run report"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One failed or errored scenario run: what the judge said or what broke, and where to look."""
+
+    key: str
+    outcome: str
+    category: str
+    reason: str
+    trace: str | None
+    """trace.html relative to the run folder, only when that file exists inside it."""
+    runs: str | None
+    """The scenario's runs as a pattern (``PFP``) when it ran more than once: flaky when mixed."""
+
+
+@dataclass(frozen=True)
+class Money:
+    """What the run's money bought."""
+
+    per_passed_usd: float | None
+    wasted_usd: float
+    errors_usd: float
+    reruns_usd: float | None
 
 
 @dataclass(frozen=True)
@@ -54,6 +87,9 @@ class RunReport:
     ledger_usd: float | None
     slowest: tuple[AttemptRecord, ...]
     plots: tuple[Plot, ...]
+    problems: tuple[Problem, ...] = ()
+    problems_left_out: int = 0
+    money: Money | None = None
 
 
 def run_plan(run_config: dict[str, Any], records: Sequence[AttemptRecord]) -> list[str] | None:
@@ -102,6 +138,64 @@ def app_breakdown(
     )
 
 
+def trace_link(run: Path, record: AttemptRecord) -> str | None:
+    """``<folder>/trace.html`` when the record's folder holds one as a regular file inside the run
+    folder (the record comes from a results folder: its path is checked, never trusted)."""
+    if not record.folder:
+        return None
+    try:
+        path = store.inside(run, *Path(record.folder).parts, TRACE_FILE)
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return None
+    except (store.StoreError, OSError, ValueError):
+        return None
+    return path.relative_to(run).as_posix()
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+
+
+def problems(run: Path, records: Sequence[AttemptRecord], summary: stats.Summary) -> list[Problem]:
+    """Every failed or errored scenario run (its latest attempt), in key order."""
+    latest = {record.key: record for record in records}
+    patterns = summary.repeats.patterns if summary.repeats else {}
+    found = [
+        Problem(
+            key=record.key,
+            outcome=record.outcome,
+            category="judge" if record.outcome == "failed" else (record.error_category or "error"),
+            reason=_cut(record.message),
+            trace=trace_link(run, record),
+            runs=patterns.get(record.scenario_id),
+        )
+        for record in latest.values()
+        if record.outcome in ("failed", "error")
+    ]
+    return sorted(found, key=lambda problem: (problem.outcome != "failed", natural_key(problem.key)))
+
+
+def money(records: Sequence[AttemptRecord], ledger_usd: float | None) -> Money | None:
+    """Cost per passed scenario run, and spend that bought no verdict: errored attempts kept as the
+    result, plus (from the ledger of every attempt) attempts a later attempt replaced."""
+    latest = list({record.key: record for record in records}.values())
+    priced = [record.cost_usd for record in latest if record.cost_usd is not None]
+    if not priced and ledger_usd is None:
+        return None
+    passed = sum(record.outcome == "passed" for record in latest)
+    kept = sum(priced)
+    errors = sum(record.cost_usd or 0.0 for record in latest if record.outcome == "error")
+    reruns = max(0.0, ledger_usd - kept) if ledger_usd is not None else None
+    total = ledger_usd if ledger_usd is not None else kept
+    return Money(
+        per_passed_usd=total / passed if passed else None,
+        wasted_usd=errors + (reruns or 0.0),
+        errors_usd=errors,
+        reruns_usd=reruns,
+    )
+
+
 def build(folder: store.RunFolder, index: Path | None) -> RunReport:
     """The report's content, plots included (matplotlib is checked first)."""
     plots.require()
@@ -116,6 +210,8 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
     )
     usd = [record.cost_usd for record in records if record.cost_usd is not None]
     ledger = Ledger(folder.path)
+    ledger_usd = ledger.total() if ledger.present else None
+    listed = problems(folder.path, records, summary)
     return RunReport(
         name=folder.path.resolve().name,
         details=environment(run_config),
@@ -123,7 +219,7 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
         summary=summary,
         apps=app_breakdown(records, planned, scenario_apps(records, index)),
         cost=spend.summary(records),
-        ledger_usd=ledger.total() if ledger.present else None,
+        ledger_usd=ledger_usd,
         slowest=tuple(timed[:SLOWEST]),
         plots=tuple(
             plots.report_plots(
@@ -134,6 +230,9 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
                 usd,
             )
         ),
+        problems=tuple(listed[:MAX_PROBLEMS]),
+        problems_left_out=max(0, len(listed) - MAX_PROBLEMS),
+        money=money(records, ledger_usd),
     )
 
 
@@ -158,6 +257,14 @@ def _seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} s"
 
 
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.2f}"
+
+
+def _design(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def render(report: RunReport, uris: dict[str, str], files: dict[str, str]) -> tuple[str, str]:
     """(report.md, report.html): ``uris`` embed the plots in the HTML, ``files`` link them from
     the Markdown. Autoescaping is on for the HTML; the Markdown puts free text in code spans."""
@@ -171,7 +278,18 @@ def render(report: RunReport, uris: dict[str, str], files: dict[str, str]) -> tu
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(rate=_rate, interval=_interval, fraction=_fraction, seconds=_seconds, code=code_span)
+    env.filters.update(
+        rate=_rate,
+        interval=_interval,
+        fraction=_fraction,
+        seconds=_seconds,
+        code=code_span,
+        usd=_usd,
+        design=_design,
+        cell=plain,
+        href=quote,
+        percent_number=percent_number,
+    )
     values = {"report": report, "summary": report.summary, "uris": uris, "files": files, "apps_unknown": APPS_UNKNOWN}
     return (env.get_template("report.md.j2").render(values), env.get_template("report.html.j2").render(values))
 

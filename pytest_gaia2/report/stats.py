@@ -14,12 +14,13 @@ than a finished one.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_gaia2.report.rates import Cluster, Rate
+from pytest_gaia2.report.rates import Z95, Cluster, Rate
 from pytest_gaia2.report.repeats import RepeatStats, repeat_stats
 from pytest_gaia2.report.rows import (
     NOT_RUN,
@@ -106,6 +107,62 @@ def _by(
 
 
 @dataclass(frozen=True)
+class UniverseClustered:
+    """A rate's 95% interval with universes as clusters, beside the Wilson (or scenario) interval.
+
+    Scenarios of one universe share apps and data, so they pass or fail together more than
+    independent draws would; treating them as independent makes the interval too narrow. The
+    cluster-robust standard error SE^2 = sum over universes of (sum of (x_i - p))^2 / n^2 (Miller
+    2024, "Adding Error Bars to Evals", eq. 4) gives the normal interval p +- 1.96 SE, clipped to
+    0..1. The design effect is SE^2 over the independent p(1 - p)/n: how many times the
+    variance is inflated (1: the universes do not matter; 2: half the scenarios' information).
+    """
+
+    clusters: int
+    n: int
+    value: float
+    low: float
+    high: float
+    design_effect: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "clusters": self.clusters,
+            "n": self.n,
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "design_effect": self.design_effect,
+            "interval": "universe-clustered",
+        }
+
+
+def universe_clustered(rows: Sequence[ResultRow], judged: bool) -> UniverseClustered | None:
+    """The universe-clustered interval of the strict (or judged-only) rate; None with fewer than
+    two universes or no counted result."""
+    counted = [row for row in rows if not judged or row.outcome in ("passed", "failed")]
+    universes = {row.universe for row in counted}
+    if len(universes) < 2:
+        return None
+    n = len(counted)
+    p = sum(row.outcome == "passed" for row in counted) / n
+    sums = dict.fromkeys(universes, 0.0)
+    for row in counted:
+        sums[row.universe] += (row.outcome == "passed") - p
+    variance = sum(total * total for total in sums.values()) / (n * n)
+    independent = p * (1 - p) / n
+    half = Z95 * math.sqrt(variance)
+    return UniverseClustered(
+        clusters=len(universes),
+        n=n,
+        value=p,
+        low=max(0.0, p - half),
+        high=min(1.0, p + half),
+        design_effect=variance / independent if independent > 0 else None,
+    )
+
+
+@dataclass(frozen=True)
 class ErrorGroup:
     """Infrastructure errors of one category; ``count`` counts (scenario, run) pairs."""
 
@@ -149,10 +206,11 @@ class Timing:
 def _timing(rows: Sequence[ResultRow]) -> Timing:
     """Over every counted verdict that recorded the figure (reused ones keep their old time)."""
     timed = [row for row in rows if row.wall_time_s is not None]
+    seconds = [row.wall_time_s for row in rows if row.wall_time_s is not None]
     events = [row.events for row in rows if row.events is not None]
     slowest = max(timed, key=lambda row: row.wall_time_s or 0.0) if timed else None
     return Timing(
-        wall_median_s=statistics.median(row.wall_time_s for row in timed) if timed else None,
+        wall_median_s=statistics.median(seconds) if seconds else None,
         slowest_id=slowest.scenario_id if slowest else None,
         slowest_s=slowest.wall_time_s if slowest else None,
         events_mean=statistics.fmean(events) if events else None,
@@ -179,6 +237,8 @@ class Summary:
     planned: int
     done: int
     not_run: tuple[str, ...]
+    clustered_strict: UniverseClustered | None = None
+    clustered_judged: UniverseClustered | None = None
 
     @property
     def complete(self) -> bool:
@@ -218,6 +278,12 @@ class Summary:
             "universes": {group.name: group.to_dict() for group in self.universes},
             "timing": self.timing.to_dict(),
             "repeats": self.repeats.to_dict() if self.repeats else None,
+            "universe_clustered": None
+            if self.clustered_strict is None
+            else {
+                "strict": self.clustered_strict.to_dict(),
+                "judged": None if self.clustered_judged is None else self.clustered_judged.to_dict(),
+            },
         }
 
 
@@ -249,4 +315,6 @@ def summarise(records: Sequence[Mapping[str, Any]], planned: Sequence[str] | Non
         planned=len(plan) if planned is not None else len(results),
         done=len(plan) - len(missing) if planned is not None else len(results),
         not_run=not_run,
+        clustered_strict=universe_clustered(rows, judged=False),
+        clustered_judged=universe_clustered(rows, judged=True),
     )

@@ -8,8 +8,10 @@ method whose sequence Python promises to keep across versions for a given seed.
 
 from __future__ import annotations
 
+import difflib
 import json
 import random
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -177,6 +179,25 @@ def first_n(scenarios: Sequence[Scenario], n: int) -> list[Scenario]:
 _sample, _first_n = sample, first_n
 
 
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_OPERATORS = {"and", "or", "not", "True", "False", "None"}
+
+
+def nothing_selected(option: str, expression: str, markers: Sequence[str], names: Sequence[str]) -> str:
+    """Why ``-m``/``-k EXPRESSION`` ran nothing, said before anything runs: the split and universe
+    markers that exist and, for each word of the expression, the nearest marker or name."""
+    words = [word for word in _WORDS.findall(expression) if word not in _OPERATORS]
+    nearest = [
+        f"{word!r} -> {match[0]}"
+        for word in dict.fromkeys(words)
+        for match in [difflib.get_close_matches(word, [*markers, *names], n=1, cutoff=0.5)]
+        if match and match[0] != word
+    ]
+    return f"{option} {expression!r} selects no scenario. Markers: {_listed(list(markers))}" + (
+        f"; nearest: {', '.join(nearest)}" if nearest else ""
+    )
+
+
 def manifest(scenarios: Iterable[tuple[str, str]]) -> dict[str, dict[str, list[str]]]:
     """Upstream's subset-manifest dict for ``(split, scenario id)`` pairs: splits and ids sorted."""
     by_split: dict[str, list[str]] = defaultdict(list)
@@ -224,7 +245,10 @@ def select(
         notes += found
     if sample is not None:
         if sample > len(chosen):
-            notes.append(f"--gaia2-sample {sample}: only {len(chosen)} scenarios to choose from, running all of them")
+            raise SelectionError(
+                f"--gaia2-sample {sample}: the pool has only {len(chosen)} scenarios (after the splits, subset, "
+                f"ids file, -k and -m); ask for at most {len(chosen)}, or leave --gaia2-sample out to run them all"
+            )
         chosen = _sample(chosen, sample, seed)
     if first_n is not None:
         notes.append(FIRST_N_WARNING)

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_gaia2.config import options
 from pytest_gaia2.config.splits import SPLITS
+from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.plugin import joined_values
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ CONTEXT_KEY = pytest.StashKey["RunContext | None"]()
 ITEM_KEY = pytest.StashKey["PlannedItem"]()
 WIND_DOWN_KEY: pytest.StashKey[WindDown] = pytest.StashKey()
 RESULT_KEY = pytest.StashKey[Any]()
+EXIT_STATUS_KEY = pytest.StashKey[int]()
 ATTEMPT_KEY = pytest.StashKey[Any]()
 NODE_PREFIX = "gaia2"
 
@@ -140,8 +142,12 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
         if ITEM_PARAMETER in getattr(getattr(item, "callspec", None), "params", {})
     }
     if not planned:
+        _nothing_selected(config, items, context)
         return
-    keep = context.narrow(list(planned.values()))
+    try:
+        keep = context.narrow(list(planned.values()))
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
     dropped = [item for item in items if id(item) in planned and planned[id(item)].key not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -156,6 +162,21 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
         key_of = {id(item): planned[id(item)].key for item in items if id(item) in planned}
         keys = context.choose_probe([planned[id(item)] for item in items if id(item) in planned])
         items[:] = probe_first(items, keys, key_of)
+
+
+def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: RunContext) -> None:
+    """-m or -k that leaves no test at all of a run with scenarios is a usage error that says why."""
+    from pytest_gaia2.plan.items import extra_split_markers, universe_markers
+    from pytest_gaia2.plan.selection import nothing_selected
+
+    planned = context.items()
+    if items or not planned:
+        return
+    markers = sorted({item.split_marker for item in planned}) + universe_markers(planned)
+    names = sorted({item.split for item in planned} | set(extra_split_markers(planned)))
+    for option, expression in (("-m", config.option.markexpr), ("-k", config.option.keyword)):
+        if expression:
+            raise pytest.UsageError(nothing_selected(option, expression, markers, names if option == "-k" else []))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -323,11 +344,26 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     add_junit_properties(session.config, context)
     if status is not None:
         session.exitstatus = status
+    session.config.stash[EXIT_STATUS_KEY] = int(session.exitstatus)
+
+
+def _print_gate(config: pytest.Config, context: RunContext) -> None:
+    """The gate's verdict as the last lines of the output, after pytest's own short summary and
+    counts, green when the run exits 0 and red otherwise."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or context.is_worker or not context.prepared or EXIT_STATUS_KEY not in config.stash:
+        return
+    from pytest_gaia2.store.redact import printable
+
+    met = config.stash[EXIT_STATUS_KEY] == 0
+    for line in context.book.gate_lines():
+        reporter.write_line(printable(context.redactor.redact(line)), green=met, red=not met, bold=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     context = _context(config)
     if context:
+        _print_gate(config, context)
         context.close()
     wind_down = config.stash.get(WIND_DOWN_KEY, None)
     if wind_down is not None:

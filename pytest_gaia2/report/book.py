@@ -13,9 +13,12 @@ from pytest_gaia2.cost.usage import shown_names
 from pytest_gaia2.report import stats
 from pytest_gaia2.report import summary as report
 from pytest_gaia2.report.gate import Gate, GateDecision
+from pytest_gaia2.report.rates import Rate, percent
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 
+GATE_N_MAX = 1_000_000
+"""Past this many results a lower-bound gate is called unreachable."""
 REUSED_LISTED = 10
 """Reused verdicts named in the summary; the rest are counted."""
 PERSISTENT_SESSIONS = 2
@@ -128,6 +131,23 @@ class ResultBook:
             self._summary = stats.summarise(rows, planned=self.planned or None)
         return self._summary
 
+    def gate_warnings(self, planned: int) -> list[str]:
+        """Before the run: a lower-bound gate that ``planned`` results cannot clear even all
+        passed, and the smallest number that could (Wilson's lower bound at N of N is N/(N+z²))."""
+        required = self.gate.min_pass_rate
+        if required is None or self.gate.gate_on != "lower-bound" or not planned:
+            return []
+        best = Rate.of(planned, planned).low
+        if best >= required:
+            return []
+        reachable = range(planned + 1, GATE_N_MAX if required < 1 else 0)
+        smallest = next((n for n in reachable if Rate.of(n, n).low >= required), None)
+        could = f"the smallest N that could pass is {smallest}" if smallest else "no N can pass it"
+        return [
+            f"gaia2: warning: the gate cannot pass at N={planned}: the 95% lower bound of {planned}/{planned} "
+            f"is {percent(best)}, below the {percent(required)} required; {could}"
+        ]
+
     def decision(self, summary: stats.Summary) -> GateDecision | None:
         return self.gate.decide(summary, allow_incomplete=self.allow_incomplete) if self.gate.active else None
 
@@ -135,7 +155,7 @@ class ResultBook:
         """The terminal summary: counts, rates with intervals, errors, the gate, reused verdicts."""
         summary = self.summary()
         lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
-        lines += report.summary_lines(summary, self.decision(summary))
+        lines += report.summary_lines(summary, None)  # the gate's verdict is printed last: gate_lines
         lines += spend.summary_lines(spend.summary(self.records.values()), self._budget_text())
         lines += self.stop().lines()
         reused = sorted(record.key for record in self.records.values() if record.reused)
@@ -154,6 +174,11 @@ class ResultBook:
         if self.folder is not None:
             lines.append(f"gaia2: results in {self.folder.path}")
         return lines
+
+    def gate_lines(self) -> list[str]:
+        """The gate's verdict, for the very end of the output (after pytest's own summary)."""
+        decision = self.decision(self.summary()) if self.records else None
+        return decision.lines if decision else []
 
     def _budget_text(self) -> str | None:
         """The run's spend against its budget (the ledger holds every session's), when one is set."""

@@ -274,12 +274,8 @@ class RunContext:
             pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
             write(self.redactor.redact(f"gaia2: {line}"))
-        scenarios = len({key.split("/run_")[0] for key in planned})
-        if self.values["sample"] and scenarios < self.values["sample"]:
-            write(
-                f"gaia2: --gaia2-sample {self.values['sample']}: only {scenarios} scenarios to choose from "
-                "after -k/-m, running all of them"
-            )
+        for warning in self.book.gate_warnings(len(planned)):
+            write(warning)
         shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
 

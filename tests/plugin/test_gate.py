@@ -80,7 +80,8 @@ def test_pass_rate_gate(pytester: pytest.Pytester, stored_run, options: tuple[st
     if line is None:
         assert "gate:" not in result.stdout.str()
     else:
-        result.stdout.fnmatch_lines([line, "gaia2: results in *"])
+        result.stdout.fnmatch_lines(["gaia2: results in *", "*= 5 failed, 15 passed in *", line])
+        assert result.outlines[-1] == line  # the verdict is the last word, after pytest's own
         summary = json.loads((pytester.path / "run" / "summary.json").read_text(encoding="utf-8"))
         assert summary["gate"] == {"met": status == 0, "lines": [line]}
 
@@ -110,7 +111,23 @@ def test_all_passed_without_gate_exits_zero(stored_run) -> None:
 
 @pytest.mark.parametrize("options", [(), ("--gaia2-min-pass-rate=0.5",)], ids=["no-gate", "gate"])
 def test_no_scenario_selected(stored_run, options: tuple[str, ...]) -> None:
-    result = stored_run(passed=2, failed=0)("-k", "no_such_scenario", *options)
-    result.stdout.fnmatch_lines(["gaia2: no scenario ran"])
+    """A -k that selects nothing is a usage error before anything runs, naming what exists."""
+    result = stored_run(passed=2, failed=0)("-k", "serch", *options)
+    result.stderr.fnmatch_lines(["ERROR: -k 'serch' selects no scenario. Markers: search_split, universe_*; "
+                                 "nearest: 'serch' -> search*"])
     assert "gate:" not in result.stdout.str()
-    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_gate_that_cannot_pass_at_this_n_is_said_before_the_run(stored_run) -> None:
+    """6 of 6 passed: Wilson's lower bound is 61.0%, so a lower-bound gate of 80% can never be met."""
+    result = stored_run(passed=6, failed=0)("--gaia2-min-pass-rate=0.8", "--gaia2-gate-on=lower-bound")
+    result.stdout.fnmatch_lines([
+        "gaia2: warning: the gate cannot pass at N=6: the 95% lower bound of 6/6 is 61.0%, below the 80.0% "
+        "required; the smallest N that could pass is 16",
+        "gaia2: 6 planned, *",
+        "*= 6 passed in *",
+        "gate: strict pass rate 100.0%, 95% CI lower bound 61.0% >= 80.0% required: missed by 19.0 points",
+    ])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.outlines[-1].startswith("gate: strict pass rate 100.0%")

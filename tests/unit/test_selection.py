@@ -77,23 +77,37 @@ def write(path: Path, text: str) -> Path:
 
 def test_subset_manifest_is_the_union_and_reports_unknown_ids(tmp_path: Path) -> None:
     all_ = benchmark()
-    manifest = write(tmp_path / "subset.json", json.dumps({"splits": {
-        "search": ["scenario_universe_22_s2201", "scenario_universe_21_nope", "scenario_universe_21_s2100"],
-        "time": ["scenario_universe_25_t2503", "scenario_universe_99_gone", "scenario_universe_22_s2201"],
-    }}))
+    manifest = write(
+        tmp_path / "subset.json",
+        json.dumps(
+            {
+                "splits": {
+                    "search": ["scenario_universe_22_s2201", "scenario_universe_21_nope", "scenario_universe_21_s2100"],
+                    "time": ["scenario_universe_25_t2503", "scenario_universe_99_gone", "scenario_universe_22_s2201"],
+                }
+            }
+        ),
+    )
     chosen = select(all_, subset=manifest)
     assert ids(chosen.scenarios) == [
-        "scenario_universe_21_s2100", "scenario_universe_22_s2201", "scenario_universe_25_t2503",
+        "scenario_universe_21_s2100",
+        "scenario_universe_22_s2201",
+        "scenario_universe_25_t2503",
     ]
-    assert chosen.notes == [
-        "2 ids in subset.json not found: scenario_universe_21_nope, scenario_universe_99_gone"
-    ]
+    assert chosen.notes == ["2 ids in subset.json not found: scenario_universe_21_nope, scenario_universe_99_gone"]
 
 
 def test_subset_ids_outside_the_chosen_splits_are_told_apart(tmp_path: Path) -> None:
-    manifest = write(tmp_path / "subset.json", json.dumps({"splits": {
-        "x": ["scenario_universe_25_t2503", "scenario_universe_21_s2100"],
-    }}))
+    manifest = write(
+        tmp_path / "subset.json",
+        json.dumps(
+            {
+                "splits": {
+                    "x": ["scenario_universe_25_t2503", "scenario_universe_21_s2100"],
+                }
+            }
+        ),
+    )
     chosen = select(benchmark(), splits="search", subset=manifest)
     assert ids(chosen.scenarios) == ["scenario_universe_21_s2100"]
     assert chosen.notes == ["1 ids in subset.json are outside the chosen splits: scenario_universe_25_t2503"]
@@ -130,16 +144,21 @@ def test_a_missing_manifest_is_an_error(tmp_path: Path) -> None:
 
 
 def test_ids_file_with_comments_and_blank_lines(tmp_path: Path) -> None:
-    ids_file = write(tmp_path / "ids.txt", "\ufeff# the flaky ones\n\nscenario_universe_26_t2605  # timed out\n"
-                     "   scenario_universe_21_s2109\nscenario_universe_26_t2605\nscenario_universe_30_x\n")
+    ids_file = write(
+        tmp_path / "ids.txt",
+        "\ufeff# the flaky ones\n\nscenario_universe_26_t2605  # timed out\n"
+        "   scenario_universe_21_s2109\nscenario_universe_26_t2605\nscenario_universe_30_x\n",
+    )
     chosen = select(benchmark(), ids_file=ids_file)
     assert ids(chosen.scenarios) == ["scenario_universe_21_s2109", "scenario_universe_26_t2605"]
     assert chosen.notes == ["1 ids in ids.txt not found: scenario_universe_30_x"]
 
 
 def test_subset_and_ids_file_intersect(tmp_path: Path) -> None:
-    manifest = write(tmp_path / "s.json", json.dumps({"splits": {"search": [
-        "scenario_universe_21_s2100", "scenario_universe_22_s2200"]}}))
+    manifest = write(
+        tmp_path / "s.json",
+        json.dumps({"splits": {"search": ["scenario_universe_21_s2100", "scenario_universe_22_s2200"]}}),
+    )
     ids_file = write(tmp_path / "ids.txt", "scenario_universe_22_s2200\nscenario_universe_23_s2300\n")
     chosen = select(benchmark(), subset=manifest, ids_file=ids_file)
     assert ids(chosen.scenarios) == ["scenario_universe_22_s2200"]
@@ -175,9 +194,12 @@ def test_sample_with_equal_strata_spreads_evenly() -> None:
 @pytest.mark.parametrize("seed", range(10))
 def test_splits_get_their_share_when_strata_outnumber_seats(seed: int) -> None:
     """Gaia2's shape: 5 equal splits x 10 universes; 20 seats must be 4 per split, whatever the seed."""
-    scenarios = [make(split, u, f"{split[:2]}{u}{i}") for split in ("search", "time", "execution",
-                                                                      "ambiguity", "adaptability")
-                 for u in range(21, 31) for i in range(3)]
+    scenarios = [
+        make(split, u, f"{split[:2]}{u}{i}")
+        for split in ("search", "time", "execution", "ambiguity", "adaptability")
+        for u in range(21, 31)
+        for i in range(3)
+    ]
     chosen = selection.sample(scenarios, 20, seed=seed)
     assert Counter(s.split for s in chosen) == {split: 4 for split in {s.split for s in scenarios}}
     assert all(count == 1 for count in Counter((s.split, s.universe) for s in chosen).values())
@@ -185,9 +207,7 @@ def test_splits_get_their_share_when_strata_outnumber_seats(seed: int) -> None:
 
 def test_leftover_seats_do_not_always_go_to_the_first_universes() -> None:
     scenarios = [make("search", u, f"x{u}{i}") for u in range(21, 31) for i in range(4)]
-    winners = {
-        frozenset(s.universe for s in selection.sample(scenarios, 3, seed=seed)) for seed in range(20)
-    }
+    winners = {frozenset(s.universe for s in selection.sample(scenarios, 3, seed=seed)) for seed in range(20)}
     assert len(winners) > 1
     assert any("universe_30" in w or "universe_29" in w for w in winners)
 
@@ -233,7 +253,10 @@ def test_sample_does_not_depend_on_hash_randomisation() -> None:
     )
     outputs = {
         subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
             env={**os.environ, "PYTHONHASHSEED": seed},
         ).stdout
         for seed in ("1", "2", "3")
@@ -241,10 +264,18 @@ def test_sample_does_not_depend_on_hash_randomisation() -> None:
     assert len(outputs) == 1
 
 
-def test_sample_larger_than_the_pool_runs_everything_with_a_note() -> None:
-    chosen = select(benchmark(), splits="time", sample=50)
-    assert len(chosen.scenarios) == 12
-    assert chosen.notes == ["--gaia2-sample 50: only 12 scenarios to choose from, running all of them"]
+def test_sample_larger_than_the_pool_is_an_error_naming_both_numbers() -> None:
+    with pytest.raises(SelectionError, match=r"--gaia2-sample 50: the pool has only 12 scenarios.*at most 12"):
+        select(benchmark(), splits="time", sample=50)
+    assert len(select(benchmark(), splits="time", sample=12).scenarios) == 12
+
+
+def test_an_expression_that_selects_nothing_names_the_markers_and_the_nearest() -> None:
+    text = selection.nothing_selected(
+        "-m", "serch_split and not universe_9", ["search_split", "time_split", "universe_21"], ["search", "time"]
+    )
+    assert text.startswith("-m 'serch_split and not universe_9' selects no scenario. Markers: search_split, ")
+    assert "nearest: 'serch_split' -> search_split" in text
 
 
 def test_sample_applies_after_the_filters() -> None:

@@ -6,6 +6,11 @@ folder next to OUT, which becomes OUT by one rename once every file is written, 
 leaves no half-made OUT. One verdict per key: a judged verdict wins over an error, and two
 different judged verdicts for the same key stop the merge unless ``--prefer`` says which wins.
 Every piece's run_config (its provenance) is kept in OUT's run_config.json under ``merged_from``.
+
+A merge is refused, naming what is wrong, when the pieces are shards of a plan and some shard is
+missing (``--allow-partial`` merges them anyway) or when they were run with different settings
+(``--allow-mixed``): either would publish a run that no single command made. The merged folder is
+built under its own name, so every page it writes (index.html) carries OUT's name.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -31,6 +37,7 @@ from typing import Any
 from pytest_gaia2.cli.compare import COMPARED_FIELDS, provenance_warnings, read_run_config
 from pytest_gaia2.cli.main import CommandError, enclosing_run
 from pytest_gaia2.plan import selection
+from pytest_gaia2.report import settings_diff
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.report.rows import natural_key, planned_keys
@@ -40,6 +47,9 @@ from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord, is_judged
 
 NEWEST = "newest"
+_SHARD = re.compile(r"([1-9][0-9]{0,5})/([1-9][0-9]{0,5})")
+HOW_IT_RAN = ("provenance.", "settings.")
+"""Settings merge holds the pieces to (what ran, the selection, may differ between pieces)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,35 @@ def check_places(out: Path, pieces: Sequence[Piece]) -> None:
         if path in seen:
             raise CommandError(f"RUN {path} is given twice")
         seen[path] = piece.index
+
+
+def missing_shards(pieces: Sequence[Piece]) -> str | None:
+    """What is wrong with the pieces as shards of one plan (a shard missing, plans of different
+    sizes), or None when no piece is a shard or every shard is there."""
+    found: dict[int, set[int]] = {}
+    for piece in pieces:
+        block = piece.config.get("provenance")
+        shard = block.get("shard") if isinstance(block, dict) else None
+        match = _SHARD.fullmatch(shard) if isinstance(shard, str) else None
+        if match and int(match[1]) <= int(match[2]):
+            found.setdefault(int(match[2]), set()).add(int(match[1]))
+    if len(found) > 1:
+        return (
+            "the pieces are shards of plans of different sizes (" + ", ".join(f"N = {n}" for n in sorted(found)) + ")"
+        )
+    for count, present in found.items():
+        missing = sorted(set(range(1, count + 1)) - present)
+        if missing:
+            return f"missing shard{'s' if len(missing) > 1 else ''} " + ", ".join(f"{k}/{count}" for k in missing)
+    return None
+
+
+def mixed_settings(pieces: Sequence[Piece]) -> list[str]:
+    """Each setting of how the pieces ran (provenance and settings of run_config.json) that differs."""
+    rows = settings_diff.differences(
+        [(piece.name, piece.config) for piece in pieces], settings_diff.IGNORED | settings_diff.PIECE_KEYS
+    )
+    return settings_diff.lines([(name, values) for name, values in rows if name.startswith(HOW_IT_RAN)])
 
 
 def _newest(candidates: Sequence[tuple[Piece, AttemptRecord]]) -> tuple[Piece, AttemptRecord]:
@@ -228,7 +267,8 @@ def write(
     planned = list(dict.fromkeys([key for piece in pieces for key in piece.planned] + list(chosen)))
     taken = Counter(piece.index for piece, _ in chosen.values())
     run_id = uuid.uuid4().hex
-    building = out.parent / f".{out.name}.merging-{os.getpid()}"
+    holder = out.parent / f".{out.name}.merging-{os.getpid()}"
+    building = holder / out.name  # OUT's own name, which the pages it writes show
     target = store.RunFolder(building)
     book = ResultBook(Gate(), allow_incomplete=True)
     book.planned, book.records = planned, {key: record for key, (_, record) in chosen.items()}
@@ -237,6 +277,7 @@ def write(
         with interrupts.held():  # a signal waits until the folder is known to be this merge's own
             try:
                 out.parent.mkdir(parents=True, exist_ok=True)
+                holder.mkdir()
                 building.mkdir()
             except OSError as exc:
                 raise store.StoreError(f"cannot create {building}: {exc.strerror or exc}") from None
@@ -261,10 +302,11 @@ def write(
             os.rename(building, out)  # onto a missing or empty OUT only
         except OSError as exc:
             raise store.StoreError(f"cannot rename {building} to OUT {out}: {exc.strerror or exc}") from None
+        holder.rmdir()
     except BaseException:
         if made:  # only this merge's own folder: one of the same name it could not create is not its own
             with interrupts.held(), contextlib.suppress(OSError):  # a second signal waits for the clean-up
-                shutil.rmtree(building)
+                shutil.rmtree(holder)
         raise
     book.folder = store.RunFolder(out)
     return book, skipped
@@ -281,6 +323,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="RUN|newest",
         help="which verdict wins when a key was judged differently in two pieces: that RUN's, "
         "or the newest (by end time); without it such a merge is refused",
+    )
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge shards of a plan even when some shard is missing (the merged run is then incomplete)",
+    )
+    parser.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="merge pieces run with different settings (image, model, judge, env, limits...); they are listed",
     )
 
 
@@ -301,11 +353,29 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     pieces = [load_piece(index, path) for index, path in enumerate(args.runs)]
     check_places(out, pieces)
+    gap = missing_shards(pieces)
+    if gap and not args.allow_partial:
+        raise CommandError(f"{gap}: the merged run would not be the whole plan; pass --allow-partial to merge anyway")
+    mixed = mixed_settings(pieces)
+    if mixed and not args.allow_mixed:
+        raise CommandError(
+            f"the pieces were run with different settings ({len(mixed)}): {' | '.join(mixed[:5])}"
+            + (f" | and {len(mixed) - 5} more" if len(mixed) > 5 else "")
+            + "; pass --allow-mixed to merge anyway"
+        )
     chosen, notes = choose(pieces, _preferred(args.prefer, pieces))
     warnings = provenance_warnings([(piece.name, piece.records) for piece in pieces])
     busy = [piece.name for piece in pieces if (piece.folder.path / store.HOLDER_FILE).exists()]
     command = shlex.join(
-        ["pytest-gaia2", "merge", args.out, *args.runs, *(["--prefer", args.prefer] if args.prefer else [])]
+        [
+            "pytest-gaia2",
+            "merge",
+            args.out,
+            *args.runs,
+            *(["--prefer", args.prefer] if args.prefer else []),
+            *(["--allow-partial"] if args.allow_partial else []),
+            *(["--allow-mixed"] if args.allow_mixed else []),
+        ]
     )
     try:
         with _stoppable():
@@ -320,6 +390,8 @@ def run(args: argparse.Namespace) -> int:
             f"warning: {name} is in use by a run (or its run crashed): its unfinished scenarios are not run"
             for name in busy
         ),
+        *([f"warning: {gap} (--allow-partial)"] if gap else []),
+        *(f"warning: setting differs (--allow-mixed): {line}" for line in mixed),
         *notes,
         *(f"not copied (a link or special file, not a regular file): {path}" for path in skipped),
     ]:

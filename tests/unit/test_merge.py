@@ -108,13 +108,18 @@ def test_a_verdict_wins_over_an_error_and_says_so(tmp_path: Path, capsys: pytest
     assert read(out / "search" / "s1" / "result.json")["outcome"] == "failed"
 
 
-def test_the_same_verdict_twice_takes_the_newest_and_provenance_differences_are_warned(
+def test_mixed_settings_are_refused_unless_allowed_then_the_newest_same_verdict_wins(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = write_run(tmp_path / "first", {"s1": "P"}, model="model-a")
     second = write_run(tmp_path / "second", {"s1": "P"}, minute=3, model="model-b")
     out = tmp_path / "merged"
-    code, text, _ = merge(capsys, out, second, first)
+    code, _, err = merge(capsys, out, second, first)
+    assert code == 2 and not out.exists()
+    assert (f"the pieces were run with different settings (1): provenance.model: {second} model-b; {first} model-a; "
+            "pass --allow-mixed to merge anyway") in err
+    code, text, _ = merge(capsys, out, second, first, "--allow-mixed")
     assert code == 0
+    assert f"gaia2: warning: setting differs (--allow-mixed): provenance.model: {second} model-b; {first} model-a" in text
     assert results(out)["search/s1"]["model"] == "model-b"
     assert f"gaia2: warning: model differs: {second} model-b; {first} model-a" in text
     assert "model" not in read(out / store.RUN_CONFIG_FILE)["provenance"]  # not common to the pieces
@@ -177,3 +182,29 @@ def test_repeated_runs_merge_in_their_run_k_layout(tmp_path: Path, capsys: pytes
     summary = read(out / store.SUMMARY_FILE)
     assert (summary["planned"], summary["passed"], summary["repeats"]["k"]) == (4, 1, 2)
     assert summary["repeats"]["patterns"] == {"s1": "PF", "s2": "FF"}
+
+
+def test_a_missing_shard_is_refused_by_name_unless_partial_is_allowed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = write_run(tmp_path / "one", {"s1": "P"}, shard="1/3")
+    third = write_run(tmp_path / "three", {"s3": "F"}, shard="3/3")
+    out = tmp_path / "merged"
+    sums = file_sums(tmp_path)
+    code, _, err = merge(capsys, out, first, third)
+    assert code == 2 and "missing shard 2/3: the merged run would not be the whole plan" in err
+    assert file_sums(tmp_path) == sums
+    code, text, _ = merge(capsys, out, first, third, "--allow-partial")
+    assert code == 0 and "gaia2: warning: missing shard 2/3 (--allow-partial)" in text
+    other_plan = write_run(tmp_path / "two", {"s2": "P"}, shard="2/2")
+    code, _, err = merge(capsys, tmp_path / "again", first, other_plan)
+    assert code == 2 and "shards of plans of different sizes (N = 2, N = 3)" in err
+
+
+def test_the_merged_run_carries_its_own_name_in_its_pages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = write_run(tmp_path / "one", {"s1": "P"}, shard="1/2")
+    second = write_run(tmp_path / "two", {"s2": "P"}, shard="2/2")
+    out = tmp_path / "vB"
+    assert merge(capsys, out, first, second)[0] == 0
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "<title>Gaia2 run vB</title>" in page and "merging" not in page
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["one", "two", "vB"]  # no helper folder left

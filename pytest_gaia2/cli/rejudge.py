@@ -4,8 +4,10 @@ finished run's saved events, without running the agent again.
 Judges drift (a model update, a stricter setting); re-judging what a run saved measures it
 without paying for the agent. For each judge, one container per image judges every judged
 scenario of the run (the scenario file and the saved events.jsonl copied in, the image's
-offline judge run, its verdicts copied out, masked, into ``<run>/rejudge/<judge>/``); the run's
-own files are never touched. Several judges are compared in ``<run>/rejudge/summary.json``.
+offline judge run, its verdicts copied out, masked, into ``<run>/rejudge/<NNN>-<time>/<judge>/``);
+the run's own files are never touched. Each re-judge writes a folder of its own, numbered after
+the ones before it, so a later re-judge never overwrites an earlier (paid-for) one. Several judges
+are compared in that folder's ``summary.json``; ``--judge-name`` names each judge's folder.
 
 Only images that carry a judge can do it (:mod:`.rejudge_images`): pytest-gaia2's reference
 image (and images built from it) have ``/opt/gaia2_ref_rejudge.py``; Meta's gaia2-cli images
@@ -16,6 +18,7 @@ own judge code over the saved events, run with the Python of the image's ``gaia2
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import hashlib
 import json
 import os
@@ -23,7 +26,7 @@ import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +66,8 @@ PIDS_LIMIT = 4096
 MEMORY_BYTES = 4 << 30
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_REJUDGE_RUN = re.compile(r"([0-9]{3,9})-")
 REJUDGE_DIR = "rejudge"
 REJUDGMENTS_FILE = "rejudgments.jsonl"
 """One judge's verdicts, one line per scenario (its own schema: no run record, so not results.jsonl)."""
@@ -75,6 +80,8 @@ class JudgeSpec:
     provider: str
     model: str
     settings: tuple[tuple[str, str], ...] = ()
+    label: str | None = None
+    """The name the user chose (``--judge-name``), used for its folder and in the summary."""
 
     @property
     def name(self) -> str:
@@ -82,7 +89,9 @@ class JudgeSpec:
 
     @property
     def slug(self) -> str:
-        """The folder name: the spec made safe, plus a digest of the settings when there are any."""
+        """The folder name: the chosen name, else the spec made safe plus a digest of its settings."""
+        if self.label:
+            return self.label
         base = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.name).strip("-.") or "judge"
         if not self.settings:
             return base
@@ -140,6 +149,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="a judge setting for every judge's container, e.g. GAIA2_REF_JUDGE_EXACT=1",
+    )
+    parser.add_argument(
+        "--judge-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name for each --judge, in order (letters, digits, _ . -): its folder and its name in the summary",
     )
     parser.add_argument("--retries", type=int, default=2, help="re-asks of a judge that errored (default 2)")
     parser.add_argument(
@@ -281,6 +297,23 @@ def _own_folder(run: RunFolder, *names: str) -> Path:
     if not path.resolve().is_relative_to(run.path.resolve()):
         raise CommandError(f"{path} resolves outside the run folder {run.path}; nothing was written")
     return path
+
+
+def new_rejudge_folder(run: RunFolder) -> Path:
+    """``rejudge/<NNN>-<UTC time>``: the next number after every earlier re-judge's, created here
+    (never an existing folder), so no re-judge overwrites another."""
+    root = _own_folder(run, REJUDGE_DIR)
+    root.mkdir(exist_ok=True)
+    taken = [int(m[1]) for entry in root.iterdir() if (m := _REJUDGE_RUN.match(entry.name))]
+    number = max(taken, default=0) + 1
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    while True:
+        path = _own_folder(run, REJUDGE_DIR, f"{number:03d}-{stamp}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            number += 1
 
 
 def judge_image(
@@ -461,6 +494,13 @@ def run(args: argparse.Namespace) -> int:
     if args.retries < 0:
         raise CommandError(f"--retries: must not be negative, got {args.retries}")
     specs = [parse_judge(raw, args.judge_env) for raw in args.judge]
+    if args.judge_name:
+        if len(args.judge_name) != len(specs):
+            raise CommandError(f"--judge-name: one name per --judge ({len(specs)}), got {len(args.judge_name)}")
+        bad = [name for name in args.judge_name if not _JUDGE_NAME.fullmatch(name)]
+        if bad:
+            raise CommandError(f"--judge-name {bad[0]!r}: letters, digits, _ . - only (up to 64)")
+        specs = [replace(spec, label=name) for spec, name in zip(specs, args.judge_name, strict=True)]
     if len({spec.slug for spec in specs}) < len(specs):
         raise CommandError(f"--judge: the same judge twice: {', '.join(args.judge)}")
     records = list(folder.records(strict=True))
@@ -478,7 +518,6 @@ def run(args: argparse.Namespace) -> int:
         if spec.name != REFERENCE
     }
     redactor = Redactor(set(keys.values()) | secret_values(os.environ) | secret_values(dict(args.judge_env)))
-    root = _own_folder(folder, REJUDGE_DIR)
     verdicts: dict[str, dict[str, bool | None]] = {}
     try:
         client = engine_mod.connect()
@@ -488,8 +527,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         image = run_image(folder, engine, args.image)
         judge = offline_judge_of(engine, image, INBOX)
+        root = new_rejudge_folder(folder)
         for spec in specs:
-            dest = _own_folder(folder, REJUDGE_DIR, spec.slug)
+            dest = _own_folder(folder, REJUDGE_DIR, root.name, spec.slug)
             env = judge_env(spec, args.judge_base_url, keys.get(spec.name, ""))
             passes = judge_image(engine, spec, image, judge, jobs, dest, env, args.retries, redactor)
             rows = [verdict_row(job, inside(dest, *job.folder.split("/")), passes.get(job.folder, 0)) for job in jobs]
@@ -506,7 +546,14 @@ def run(args: argparse.Namespace) -> int:
         "image": image,
         "skipped_without_verdict": len(records) - len(jobs),
         "judge_settings": redactor.redact_obj(
-            {spec.slug: {"judge": spec.name, "settings": dict(spec.settings)} for spec in specs}
+            {
+                spec.slug: {
+                    "judge": spec.name,
+                    **({"name": spec.label} if spec.label else {}),
+                    "settings": dict(spec.settings),
+                }
+                for spec in specs
+            }
         ),
         **summary,
     }

@@ -1,0 +1,47 @@
+"""rejudge: each re-judge in a folder of its own, numbered after the earlier ones; judges named
+as the user chose. (The judging itself is tested against the real engine in tests/integration.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_compare import write_run
+
+from pytest_gaia2.cli import main as cli
+from pytest_gaia2.cli.rejudge import REJUDGE_DIR, new_rejudge_folder, parse_judge
+from pytest_gaia2.store import folder as store
+
+
+def test_each_rejudge_gets_the_next_number_and_never_an_existing_folder(tmp_path: Path) -> None:
+    run = store.RunFolder(write_run(tmp_path, {"s1": "P"}))
+    first = new_rejudge_folder(run)
+    (first / "summary.json").write_text("{}", encoding="utf-8")
+    second = new_rejudge_folder(run)
+    assert [first.name[:4], second.name[:4]] == ["001-", "002-"]
+    assert (first / "summary.json").read_text(encoding="utf-8") == "{}"
+    (run.path / REJUDGE_DIR / "009-by-hand").mkdir()
+    (run.path / REJUDGE_DIR / "notes").mkdir()  # not a numbered re-judge: ignored
+    assert new_rejudge_folder(run).name.startswith("010-")
+
+
+def test_a_chosen_name_is_the_judges_folder() -> None:
+    spec = parse_judge("reference,GAIA2_REF_JUDGE_EXACT=1")
+    assert spec.slug.startswith("reference+")
+    assert spec.__class__(spec.provider, spec.model, spec.settings, "exact-ref").slug == "exact-ref"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--judge", "reference", "--judge", "openai/gpt", "--judge-name", "one"],
+     "--judge-name: one name per --judge (2), got 1"),
+    (["--judge", "reference", "--judge-name", "../up"], "--judge-name '../up': letters, digits, _ . - only"),
+    (["--judge", "reference", "--judge", "reference,X=1", "--judge-name", "same", "--judge-name", "same"],
+     "--judge: the same judge twice"),
+])
+def test_bad_names_are_refused_before_any_container(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    args: list[str], message: str) -> None:
+    run = write_run(tmp_path, {"s1": "P"})
+    code = cli.main(["rejudge", str(run), "--scenarios", str(tmp_path), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err
+    assert not (run / REJUDGE_DIR).exists()

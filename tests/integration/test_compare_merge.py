@@ -92,7 +92,10 @@ def test_two_halves_merged_count_what_the_whole_run_counted(runs: dict[str, Path
     pieces = [runs["half1"], runs["half2"]]
     before = [file_sums(piece) for piece in pieces]
     out = tmp_path / "merged"
-    done = command("merge", out, *pieces)
+    # Each half copied its own script file in (same answers, another path): a setting that differs.
+    refused = command("merge", out, *pieces)
+    assert refused.returncode == 2 and "settings.copy_in" in refused.stderr and not out.exists()
+    done = command("merge", out, *pieces, "--allow-mixed")
     assert done.returncode == 0, done.stderr
     assert [file_sums(piece) for piece in pieces] == before
     merged = json.loads((out / "summary.json").read_text(encoding="utf-8"))

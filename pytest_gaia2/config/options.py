@@ -277,6 +277,12 @@ OPTIONS: tuple[Option, ...] = (
         parse=non_negative_float,
     ),
     Option(
+        "max-starts-per-minute",
+        "Start at most N scenario attempts per minute, across all workers and the sessions of a "
+        "resume; the run's pacer also slows starts after provider errors (429, 5xx) and recovers.",
+        parse=positive_float,
+    ),
+    Option(
         "stuck-loop-min-calls",
         "A daemon that ends in error after the agent made N or more model calls since its last "
         "turn boundary is a failure (agent_loop), not an error; 0 disables.",

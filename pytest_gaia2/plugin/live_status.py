@@ -23,6 +23,7 @@ import pytest
 
 from pytest_gaia2.cost.budget import Ledger
 from pytest_gaia2.report import progress
+from pytest_gaia2.run import pacer
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store import phases
 
@@ -193,6 +194,7 @@ class LiveStatus:
             spend_usd=spent,
             budget_usd=limit,
             finished=finished,
+            pacer=pacer.shown(self.folder),
         )
 
     def refresh(self, finished: bool = False) -> None:
@@ -203,6 +205,7 @@ class LiveStatus:
             snap.errors,
             snap.finished,
             tuple((entry["key"], entry["phase"], entry.get("attempt")) for entry in snap.running),
+            tuple((snap.pacer or {}).get("history") or ()),
         )
         now = time.monotonic()
         if state != self.written or now - self.written_at >= REWRITE_AT_LEAST:

@@ -15,7 +15,8 @@ Script lines (JSONL):
 
 With ``GAIA2_REF_USAGE`` set, every action written to events.jsonl (oracle
 event, script action, synthetic turn boundary) is preceded by one simulated
-LLM-call line in ``$GAIA2_TRACE_FILE`` (see gaia2_ref_trace.py).
+LLM-call line in ``$GAIA2_TRACE_FILE`` (see gaia2_ref_trace.py); with
+``GAIA2_REF_AGENT_LLM=1``, by one real model call (see gaia2_ref_model.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gaia2_ref_model import SWITCH, ModelCaller, ProviderRefused
 from gaia2_ref_runtime import (
     TERMINAL_STATUSES,
     JsonlTail,
@@ -76,15 +78,29 @@ class Agent:
             self.trace = TraceWriter.from_env()
         except ValueError as exc:
             self.log.error("%s; no trace is written", exc)
+        self.model: ModelCaller | None = None
+        try:
+            self.model = ModelCaller.from_env()
+        except ValueError as exc:
+            self.log.error("%s; no model is called", exc)
+        if self.model is not None:  # real calls write their own trace lines
+            self.trace = None
+            self.log.info("%s: one model call per action to %s (model %s)", SWITCH, self.model.url, self.model.model)
         self.loop_after = int(env_float("GAIA2_FAULT_TOOL_LOOP", 0.0))
         self.idle_after = int(env_float("GAIA2_FAULT_IDLE_AFTER_TURN", 0.0))
         if self.loop_after > 0 and self.trace is None:  # a loop of model calls shows in the trace
-            self.trace = TraceWriter(Path(os.environ.get("GAIA2_TRACE_FILE", "").strip() or "/tmp/trace.jsonl"),
-                                     Usage(100, 10), os.environ.get("MODEL", "").strip() or "gaia2-reference")
+            self.trace = TraceWriter(
+                Path(os.environ.get("GAIA2_TRACE_FILE", "").strip() or "/tmp/trace.jsonl"),
+                Usage(100, 10),
+                os.environ.get("MODEL", "").strip() or "gaia2-reference",
+            )
         if self.trace is not None:
             self.log.info(
                 "%s: one llm_call line per action in %s (model %s, usage %s)",
-                USAGE_VARIABLE, self.trace.path, self.trace.model, self.trace.usage.block(),
+                USAGE_VARIABLE,
+                self.trace.path,
+                self.trace.model,
+                self.trace.usage.block(),
             )
 
     def notify(self, message: str) -> None:
@@ -95,6 +111,14 @@ class Agent:
     def run(self) -> None:
         try:
             self._run()
+        except ProviderRefused as exc:
+            self.log.error("Model call failed: %s; the agent gives up", exc)
+            append_event(
+                self.state,
+                make_line(
+                    AUI, SMU, {"content": f"I could not go on: {exc}."}, True, None, read_sim_text(self.faketime)
+                ),
+            )
         except Exception:  # a crashed agent must not take the adapter down with it
             self.log.exception("Agent crashed")
 
@@ -150,6 +174,8 @@ class Agent:
         return self._wait(lambda: max(self.user_turns, default=-1) >= turn, None)
 
     def _write(self, app: str, fn: str, args: dict[str, Any], write: bool, ret: Any) -> dict[str, Any]:
+        if self.model is not None:  # the model chooses each action first; ProviderRefused ends the work
+            self.model.call(app, fn)
         if self.trace is not None:  # the "model call" that chose the action comes before it
             try:
                 self.trace.record(app, fn, args)

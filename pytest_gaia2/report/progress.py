@@ -50,6 +50,8 @@ class Snapshot:
     spend_usd: float | None = None
     budget_usd: float | None = None
     finished: bool = False
+    pacer: Mapping[str, Any] | None = None
+    """The run's pacer (:func:`pytest_gaia2.run.pacer.shown`): its rate of starts, slowdowns and recoveries."""
 
     @property
     def done(self) -> int:
@@ -85,6 +87,7 @@ class Snapshot:
             "eta_s": None if self.eta_seconds is None else round(self.eta_seconds),
             "spend_usd": self.spend_usd,
             "budget_usd": self.budget_usd,
+            "pacer": dict(self.pacer) if self.pacer is not None else None,
             "running": [
                 {
                     **entry,
@@ -114,6 +117,8 @@ class Snapshot:
         if not self.finished:
             parts.append(f"elapsed {duration(self.now - self.started)}")
             parts.append(f"ETA {duration(eta)}" if eta is not None else "ETA after the first result")
+        if self.pacer is not None and self.pacer.get("paced"):
+            parts.append(f"paced at {self.pacer.get('starts_per_minute')} starts/min after provider errors")
         if self.spend_usd is not None:
             parts.append(f"spent ${self.spend_usd:.2f}" + (f" of ${self.budget_usd:.2f}" if self.budget_usd else ""))
         return "gaia2: " + " · ".join(parts)
@@ -134,6 +139,7 @@ def snapshot(
     spend_usd: float | None = None,
     budget_usd: float | None = None,
     finished: bool = False,
+    pacer: Mapping[str, Any] | None = None,
 ) -> Snapshot:
     """The snapshot of a run: records that arrived, and the phase entries of scenarios not done yet."""
     counts = {"passed": 0, "failed": 0, "error": 0}
@@ -159,4 +165,5 @@ def snapshot(
         spend_usd,
         budget_usd,
         finished,
+        pacer,
     )

@@ -376,6 +376,7 @@ class RunContext:
             budget=self.budget,
             only=self.probe_keys if self.values["probe_only"] else None,
             price_file=self.path(self.values["price_file"]) if self.values["price_file"] else None,
+            max_starts_per_minute=self.values["max_starts_per_minute"],
         )
 
     @property

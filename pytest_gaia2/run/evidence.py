@@ -8,10 +8,12 @@ tests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_gaia2.run import provider
+from pytest_gaia2.run.provider import ProviderTrouble
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES
 from pytest_gaia2.store.record import AttemptRecord
@@ -78,6 +80,8 @@ class Evidence:
     last_response: str
     loop_calls: int = 0
     """Model calls in trace.jsonl since the agent's last final answer (:func:`calls_since_answer`)."""
+    provider: ProviderTrouble = field(default=ProviderTrouble())
+    """What trace.jsonl (else the agent's logs) says about the model provider."""
 
     @classmethod
     def read(cls, folder: Path) -> Evidence:
@@ -94,6 +98,7 @@ class Evidence:
             count,
             response,
             calls_since_answer(folder / "trace.jsonl"),
+            provider.read(folder),
         )
 
 

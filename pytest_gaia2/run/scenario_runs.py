@@ -9,7 +9,9 @@ How one attempt is driven is :mod:`~pytest_gaia2.run.attempt`'s.
 from __future__ import annotations
 
 import logging
+import random
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
@@ -21,8 +23,10 @@ import pytest
 from pytest_gaia2.cost.budget import Budget, Ledger
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
+from pytest_gaia2.run import provider
 from pytest_gaia2.run.attempt import AttemptSetup, ScenarioAttempt
 from pytest_gaia2.run.evidence import ScenarioResult
+from pytest_gaia2.run.pacer import Pacer
 from pytest_gaia2.run.verdict import Gaia2InfraError
 from pytest_gaia2.store.folder import RunFolder, StoreError, inside
 from pytest_gaia2.store.phases import PhaseBoard
@@ -34,6 +38,9 @@ if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
 
 log = logging.getLogger("pytest_gaia2")
+
+BACKOFF_BASE_S = 2.0
+BACKOFF_MAX_S = 60.0
 
 
 def scenario_dir(folder: RunFolder, item: PlannedItem) -> Path:
@@ -53,6 +60,18 @@ def retried(record: AttemptRecord, tried: int, retries: int) -> bool:
     """Whether another attempt follows the ``tried``-th of this session: an infrastructure error
     (any category) is tried ``retries`` more times, each in a folder of its own; a judgment never is."""
     return record.outcome == "error" and tried <= retries
+
+
+def backoff(tried: int, jitter: Callable[[], float] = random.random) -> float:
+    """Seconds to wait after the ``tried``-th attempt ended in provider trouble: doubling from
+    BACKOFF_BASE_S up to BACKOFF_MAX_S, each between half and all of it so workers part ways."""
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (tried - 1)) * (0.5 + jitter() / 2)
+
+
+def troubled(result: ScenarioResult) -> bool:
+    """Whether an attempt tells the pacer of provider trouble: its verdict names the provider,
+    or its agent saw the provider fail calls (even ones it recovered from)."""
+    return result.record.error_category in provider.CATEGORIES or provider.read(result.folder).failed_calls > 0
 
 
 def stored_result(folder: RunFolder, item: PlannedItem, session_id: str) -> ScenarioResult | None:
@@ -91,6 +110,7 @@ class ScenarioRunner:
         budget: Budget,
         price_file: Path | None,
         only: set[str] | None = None,
+        max_starts_per_minute: float | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -106,6 +126,8 @@ class ScenarioRunner:
         """With --gaia2-probe-only: the probe's keys; every other item is skipped."""
         self.prices = PriceBook.load(price_file)
         self.ledger = Ledger(folder.path) if folder is not None else None
+        self.pacer = Pacer(folder.path, max_starts_per_minute) if folder is not None else None
+        """The run's pace of starts, shared with every worker and session (:mod:`~pytest_gaia2.run.pacer`)."""
 
     def _budget_reason(self, decide: Callable[[float], str | None]) -> str | None:
         """The budget's decision on the run's spend so far (every worker and every earlier
@@ -172,7 +194,8 @@ class ScenarioRunner:
 
     def result_for(self, item: PlannedItem, on_attempt: Callable[[ScenarioAttempt], None]) -> ScenarioResult:
         """The item's verdict: stored, or from attempts; an infrastructure error is retried up to
-        ``--gaia2-retries`` times, each attempt in a folder of its own; a judgment never is."""
+        ``--gaia2-retries`` times, each attempt in a folder of its own; a judgment never is. Each
+        start waits for the pacer; provider trouble is told to it and retried after a backoff."""
         if self.only is not None and item.key not in self.only:
             pytest.skip("--gaia2-probe-only: not in the probe")
         stored = stored_result(self.folder, item, self.session_id) if self.folder is not None else None
@@ -182,6 +205,8 @@ class ScenarioRunner:
             halted = self._budget_reason(self.budget.halted)
             if halted:
                 pytest.skip(halted)
+            if self.pacer is not None:
+                self.pacer.wait_turn()
             attempt = self.new_attempt(item)
             on_attempt(attempt)
             try:
@@ -193,6 +218,8 @@ class ScenarioRunner:
                 result = attempt.result
             finally:
                 attempt.remove()
+            if self.pacer is not None:
+                self.pacer.ended(troubled(result))
             if not retried(result.record, tried, self.retries):
                 return result
             log.warning(
@@ -202,6 +229,8 @@ class ScenarioRunner:
                 attempt.attempt,
                 self.retries + 1,
             )
+            if result.record.error_category in provider.CATEGORIES:
+                time.sleep(backoff(tried))
         raise AssertionError("unreachable: the last attempt returns")
 
     def error_record(self, item: PlannedItem, category: str, message: str) -> AttemptRecord:

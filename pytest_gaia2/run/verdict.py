@@ -58,6 +58,11 @@ STATE_SOURCE = "daemon_status.json"
 LAST_JUDGMENT_SOURCE = "daemon_judgments.jsonl (last line)"
 
 
+PROVIDER_MASKED = frozenset({"idle_timeout", "container_exited", "status_unreachable"})
+"""Faults a provider's trouble explains (the agent stalled or died waiting on it); the others
+(a budget cap, a scenario that cannot run, an engine that failed) stand."""
+
+
 def state_of(status: Mapping[str, Any] | None) -> str:
     """The ``status`` field of a daemon status, whatever the container put there."""
     state = status.get("status") if isinstance(status, Mapping) else None
@@ -94,18 +99,22 @@ def decide(
     stop: Fault | None = None,
     loop_calls: int = 0,
     stuck_loop_min_calls: int = 0,
+    provider: Fault | None = None,
 ) -> Verdict:
     """The verdict for one attempt, from the judge's record (daemon_status.json) and the facts
     of the attempt. An exception that stopped the attempt outranks everything (pytest reports
     it, and the record must say the same); a conflict between the judgment's sources outranks
-    any judgment."""
+    any judgment. An agent whose last model call failed at its provider (``provider``) is not
+    failed, looping or idle: short of a pass, the provider's trouble is the verdict."""
     for outranking in (stop, conflict):
         if outranking is not None:
             return Verdict("error", outranking.message, category=outranking.category)
     judgment = recorded_judgment(status)
+    if judgment is not None and judgment["success"]:
+        return Verdict("passed", "judge: success")
+    if provider is not None and (fault is None or fault.category in PROVIDER_MASKED):
+        return Verdict("error", provider.message, category=provider.category)
     if judgment is not None:
-        if judgment["success"]:
-            return Verdict("passed", "judge: success")
         reason = judgment.get("failure_reason")
         reason = reason if isinstance(reason, str) and reason else "judge rejected the run (no reason given)"
         return Verdict("failed", reason, failure_reason=reason)

@@ -302,6 +302,16 @@ CATEGORIES: dict[str, tuple[str, str]] = {
         "--gaia2-stuck-loop-min-calls or more model calls without answering the user",
         "trace.jsonl (the calls of the last turn), eventd.log",
     ),
+    "provider_rate_limit": (
+        "the agent's last model call was refused by its provider with a rate limit (HTTP 429, "
+        "\"rate limit\"): the provider's trouble, never the agent's; retried with backoff and paced",
+        "trace.jsonl (http_status of the last llm_call), adapter.log; progress.json's pacer",
+    ),
+    "provider_error": (
+        'the agent\'s last model call failed at its provider (HTTP 5xx, "overloaded", a timeout): '
+        "the provider's trouble, never the agent's; retried with backoff and paced",
+        "trace.jsonl (http_status of the last llm_call), adapter.log; progress.json's pacer",
+    ),
     "harness_error": (
         "pytest-gaia2 or the engine client raised an unexpected exception",
         "the traceback in the pytest report; container.log",

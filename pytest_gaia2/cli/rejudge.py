@@ -39,6 +39,7 @@ from pytest_gaia2.engine.container import Container, LaunchSpec
 from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES
 from pytest_gaia2.report.rates import Rate, percent
+from pytest_gaia2.report.rejudged import REJUDGE_DIR, REJUDGMENTS_FILE
 from pytest_gaia2.store.folder import (
     RUN_CONFIG_FILE,
     RunFolder,
@@ -68,9 +69,6 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _REJUDGE_RUN = re.compile(r"([0-9]{3,9})-")
-REJUDGE_DIR = "rejudge"
-REJUDGMENTS_FILE = "rejudgments.jsonl"
-"""One judge's verdicts, one line per scenario (its own schema: no run record, so not results.jsonl)."""
 
 
 @dataclass(frozen=True)

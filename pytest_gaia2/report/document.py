@@ -5,7 +5,7 @@ Every number comes from :func:`stats.summarise` over the folder's records and pl
 :mod:`plots`; this module only gathers what the templates show: the breakdown per app (from
 each scenario file's ``apps``, through the scenario index), the slowest scenarios, and the
 run's details, every failure and error with the judge's reason or the error's category and a link
-to its trace.html, and what the money bought (cost per passed scenario, spend wasted on errors
+to its trace.html, each re-judge's agreement and kappa, and what the money bought (cost per passed scenario, spend wasted on errors
 and re-runs). ``write_report`` is also what ``pytest --gaia2-report`` calls at the end of a
 run; with an Allure results folder the plots and report.html become one Allure result of
 their own.
@@ -24,7 +24,7 @@ from urllib.parse import quote
 from pytest_gaia2.cost import spend
 from pytest_gaia2.cost.budget import Ledger
 from pytest_gaia2.plan import scenarios
-from pytest_gaia2.report import plots, stats
+from pytest_gaia2.report import plots, rejudged, stats
 from pytest_gaia2.report.allure_environment import environment
 from pytest_gaia2.report.markdown import code_span, plain
 from pytest_gaia2.report.plots import MissingLibrary, Plot
@@ -90,6 +90,7 @@ class RunReport:
     problems: tuple[Problem, ...] = ()
     problems_left_out: int = 0
     money: Money | None = None
+    rejudges: tuple[rejudged.JudgeResult, ...] = ()
 
 
 def run_plan(run_config: dict[str, Any], records: Sequence[AttemptRecord]) -> list[str] | None:
@@ -196,6 +197,12 @@ def money(records: Sequence[AttemptRecord], ledger_usd: float | None) -> Money |
     )
 
 
+def judged_verdicts(records: Sequence[AttemptRecord]) -> dict[str, bool]:
+    """Each key's own verdict (its latest attempt), for the keys the run's judge judged."""
+    latest = {record.key: record for record in records}
+    return {key: record.outcome == "passed" for key, record in latest.items() if record.outcome in ("passed", "failed")}
+
+
 def build(folder: store.RunFolder, index: Path | None) -> RunReport:
     """The report's content, plots included (matplotlib is checked first)."""
     plots.require()
@@ -233,6 +240,7 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
         problems=tuple(listed[:MAX_PROBLEMS]),
         problems_left_out=max(0, len(listed) - MAX_PROBLEMS),
         money=money(records, ledger_usd),
+        rejudges=tuple(rejudged.read(folder.path, judged_verdicts(records))),
     )
 
 
@@ -265,6 +273,10 @@ def _design(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def _kappa(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def render(report: RunReport, uris: dict[str, str], files: dict[str, str]) -> tuple[str, str]:
     """(report.md, report.html): ``uris`` embed the plots in the HTML, ``files`` link them from
     the Markdown. Autoescaping is on for the HTML; the Markdown puts free text in code spans."""
@@ -286,6 +298,7 @@ def render(report: RunReport, uris: dict[str, str], files: dict[str, str]) -> tu
         code=code_span,
         usd=_usd,
         design=_design,
+        kappa=_kappa,
         cell=plain,
         href=quote,
         percent_number=percent_number,

@@ -277,6 +277,20 @@ OPTIONS: tuple[Option, ...] = (
         parse=non_negative_float,
     ),
     Option(
+        "smoke",
+        "Run the midsmoke rung on the current settings: a seeded sample of 32 scenarios stratified "
+        "by split and universe (all, if fewer), judged on errors only (--gaia2-smoke-max-errors).",
+        default=False,
+        flag=True,
+        parse=boolean,
+    ),
+    Option(
+        "smoke-max-errors",
+        "With --gaia2-smoke: the run passes only with at most this many errors (failures do not count).",
+        default=1,
+        parse=non_negative_int,
+    ),
+    Option(
         "max-starts-per-minute",
         "Start at most N scenario attempts per minute, across all workers and the sessions of a "
         "resume; the run's pacer also slows starts after provider errors (429, 5xx) and recovers.",

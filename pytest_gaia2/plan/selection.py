@@ -141,6 +141,15 @@ def _allocate(sizes: Sequence[int], n: int, rng: random.Random) -> list[int]:
     return quotas
 
 
+SMOKE_SCENARIOS = 32
+"""The midsmoke rung of upstream's runbook: 32 scenarios, judged on errors, not on the pass rate."""
+
+
+def smoke_sample(pool: int) -> int | None:
+    """--gaia2-smoke's sample size for a pool of ``pool`` scenarios: SMOKE_SCENARIOS, or all (None)."""
+    return SMOKE_SCENARIOS if pool > SMOKE_SCENARIOS else None
+
+
 def sample(scenarios: Sequence[Scenario], n: int, seed: int) -> list[Scenario]:
     """A seeded sample of ``n`` scenarios stratified by split, then by universe, in input order.
 

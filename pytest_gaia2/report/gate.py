@@ -34,6 +34,8 @@ class Gate:
     rate: RateName = "strict"
     gate_on: GateOn = "point"
     max_error_rate: float | None = None
+    max_errors: int | None = None
+    """--gaia2-smoke: the most errors (a count; failures do not count) the run may have."""
 
     def __post_init__(self) -> None:
         if self.rate not in _RATE_LABEL:
@@ -53,11 +55,12 @@ class Gate:
             rate=values.get("rate") or "strict",
             gate_on=values.get("gate_on") or "point",
             max_error_rate=values.get("max_error_rate"),
+            max_errors=values.get("smoke_max_errors") if values.get("smoke") else None,
         )
 
     @property
     def active(self) -> bool:
-        return self.min_pass_rate is not None or self.max_error_rate is not None
+        return self.min_pass_rate is not None or self.max_error_rate is not None or self.max_errors is not None
 
     def decide(self, summary: Summary, *, allow_incomplete: bool = False) -> GateDecision:
         """Hold the summary against every bar; an inactive gate is met and says nothing.
@@ -76,6 +79,8 @@ class Gate:
             checks.append(self._pass_rate(summary, self.min_pass_rate))
         if self.max_error_rate is not None:
             checks.append(self._error_rate(summary, self.max_error_rate))
+        if self.max_errors is not None:
+            checks.append(self._errors(summary, self.max_errors))
         return GateDecision(all(met for met, _ in checks), [line for _, line in checks])
 
     def _pass_rate(self, summary: Summary, required: float) -> tuple[bool, str]:
@@ -101,6 +106,15 @@ class Gate:
             f"({summary.overall.errors}/{summary.overall.total}) <= {percent(allowed)} allowed"
         )
         return _verdict(measured <= allowed, shown, allowed - measured)
+
+    @staticmethod
+    def _errors(summary: Summary, allowed: int) -> tuple[bool, str]:
+        errors, total = summary.overall.errors, summary.overall.total
+        met = errors <= allowed
+        return met, (
+            f"smoke: {errors} error(s) in {total} scenario runs, at most {allowed} allowed "
+            f"(--gaia2-smoke-max-errors; failures do not count): {'passed' if met else 'FAILED'}"
+        )
 
 
 def _completeness(summary: Summary, allowed: bool) -> tuple[bool, str]:

@@ -166,10 +166,14 @@ class RunContext:
         return self._items if self.active else []
 
     def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
-        """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left."""
+        """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left; with
+        --gaia2-smoke and neither, the midsmoke rung's stratified sample."""
+        sample = self.values["sample"]
+        if self.values["smoke"] and sample is None and self.values["first_n"] is None:
+            sample = selection.smoke_sample(len({item.name for item in planned if item.scenario}))
         return plan_mod.narrow(
             planned,
-            sample=self.values["sample"],
+            sample=sample,
             seed=self.values["seed"],
             first_n=self.values["first_n"],
             shard=self.values["shard"],

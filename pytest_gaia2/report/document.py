@@ -24,12 +24,14 @@ from urllib.parse import quote
 from pytest_gaia2.cost import spend
 from pytest_gaia2.cost.budget import Ledger
 from pytest_gaia2.plan import scenarios
-from pytest_gaia2.report import plots, rejudged, stats
+from pytest_gaia2.report import plots, rejudged, run_facts, stats
 from pytest_gaia2.report.allure_environment import environment
 from pytest_gaia2.report.markdown import code_span, plain
 from pytest_gaia2.report.plots import MissingLibrary, Plot
 from pytest_gaia2.report.rates import Rate, percent, percent_number
 from pytest_gaia2.report.rows import natural_key
+from pytest_gaia2.report.run_facts import RunFacts, run_plan
+from pytest_gaia2.report.summary import coverage
 from pytest_gaia2.report.trace_page import TRACE_FILE
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
@@ -91,16 +93,9 @@ class RunReport:
     problems_left_out: int = 0
     money: Money | None = None
     rejudges: tuple[rejudged.JudgeResult, ...] = ()
-
-
-def run_plan(run_config: dict[str, Any], records: Sequence[AttemptRecord]) -> list[str] | None:
-    """The run's plan (run_config.json) plus every key that has a record: a resumed session may
-    have planned more than the first, and a result outside the plan would make done > planned."""
-    planned = run_config.get("planned")
-    if not isinstance(planned, list):
-        return None
-    keys = [str(key) for key in planned]
-    return keys + sorted({record.key for record in records} - set(keys))
+    # issue 23: the run's name and tags, why it stopped (summary.json) and what ran per stratum
+    facts: RunFacts | None = None
+    coverage: dict[str, Any] | None = None
 
 
 def scenario_apps(records: Sequence[AttemptRecord], index: Path | None) -> dict[str, tuple[str, ...] | None]:
@@ -241,6 +236,8 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
         problems_left_out=max(0, len(listed) - MAX_PROBLEMS),
         money=money(records, ledger_usd),
         rejudges=tuple(rejudged.read(folder.path, judged_verdicts(records))),
+        facts=run_facts.read(folder.path, run_config),
+        coverage=coverage(summary),
     )
 
 
@@ -302,6 +299,7 @@ def render(report: RunReport, uris: dict[str, str], files: dict[str, str]) -> tu
         cell=plain,
         href=quote,
         percent_number=percent_number,
+        amount=run_facts.amount,
     )
     values = {"report": report, "summary": report.summary, "uris": uris, "files": files, "apps_unknown": APPS_UNKNOWN}
     return (env.get_template("report.md.j2").render(values), env.get_template("report.html.j2").render(values))

@@ -5,7 +5,8 @@ merged when they were run alike. Both questions are answered from the same flatt
 run_config.json: its provenance (image id, model, judge, plugin version), the settings as
 written (profile, limits, extra env), the selection and the pytest filters. The file comes from
 a run folder, so it is hostile: the walk is bounded, every value is shown cut and on one line,
-and a value whose name looks secret is masked whatever the file holds.
+control characters are shown escaped, and a value whose name looks secret is masked whatever the
+file holds.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pytest_gaia2.store.redact import MASK, looks_secret
+from pytest_gaia2.store.redact import MASK, looks_secret, printable
 
 SECTIONS = ("provenance", "settings", "selection")
 TOP_KEYS = ("dataset", "markexpr", "keyword")
@@ -34,7 +35,7 @@ MAX_VALUE = 80
 def _walk(prefix: str, value: Any, depth: int) -> Iterator[tuple[str, Any]]:
     if isinstance(value, Mapping) and depth < MAX_DEPTH:
         for key in sorted(value, key=str)[:MAX_KEYS]:
-            yield from _walk(f"{prefix}.{key}", value[key], depth + 1)
+            yield from _walk(f"{prefix}.{printable(' '.join(str(key).split()))[:MAX_VALUE]}", value[key], depth + 1)
     else:
         yield prefix, value
 
@@ -48,7 +49,7 @@ def shown(name: str, value: Any) -> str:
     if not public and any(looks_secret(part) for part in parts) and value not in ("", False):
         return MASK
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    text = " ".join(text.split())
+    text = printable(" ".join(text.split()))
     return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
 
 

@@ -226,11 +226,15 @@ class Stop:
         if self.reason is None:
             return lines
         lines.append(f"gaia2: stopped: {self.reason}")
-        by_why: dict[str, list[str]] = {}
-        for key, why in self.not_started:
-            by_why.setdefault(why, []).append(key)
-        lines += [f"gaia2: {len(keys)} not started ({why}): {first_n(keys, LISTED)}" for why, keys in by_why.items()]
+        lines += [f"gaia2: {len(keys)} not started ({why}): {first_n(keys, LISTED)}" for why, keys in self.by_why()]
         return lines
+
+    def by_why(self) -> list[tuple[str, list[str]]]:
+        """The keys not started, grouped by why, in the order the reasons first appear."""
+        grouped: dict[str, list[str]] = {}
+        for key, why in self.not_started:
+            grouped.setdefault(why, []).append(key)
+        return list(grouped.items())
 
 
 def coverage(summary: Summary) -> dict[str, Any]:

@@ -26,7 +26,9 @@ import jinja2
 
 from pytest_gaia2.cost.usage import read_usage
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES, find_task
+from pytest_gaia2.report import run_facts, stats
 from pytest_gaia2.report.rows import natural_key, split_order
+from pytest_gaia2.report.summary import coverage
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES
 from pytest_gaia2.store.record import AttemptRecord
@@ -57,6 +59,7 @@ _TEMPLATES = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+_TEMPLATES.filters["amount"] = run_facts.amount
 _FALLBACK = _TEMPLATES.from_string(
     "<!doctype html><html lang=en><meta charset=utf-8><title>{{ title }}</title>"
     "<h1>{{ title }}</h1><p>This page could not be rendered ({{ problem }}); the raw files are "
@@ -392,6 +395,19 @@ def index_context(run_folder: Path) -> dict[str, Any]:
         "cost": sum(costs) if costs else None,
         "image": budget.text(records[0].image if records else "", 300),
         "model": budget.text(records[0].model if records else "", 300),
+        **stop_context(run_folder, records),
+    }
+
+
+def stop_context(run_folder: Path, records: list[AttemptRecord]) -> dict[str, Any]:
+    """What index.html shows of the plan (issue 23): planned and done, the run's name and tags,
+    why it stopped (summary.json, read checked) and ran vs planned per stratum."""
+    config = run_facts.config_of(run_folder)
+    summary = stats.summarise([record.to_json() for record in records], run_facts.run_plan(config, records))
+    return {
+        "summary": summary,
+        "facts": run_facts.read(run_folder, config),
+        "coverage": coverage(summary) if not summary.complete else None,
     }
 
 

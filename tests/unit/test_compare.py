@@ -299,3 +299,15 @@ def test_markdown_shows_values_from_a_results_folder_as_text() -> None:
     shown = plain("s1\n| x | <script>alert(1)</script> `y` [l](http://e)")
     assert "\n" not in shown and "<" not in shown and not re.search(r"(?<!\\)[|`\[]", shown)
     assert shown == ("s1 \\| x \\| &lt;script&gt;alert(1)&lt;/script&gt; \\`y\\` \\[l\\](http://e)")
+
+
+def test_hostile_settings_are_shown_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """run_config.json comes from a run folder: an escape sequence, a table-breaking value and a
+    key's raw value never reach the terminal as themselves."""
+    a = write_run(tmp_path / "a", {"s1": "P"}, config={"settings": {"extra_env": {"MODE": "x"}}})
+    b = write_run(tmp_path / "b", {"s1": "P"}, config={"settings": {"extra_env": {
+        "MODE": "\x1b]0;pwned\x07 | new | row", "TEAM_API_KEY": "sk-live-123456"}, "nested": {"a": [1] * 500}}})
+    _, text, _ = compare(capsys, a, b)
+    assert "\x1b" not in text and "\\x1b]0;pwned\\x07" in text
+    assert "sk-live-123456" not in text and "| settings.extra_env.TEAM_API_KEY | `-` | `***` |" in text
+    assert max(len(line) for line in text.splitlines() if line.startswith("| settings.nested")) < 200

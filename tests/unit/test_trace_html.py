@@ -272,6 +272,6 @@ def test_index_rows_equal_results_and_link_existing_traces(tmp_path: Path, attem
 
 
 def test_index_of_an_empty_or_broken_run(tmp_path: Path) -> None:
-    assert "0 scenario(s)" in write_index(tmp_path).read_text(encoding="utf-8")
+    assert "0 of 0 planned scenarios done" in write_index(tmp_path).read_text(encoding="utf-8")
     (tmp_path / "results.jsonl").write_bytes(b'{"scenario_id": 1, "repeat": "x"}\nnot json\n')
     assert "<h1>" in write_index(tmp_path).read_text(encoding="utf-8")

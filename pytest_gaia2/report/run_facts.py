@@ -1,0 +1,133 @@
+"""What a run folder says about itself beyond its records: its name, tags and start
+(run_config.json) and why it stopped (summary.json's ``stop`` block), for the pages and the
+``list`` command.
+
+Both files may come from anywhere (a copied, edited or hostile folder): they are read bounded
+(a regular file, no link, size- and depth-limited) and every value is checked: text is a string
+cut to a length and made printable, amounts are finite and in range, lists are cut to a count.
+A value that fails its check is left out, never shown as it is.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_gaia2.cost.budget import usd_text
+from pytest_gaia2.cost.usage import usd_amount
+from pytest_gaia2.report.summary import Stop
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord
+from pytest_gaia2.store.redact import printable
+
+CONFIG_MAX_BYTES = 16 * 2**20
+"""run_config.json (its plan lists every key) and summary.json are read up to this size."""
+NAME_CHARS = 200
+TAG_CHARS = 100
+MAX_TAGS = 50
+KEY_CHARS = 300
+REASON_CHARS = 500
+MAX_NOT_STARTED = 100_000
+USD_MAX = 1e9
+"""An amount of a run's budget or spend past this is not believed."""
+
+
+def text(value: Any, chars: int) -> str | None:
+    """A string from an untrusted file, printable and at most ``chars`` long; None for anything else."""
+    if not isinstance(value, str):
+        return None
+    value = printable(value)
+    return value if len(value) <= chars else value[: chars - 1] + "…"
+
+
+def amount(value: float | None) -> str:
+    """An amount of the stop block with its digits (``$0.0060``), ``none`` when unset."""
+    return "none" if value is None else usd_text(value)
+
+
+def started_at(value: Any) -> _dt.datetime | None:
+    """run_config.json's ``started_at`` (ISO 8601 with its offset), None when it is not one."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        started = _dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return started if started.tzinfo is not None else started.replace(tzinfo=_dt.timezone.utc)
+
+
+def stop_of(document: Mapping[str, Any]) -> Stop | None:
+    """summary.json's ``stop`` block, checked; None when it has none or it is not an object."""
+    block = document.get("stop")
+    if not isinstance(block, dict):
+        return None
+    items = block.get("not_started")
+    not_started = []
+    for item in items[:MAX_NOT_STARTED] if isinstance(items, list) else ():
+        key = text(item.get("key"), KEY_CHARS) if isinstance(item, dict) else None
+        if key is not None:
+            not_started.append((key, text(item.get("why"), REASON_CHARS) or "unknown"))
+    reason = text(block.get("reason"), REASON_CHARS)
+    return Stop(
+        reason=reason or ("unknown" if block.get("stopped") is True else None),
+        halt=usd_amount(block.get("halt_usd"), USD_MAX),
+        cap=usd_amount(block.get("cap_usd"), USD_MAX),
+        spent=usd_amount(block.get("spent_usd"), USD_MAX),
+        spent_at_stop=usd_amount(block.get("spent_at_stop_usd"), USD_MAX),
+        not_started=tuple(not_started),
+    )
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """A run's name, tags and start from run_config.json, and its stop from summary.json
+    (None when the run wrote no summary: it is running, or was killed)."""
+
+    name: str | None
+    tags: tuple[str, ...]
+    started: _dt.datetime | None
+    stop: Stop | None
+
+    @property
+    def label(self) -> str:
+        """``name [tag, tag]`` for a line or a heading; empty for an unnamed, untagged run."""
+        tags = f"[{', '.join(self.tags)}]" if self.tags else ""
+        return " ".join(part for part in (self.name or "", tags) if part)
+
+
+def config_of(path: Path) -> dict[str, Any]:
+    """run_config.json of the run folder, bounded; empty when it is missing or not an object."""
+    document = store.read_json(path / store.RUN_CONFIG_FILE, max_bytes=CONFIG_MAX_BYTES)
+    return document if isinstance(document, dict) else {}
+
+
+def read(path: Path, config: Mapping[str, Any] | None = None) -> RunFacts:
+    """The facts of the run folder at ``path`` (``config``: its run_config.json, when already read)."""
+    config = config_of(path) if config is None else config
+    summary = store.read_json(path / store.SUMMARY_FILE, max_bytes=CONFIG_MAX_BYTES)
+    tags = config.get("tags")
+    return RunFacts(
+        name=text(config.get("name"), NAME_CHARS) or None,
+        tags=tuple(
+            dict.fromkeys(
+                tag
+                for tag in (text(item, TAG_CHARS) for item in (tags[:MAX_TAGS] if isinstance(tags, list) else ()))
+                if tag
+            )
+        ),
+        started=started_at(config.get("started_at")),
+        stop=stop_of(summary) if isinstance(summary, dict) else None,
+    )
+
+
+def run_plan(run_config: Mapping[str, Any], records: Sequence[AttemptRecord]) -> list[str] | None:
+    """The run's plan (run_config.json) plus every key that has a record: a resumed session may
+    have planned more than the first, and a result outside the plan would make done > planned."""
+    planned = run_config.get("planned")
+    if not isinstance(planned, list):
+        return None
+    keys = [str(key) for key in planned]
+    return keys + sorted({record.key for record in records} - set(keys))

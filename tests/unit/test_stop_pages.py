@@ -1,0 +1,189 @@
+"""The stop on every page (issue 23): report.md, report.html and index.html show why the run
+stopped, its budget and spend (digits kept under a cent), the keys not started with why, ran vs
+planned per stratum, and the run's name and tags; summary.json and run_config.json are read as
+hostile files (checked, bounded, escaped).
+
+Run folders are written with the real store, record, summary and book code.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_gaia2.report import run_facts
+from pytest_gaia2.report.document import REPORT_HTML, REPORT_MD, write_report
+from pytest_gaia2.report.stats import summarise
+from pytest_gaia2.report.summary import Stop, coverage, write_summary_json
+from pytest_gaia2.report.trace_page import write_index
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord, outcome_of
+
+STARTED = dt.datetime(2026, 12, 1, 9, 15, tzinfo=dt.timezone.utc)
+PLANNED = [f"{split}/s_{n}" for split in ("search", "time") for n in range(3)]
+REASON = "budget: the run has spent $0.0060, its halt is $0.0050; no new scenario starts"
+
+
+def _record(key: str) -> AttemptRecord:
+    split, sid = key.split("/")
+    return AttemptRecord(
+        scenario_id=sid, success=True, reward=None, num_agent_events=2, agent_response="", judged_in_container=True,
+        timed_out=False, timeout_seconds=600.0, daemon_status=None, scenario_file="", failure_reasons=[], error=None,
+        split=split, universe=f"universe_{sid[-1]}", outcome=outcome_of(True), run_id="r" * 32, cost_usd=0.003)
+
+
+def _halted_folder(root: Path, stop: dict[str, Any] | None, config: dict[str, Any] | None = None) -> Path:
+    """Two of six planned scenarios done (both of split search), as a halted run leaves them."""
+    folder = store.RunFolder.create(root / "out", "0123456789abcdef", STARTED)
+    records = [_record("search/s_0"), _record("search/s_1")]
+    store.write_json(folder.file(store.RUN_CONFIG_FILE), {
+        "run_id": "0123456789abcdef", "started_at": STARTED.isoformat(), "planned": PLANNED,
+        "name": "baseline", "tags": ["nightly", "gpt"], **(config or {})})
+    for record in records:
+        store.append_jsonl(folder.results, record.to_json())
+    summary = summarise([record.to_json() for record in records], PLANNED)
+    extra = {"stop": stop, "coverage": coverage(summary)} if stop is not None else {}
+    write_summary_json(folder.file(store.SUMMARY_FILE), summary, None, extra=extra)
+    return folder.path
+
+
+def _stop(reason: str = REASON) -> dict[str, Any]:
+    not_run = [key for key in PLANNED if key not in ("search/s_0", "search/s_1")]
+    return Stop(reason, halt=0.005, cap=None, spent=0.006, spent_at_stop=0.006,
+                not_started=tuple((key, "budget: halt reached") for key in not_run)).to_dict()
+
+
+class _Text(HTMLParser):
+    """The text of each element with an id (and of its descendants), to read a page as shown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[str | None] = []
+        self.by_id: dict[str, str] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("meta", "br", "img", "link"):
+            return
+        if tag in ("td", "th", "li", "tr"):  # cells read apart, as a browser shows them
+            self.handle_data(" ")
+        found = dict(attrs).get("id")
+        self.open.append(found)
+        if found:
+            self.by_id[found] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.open and tag not in ("meta", "br", "img", "link"):
+            self.open.pop()
+
+    def handle_data(self, data: str) -> None:
+        for element in self.open:
+            if element:
+                self.by_id[element] += data
+
+
+def _shown(html: str) -> dict[str, str]:
+    parser = _Text()
+    parser.feed(html)
+    return {key: " ".join(value.split()) for key, value in parser.by_id.items()}
+
+
+def test_report_and_index_show_the_stop_the_coverage_and_the_name(tmp_path: Path) -> None:
+    folder = _halted_folder(tmp_path, _stop())
+    write_report(folder, index=tmp_path / "index.sqlite")
+    markdown = (folder / REPORT_MD).read_text(encoding="utf-8")
+    assert f"not run: {', '.join(f'`{key}`' for key in PLANNED[2:])}. Stopped: `{REASON}`. Do not publish" in markdown
+    assert "Run name: `baseline`; tags: `nightly`, `gpt`" in markdown
+    assert "- budget: halt $0.0050, cap none, spent $0.0060, spent at stop $0.0060" in markdown
+    assert "- 4 not started (budget: halt reached): `search/s_2`, `time/s_0`, `time/s_1`, `time/s_2`" in markdown
+    assert "| split `search` | 3 | 2 | 1 |  |" in markdown and "| split `time` | 3 | 0 | 1 | yes |" in markdown
+    for page in (folder / REPORT_HTML, write_index(folder)):
+        shown = _shown(page.read_text(encoding="utf-8"))
+        assert f"Stopped: {REASON}." in shown["incomplete"] or f"stopped: {REASON}." in shown["incomplete"]
+        assert shown["incomplete"].startswith("INCOMPLETE: 2 of 6 planned scenarios done")
+        assert shown["run-name"] == "Run name: baseline; tags: nightly gpt"
+        assert shown["stop-budget"] == "budget: halt $0.0050, cap none, spent $0.0060, spent at stop $0.0060"
+        assert "4 not started (budget: halt reached): search/s_2 time/s_0 time/s_1 time/s_2" in shown["stop"]
+        assert shown["coverage"].split("under-covered", 1)[1].split() == [
+            "split", "search", "3", "2", "1", "split", "time", "3", "0", "1", "yes",
+            # a key never started has no universe known: its file was never read for it
+            "universe", "universe_0", "1", "1", "0.33", "universe", "universe_1", "1", "1", "0.33",
+            "universe", "unknown", "4", "0", "1.33", "yes"]
+
+
+def test_index_counts_done_of_planned_not_rows(tmp_path: Path) -> None:
+    shown = _shown(write_index(_halted_folder(tmp_path, _stop())).read_text(encoding="utf-8"))
+    assert shown["counts"].startswith("2 of 6 planned scenarios done, 2 row(s)")
+
+
+def test_a_run_without_summary_says_it_does_not_know_why(tmp_path: Path) -> None:
+    folder = _halted_folder(tmp_path, None)
+    (folder / store.SUMMARY_FILE).unlink()
+    write_report(folder, index=tmp_path / "index.sqlite")
+    for page in (folder / REPORT_HTML, write_index(folder)):
+        shown = _shown(page.read_text(encoding="utf-8"))
+        assert "unknown (no summary.json: the run was killed, or is still running)" in shown["incomplete"]
+    assert "Stopped: `unknown (no summary.json" in (folder / REPORT_MD).read_text(encoding="utf-8")
+
+
+def test_a_complete_run_has_no_stop_section_without_a_budget(tmp_path: Path) -> None:
+    folder = _halted_folder(tmp_path, None, {"planned": ["search/s_0", "search/s_1"], "name": None, "tags": []})
+    write_report(folder, index=tmp_path / "index.sqlite")
+    markdown = (folder / REPORT_MD).read_text(encoding="utf-8")
+    assert "INCOMPLETE" not in markdown and "Stop and coverage" not in markdown and "Run name" not in markdown
+    shown = _shown(write_index(folder).read_text(encoding="utf-8"))
+    assert "incomplete" not in shown and "stop" not in shown and "coverage" not in shown
+
+
+def test_hostile_stop_and_names_are_escaped_checked_and_cut(tmp_path: Path) -> None:
+    stop = {**_stop("<script>alert(1)</script>\x1b[31m" + "x" * 5000), "halt_usd": 1e300, "cap_usd": "5",
+            "spent_usd": -1, "not_started": [{"key": "<b>k</b>", "why": 7}, "junk", {"why": "no key"}]}
+    folder = _halted_folder(tmp_path, stop, {"name": "<img src=x>", "tags": ["a", 3, "a", "<i>"]})
+    write_report(folder, index=tmp_path / "index.sqlite")
+    for page in (folder / REPORT_HTML, write_index(folder)):
+        html = page.read_text(encoding="utf-8")
+        assert "<script>alert" not in html and "<img src=x>" not in html and "<b>k</b>" not in html
+        assert "\x1b" not in html and "x" * (run_facts.REASON_CHARS + 1) not in html
+        shown = _shown(html)
+        assert shown["stop-budget"] == "budget: halt none, cap none, spent none, spent at stop $0.0060"
+        assert "1 not started (unknown): <b>k</b>" in shown["stop"]
+        assert shown["run-name"] == "Run name: <img src=x>; tags: a <i>"
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=20), inner, max_size=6),
+    max_leaves=40,
+)
+STOP_KEYS = ("stopped", "reason", "halt_usd", "cap_usd", "spent_usd", "spent_at_stop_usd", "not_started")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(STOP_KEYS), JSON | st.lists(st.dictionaries(
+    st.sampled_from(("key", "why")), JSON), max_size=5)), JSON)
+def test_stop_of_any_json_is_checked(block: dict[str, Any], other: Any) -> None:
+    for document in ({"stop": block}, {"stop": other}, other if isinstance(other, dict) else {}):
+        stop = run_facts.stop_of(document)
+        if stop is None:
+            continue
+        for amount in (stop.halt, stop.cap, stop.spent, stop.spent_at_stop):
+            assert amount is None or (isinstance(amount, float) and 0 <= amount <= run_facts.USD_MAX)
+        texts = [stop.reason or "", *(part for pair in stop.not_started for part in pair)]
+        assert all(isinstance(text, str) and len(text) <= run_facts.REASON_CHARS for text in texts)
+        assert all("\x1b" not in text for text in texts)
+        json.dumps(stop.to_dict())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(("name", "tags", "started_at")), JSON))
+def test_facts_of_any_run_config_are_checked(config: dict[str, Any]) -> None:
+    facts = run_facts.read(Path("/nonexistent"), config)
+    assert facts.name is None or len(facts.name) <= run_facts.NAME_CHARS
+    assert len(facts.tags) <= run_facts.MAX_TAGS and len(set(facts.tags)) == len(facts.tags)
+    assert facts.started is None or facts.started.tzinfo is not None
+    assert facts.stop is None

@@ -91,6 +91,14 @@ def client() -> Iterator[Any]:
     docker_client.close()
 
 
+def podman_version(client: Any) -> tuple[int, ...] | None:
+    """The Podman release behind a Docker-compatible socket (the Podman leg of CI), else None."""
+    for component in client.version().get("Components") or ():
+        if "podman" in str(component.get("Name", "")).lower():
+            return tuple(int(part) for part in re.findall(r"\d+", str(component.get("Version")))[:3])
+    return None
+
+
 @pytest.fixture
 def engine(client: Any) -> Iterator[Engine]:
     run = Engine(client, run_id=f"enginetest-{uuid.uuid4().hex[:12]}", worker="master", owner_pid=os.getpid())
@@ -210,8 +218,11 @@ def bare_path_image(reference: str) -> str:
 
 
 def test_probe_tcp_bounded_from_the_host_on_an_image_without_coreutils(
-    engine: Engine, bare_path_image: str, host_server: tuple[int, str]
+    client: Any, engine: Engine, bare_path_image: str, host_server: tuple[int, str]
 ) -> None:
+    if (podman_version(client) or (99,)) < (4, 7):
+        pytest.skip("Podman before 4.7 refuses --add-host's host-gateway value ('invalid IP address in add-host'), "
+                    "which the probe uses to name this host")
     port, _ = host_server
     probe = {"network": "bridge", "extra_hosts": {"host.docker.internal": "host-gateway"}}
     assert engine.probe_tcp(bare_path_image, "host.docker.internal", port, timeout_s=10, **probe)
@@ -283,7 +294,7 @@ def wait_terminal(container: Container, timeout: float = 120.0) -> dict[str, Any
 
 
 def test_the_reference_image_reaches_a_judgment_under_the_hardening(
-    engine: Engine, reference: str, tmp_path: Path
+    client: Any, engine: Engine, reference: str, tmp_path: Path
 ) -> None:
     scenario = sorted((SHIPPED / "search").glob("*.json"))[0]
     container = launch(engine, reference, env=REFERENCE_ENV, no_new_privileges=True, pids_limit=256,
@@ -292,7 +303,10 @@ def test_the_reference_image_reaches_a_judgment_under_the_hardening(
     host_config = container.handle.attrs["HostConfig"]
     assert host_config["SecurityOpt"] == ["no-new-privileges"]
     assert (host_config["PidsLimit"], host_config["Memory"]) == (256, 1 << 30)
-    assert host_config["CapDrop"] == ["ALL"] and sorted(host_config["CapAdd"]) == sorted(CAPABILITIES)
+    if podman_version(client) is None:
+        assert host_config["CapDrop"] == ["ALL"] and sorted(host_config["CapAdd"]) == sorted(CAPABILITIES)
+    else:  # Podman's Docker-compatible inspect lists each dropped capability (and no CapAdd) instead
+        assert host_config["CapDrop"] and not set(host_config["CapDrop"]) & set(CAPABILITIES)
     assert {b["HostIp"] for b in host_config["PortBindings"][f"{ADAPTER_PORT}/tcp"]} == {"127.0.0.1"}
 
     status = wait_terminal(container)
@@ -417,7 +431,7 @@ def test_base_urls_are_validated_naming_the_option(url: str, problem: str) -> No
 
 
 def test_files_go_in_as_one_archive_keeping_existing_folders_and_making_missing_ones(
-        engine: Engine, reference: str) -> None:
+        client: Any, engine: Engine, reference: str) -> None:
     """The scenario into /var/gaia2 (owned by gaia2), a file into a folder that does not exist:
     both land with their modes, and /var/gaia2 keeps its owner and mode."""
     since = time.time()
@@ -435,5 +449,8 @@ def test_files_go_in_as_one_archive_keeping_existing_folders_and_making_missing_
         assert container.exec(["/opt/new/deeper/tool.sh"]) == (0, "hi\n")
     finally:
         engine.remove(container)
+    if podman_version(client) is not None:
+        pytest.skip("Podman's events API reports no extract-to-dir event for an archive put, so the count of "
+                    "archives cannot be observed (the files above landed)")
     copies = [event for event in engine_events(since, container=identity) if event.get("Action") == "extract-to-dir"]
     assert len(copies) == 1, copies  # one archive, however many files

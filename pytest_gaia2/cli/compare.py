@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.cli.main import CommandError, create_file
-from pytest_gaia2.report import power, settings_diff, stats
+from pytest_gaia2.report import power, rejudged, settings_diff, stats
 from pytest_gaia2.report import summary as report
 from pytest_gaia2.report.markdown import code_span, plain
 from pytest_gaia2.report.paired import AnalysisExtraMissing, PairedTable, pattern, pattern_counts
@@ -95,17 +95,31 @@ def read_run_config(folder: store.RunFolder) -> tuple[dict[str, Any], list[str]]
     return config, planned
 
 
-def load_arm(label: str, path: str | Path) -> Arm:
-    """The run folder named on the command line (or the ``latest`` of an output folder)."""
+def load_arm(label: str, path: str | Path, judge: str | None = None) -> Arm:
+    """The run folder named on the command line (or the ``latest`` of an output folder); with
+    ``judge``, every verdict its judge gave is replaced by that re-judge's (no verdict: error)."""
     folder = store.RunFolder.existing(path)
     config, planned = read_run_config(folder)
     records = {(record.split, record.scenario_id, record.repeat): record for record in folder.records(strict=True)}
     outcomes: dict[Key, str] = {key: record.outcome for key, record in records.items()}
+    if judge is not None:
+        found = rejudged.latest_verdicts(folder.path, judge)
+        if found is None:
+            raise CommandError(
+                f"{folder.path}: no re-judge by a judge named {judge!r} (pytest-gaia2 rejudge --judge-name)"
+            )
+        verdicts = found[1]
+        for key, record in records.items():
+            if record.outcome in ("passed", "failed"):
+                verdict = verdicts.get(record.key)
+                outcomes[key] = "error" if verdict is None else ("passed" if verdict else "failed")
     spelled = {key: record.key for key, record in records.items()}
     for key, text in planned_keys(planned).items():
         outcomes.setdefault(key, NOT_RUN)
         spelled.setdefault(key, text)
-    summary = stats.summarise([record.to_json() for record in records.values()], planned=planned or None)
+    summary = stats.summarise(
+        [{**record.to_json(), "outcome": outcomes[key]} for key, record in records.items()], planned=planned or None
+    )
     return Arm(label, folder.path, str(config.get("run_id") or ""), outcomes, spelled, records, summary, config)
 
 
@@ -471,6 +485,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="what --fail-if-worse holds against -D: " + "; ".join(f"{name}: {rule}" for name, rule in GATES.items()),
     )
     parser.add_argument(
+        "--judge",
+        metavar="NAME",
+        help="compare under a re-judge's verdicts: each run's newest re-judge with a judge of this name "
+        "replaces the verdicts of its own judge (a scenario it gave no verdict counts as an error)",
+    )
+    parser.add_argument(
         "--alpha",
         type=float,
         default=0.05,
@@ -486,7 +506,7 @@ def run(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.alpha) and 0 < args.alpha < 1):
         raise CommandError(f"--alpha: expected a level between 0 and 1 (0.05), got {args.alpha!r}")
     labels = [chr(ord("A") + index) if index < 26 else f"R{index + 1}" for index in range(len(args.runs))]
-    arms = [load_arm(label, path) for label, path in zip(labels, args.runs, strict=False)]
+    arms = [load_arm(label, path, args.judge) for label, path in zip(labels, args.runs, strict=False)]
     try:
         result = build(arms, None if args.drop is None else args.drop * 100, args.gate, args.alpha)
         text = (

@@ -76,16 +76,32 @@ def _verdicts(path: Path) -> dict[str, bool | None]:
     }
 
 
-def read(run: Path, in_container: Mapping[str, bool]) -> list[JudgeResult]:
-    """Every judge of the latest :data:`SHOWN` numbered re-judges of the run, oldest first."""
+def _numbered(run: Path) -> list[str]:
+    """The run's numbered re-judge folders, oldest first."""
     root = run / REJUDGE_DIR
     if root.is_symlink() or not root.is_dir():
         return []
-    numbered = sorted(
-        ((int(found[1]), entry.name) for entry in root.iterdir() if (found := _NUMBERED.fullmatch(entry.name))),
-    )[-SHOWN:]
+    found = ((int(match[1]), entry.name) for entry in root.iterdir() if (match := _NUMBERED.fullmatch(entry.name)))
+    return [name for _, name in sorted(found)]
+
+
+def latest_verdicts(run: Path, judge: str) -> tuple[str, dict[str, bool | None]] | None:
+    """The newest re-judge of the run with a judge of this name: (its folder, verdicts by key)."""
+    for name in reversed(_numbered(run)):
+        try:
+            path = store.inside(run, REJUDGE_DIR, name, judge, REJUDGMENTS_FILE)
+        except store.StoreError:
+            return None
+        verdicts = _verdicts(path)
+        if verdicts:
+            return name, verdicts
+    return None
+
+
+def read(run: Path, in_container: Mapping[str, bool]) -> list[JudgeResult]:
+    """Every judge of the latest :data:`SHOWN` numbered re-judges of the run, oldest first."""
     results = []
-    for _, name in numbered:
+    for name in _numbered(run)[-SHOWN:]:
         try:
             folder = store.inside(run, REJUDGE_DIR, name)
         except store.StoreError:

@@ -64,7 +64,26 @@ def _shown(rate: dict[str, Any]) -> list[str]:
             f"{rate['successes']}/{rate['n']}"]
 
 
-def _check_in_browser(folder: Path, summary: dict[str, Any], shots: Path) -> None:
+def _hand_rejudge(folder: Path) -> float:
+    """A re-judge's verdicts written as ``rejudge`` writes them: the judge failure passed, the first
+    passed scenario failed. Returns Cohen's kappa against the run's verdicts, worked out here."""
+    records = [json.loads(line) for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    judged = {f"{r['split']}/{r['scenario_id']}": r["outcome"] == "passed" for r in records
+              if r["outcome"] in ("passed", "failed")}
+    first_pass = min(key for key, passed in judged.items() if passed)
+    flipped = {key: not passed if key == first_pass or not passed else passed for key, passed in judged.items()}
+    place = folder / "rejudge" / "001-20261202T000000Z" / "by-hand"
+    place.mkdir(parents=True)
+    (place / "rejudgments.jsonl").write_text(
+        "".join(json.dumps({"key": key, "success": value}) + "\n" for key, value in flipped.items()), encoding="utf-8")
+    n = len(judged)
+    agree = sum(judged[key] == flipped[key] for key in judged) / n
+    yes_run, yes_judge = sum(judged.values()) / n, sum(flipped.values()) / n
+    chance = yes_run * yes_judge + (1 - yes_run) * (1 - yes_judge)
+    return (agree - chance) / (1 - chance)
+
+
+def _check_in_browser(folder: Path, summary: dict[str, Any], shots: Path, kappa: float) -> None:
     from selenium.webdriver.common.by import By
 
     with headless_browser(1280, 1600) as driver:
@@ -85,9 +104,41 @@ def _check_in_browser(folder: Path, summary: dict[str, Any], shots: Path) -> Non
             str(summary["planned"]), str(summary["done"]), str(len(summary["not_run"]))]
         errors = driver.find_element(By.ID, "errors").text
         assert f"invalid_scenario 1 {INVALID}" in errors
+        _check_failures(driver, folder)
+        row = driver.find_element(By.CSS_SELECTOR, "#rejudges tbody tr")
+        assert row.find_element(By.CLASS_NAME, "judge").text == "by-hand"
+        assert row.find_element(By.CLASS_NAME, "kappa").text == f"{kappa:.3f}"
         page = driver.get_screenshot_as_png()
         (shots / "report.png").write_bytes(page)
         assert _inked(page) > 0.05 and _colours(page) > 50
+
+
+def _check_failures(driver: Any, folder: Path) -> None:
+    """Every failed or errored result of results.jsonl is a row of #failures; each link opens the
+    scenario's own trace.html, and the judge's failure has one."""
+    from selenium.webdriver.common.by import By
+
+    records = [json.loads(line) for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    problems = {f"{r['split']}/{r['scenario_id']}": r for r in records if r["outcome"] in ("failed", "error")}
+    rows = driver.find_elements(By.CSS_SELECTOR, "#failures tbody tr")
+    shown = {row.find_element(By.CLASS_NAME, "key").text: row for row in rows}
+    assert set(shown) == set(problems)
+    links = {}
+    for key, row in shown.items():
+        assert row.find_element(By.CLASS_NAME, "outcome").text == problems[key]["outcome"]
+        anchors = row.find_elements(By.CSS_SELECTOR, ".trace a")
+        if anchors:
+            target = Path(anchors[0].get_attribute("href").removeprefix("file://"))
+            assert target == (folder / problems[key]["folder"] / "trace.html").resolve() and target.is_file()
+            links[key] = anchors[0].get_attribute("href")
+    judge_fail = next(key for key in shown if key.endswith(JUDGE_FAIL))
+    assert shown[judge_fail].find_element(By.CLASS_NAME, "category").text == "judge"
+    assert shown[judge_fail].find_element(By.CLASS_NAME, "reason").text  # the judge's reason, not empty
+    assert judge_fail in links
+    for key, href in links.items():
+        driver.get(href)
+        assert JUDGE_FAIL in driver.page_source if key == judge_fail else key.split("/")[-1] in driver.page_source
+    open_page(driver, folder / "report.html")
 
 
 def _check_allure(folder: Path, name: str) -> None:
@@ -118,6 +169,7 @@ def test_report_of_a_real_run_renders_in_a_browser_and_in_allure(tmp_path: Path)
     output = tmp_path / "out"
     assert gaia2_containers(run_id_of(output)) == []
     folder = run_folder(output)
+    kappa = _hand_rejudge(folder)
 
     done = subprocess.run([str(COMMAND), "report", str(output), "--alluredir", str(tmp_path / "allure")],
                           check=False, capture_output=True, text=True, timeout=300)
@@ -133,7 +185,7 @@ def test_report_of_a_real_run_renders_in_a_browser_and_in_allure(tmp_path: Path)
     assert "| `Contacts` |" in markdown  # an app of the shipped scenarios
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    _check_in_browser(folder, summary, shots)
+    _check_in_browser(folder, summary, shots, kappa)
     _check_allure(tmp_path, folder.name)
 
 

@@ -311,3 +311,25 @@ def test_hostile_settings_are_shown_inert(tmp_path: Path, capsys: pytest.Capture
     assert "\x1b" not in text and "\\x1b]0;pwned\\x07" in text
     assert "sk-live-123456" not in text and "| settings.extra_env.TEAM_API_KEY | `-` | `***` |" in text
     assert max(len(line) for line in text.splitlines() if line.startswith("| settings.nested")) < 200
+
+
+def test_runs_compared_under_a_rejudges_verdicts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "a", {"s1": "P", "s2": "F", "s3": "P", "s4": "E"})
+    b = write_run(tmp_path / "b", {"s1": "P", "s2": "P", "s3": "P", "s4": "P"})
+    for run, verdicts in ((a, {"s1": True, "s2": True, "s3": None}), (b, {"s1": False, "s2": True, "s3": True})):
+        for name, judge, values in (("001-20261201T000000Z", "strict", {"s1": True, "s2": False, "s3": True}),
+                                    ("002-20261202T000000Z", "strict", verdicts)):
+            place = run / "rejudge" / name / judge
+            place.mkdir(parents=True)
+            (place / "rejudgments.jsonl").write_text("".join(
+                json.dumps({"key": f"search/{sid}", "success": value}) + "\n" for sid, value in values.items()),
+                encoding="utf-8")
+    data = as_json(capsys, a, b, "--judge", "strict")  # the newest re-judge, 002, of each run
+    strict = data["comparisons"][0]["strict"]["cells"]
+    # A: s1 P, s2 P (was F), s3 no verdict -> error, s4 error (never judged: stays).
+    # B: s1 F (was P), s2 P, s3 P, s4 not in the re-judge -> no verdict: error.
+    assert strict == {"both_passed": ["search/s2"], "only_a_passed": ["search/s1"],
+                      "only_b_passed": ["search/s3"], "neither_passed": ["search/s4"]}
+    assert [run["summary"]["errors"] for run in data["runs"]] == [2, 1]
+    code, _, err = compare(capsys, a, b, "--judge", "lenient")
+    assert code == 2 and "no re-judge by a judge named 'lenient'" in err

@@ -31,6 +31,7 @@ import pytest
 from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.plan.items import ITEM_PARAMETER, PlannedItem
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES, Scenario, arg_value
+from pytest_gaia2.plugin import private_api
 from pytest_gaia2.report.allure_categories import CATEGORIES_FILE, categories
 from pytest_gaia2.report.allure_environment import write_environment
 from pytest_gaia2.report.trace_page import TRACE_FILE
@@ -338,13 +339,9 @@ class AllureGaia2:
 
     def _set_duration(self, item: pytest.Item) -> None:
         """allure-pytest times only the call phase, but a scenario runs in its setup fixtures;
-        the test's span in the report should be the scenario's. (allure-pytest internals.)"""
-        listener = item.config.pluginmanager.get_plugin("allure_listener")
-        reporter = getattr(listener, "allure_logger", None)
-        test = reporter.get_test(None) if reporter is not None else None
-        if test is not None and _SETUP_STARTED in item.stash:
-            test.start = int(item.stash[_SETUP_STARTED] * 1000)
-            test.stop = int(time.time() * 1000)
+        the test's span in the report should be the scenario's."""
+        if _SETUP_STARTED in item.stash:
+            private_api.set_allure_span(item.config, item.stash[_SETUP_STARTED], time.time())
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -107,11 +107,6 @@ class ScenarioModule(pytest.Module):
 
     split: str = ""
 
-    def _getobj(self) -> Any:
-        from pytest_gaia2.plugin import item as scenario_item
-
-        return scenario_item
-
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -124,7 +119,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for split in dict.fromkeys(item.split for item in context.items()):
         nodeid = f"{NODE_PREFIX}/{split}"
         module = ScenarioModule.from_parent(session, path=Path(scenario_item.__file__), nodeid=nodeid, name=nodeid)
-        module.split = split
+        module.obj, module.split = scenario_item, split  # the module object given, not imported by path
         items.extend(item for item in session.genitems(module) if isinstance(item, pytest.Item))
 
 

@@ -6,7 +6,8 @@ A thread refreshes it, so a scenario on its third turn for twenty minutes still 
 writes to its own copy of the terminal's file descriptor: in a serial run pytest captures
 file descriptor 1 while a test runs, and the status must reach the terminal, not the
 test's captured output. On a TTY pytest's own output is routed through rich, so its lines
-print above the status instead of through it.
+print above the status instead of through it (pytest's terminal writer is reached only
+through :mod:`.private_api`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 import pytest
 
 from pytest_gaia2.cost.budget import Ledger
+from pytest_gaia2.plugin import private_api
 from pytest_gaia2.report import progress
 from pytest_gaia2.run import pacer
 from pytest_gaia2.store import folder as store
@@ -109,16 +111,16 @@ class LiveStatus:
     # -- lifetime --------------------------------------------------------------------------
 
     def start(self) -> None:
-        tw = getattr(self.terminal, "_tw", None)
-        if self.mode != "off" and tw is not None:
-            self.out = _own_copy(tw._file)
+        file = private_api.terminal_file(self.terminal)
+        if self.mode != "off" and file is not None:
+            self.out = _own_copy(file)
             if self.mode == "tty":
-                self._start_live(tw)
+                self._start_live(file)
         self.refresh()
         self.thread = threading.Thread(target=self._loop, name="gaia2-live-status", daemon=True)
         self.thread.start()
 
-    def _start_live(self, tw: Any) -> None:
+    def _start_live(self, file: TextIO) -> None:
         from rich.console import Console
         from rich.live import Live
 
@@ -127,8 +129,9 @@ class LiveStatus:
             console=console, auto_refresh=False, transient=True, redirect_stdout=False, redirect_stderr=False
         )
         self.live.start()
-        self.lines = _LiveLines(console, tw._file)
-        self.original, tw._file = tw._file, self.lines
+        self.lines = _LiveLines(console, file)
+        self.original = file
+        private_api.route_terminal(self.terminal, self.lines)
 
     def stop(self) -> None:
         """The last progress.json (finished) and the terminal as pytest left it."""
@@ -141,10 +144,9 @@ class LiveStatus:
         self.refresh(finished=True)
         if self.live is not None and self.lines is not None:
             self.live.stop()  # clears the status: what pytest writes next starts where it stood
-            self.terminal._tw._file = self.original
+            private_api.route_terminal(self.terminal, self.original)
             self.original.write(self.lines.buffer_text)
-        tw_file = getattr(getattr(self.terminal, "_tw", None), "_file", None)
-        if self.out is not None and self.out is not tw_file:
+        if self.out is not None and self.out is not private_api.terminal_file(self.terminal):
             try:
                 self.out.close()
             except (OSError, ValueError):
@@ -223,9 +225,8 @@ class LiveStatus:
             self._print_plain(snap.line())
 
     def _print_plain(self, line: str) -> None:
-        tw = self.terminal._tw
-        tw.flush()
-        self.out.write(("\n" if tw._current_line else "") + line + "\n")  # type: ignore[union-attr]
+        self.terminal.flush()
+        self.out.write(("\n" if private_api.mid_line(self.terminal) else "") + line + "\n")  # type: ignore[union-attr]
         self.out.flush()  # type: ignore[union-attr]
 
     @staticmethod

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_gaia2.plugin import private_api
 from pytest_gaia2.store.record import AttemptRecord
 from pytest_gaia2.store.redact import printable
 
@@ -124,10 +125,8 @@ def _explain(
 
 def add_junit_properties(config: pytest.Config, context: RunContext) -> None:
     """Run-level JUnit properties (planned, done, not run, complete) on the controller."""
-    if context.is_worker or not context.prepared:
+    add = private_api.junit_property_writer(config)
+    if context.is_worker or not context.prepared or add is None:
         return
-    for plugin in config.pluginmanager.get_plugins():
-        add = getattr(plugin, "add_global_property", None)
-        if callable(add) and type(plugin).__name__ == "LogXML":
-            for name, value in context.book.junit_properties():
-                add(name, value)
+    for name, value in context.book.junit_properties():
+        add(name, value)

@@ -83,8 +83,13 @@ def rejudge(folder: Path, *args: str, env: dict[str, str] | None = None) -> subp
                           check=False, capture_output=True, text=True, env={**clean, **(env or {})}, timeout=300)
 
 
+def latest(folder: Path) -> Path:
+    """The newest re-judge's own folder: ``rejudge/<NNN>-<time>``, the highest number."""
+    return max((folder / REJUDGE_DIR).iterdir(), key=lambda path: int(path.name.split("-")[0]))
+
+
 def verdicts(folder: Path, slug: str) -> dict[str, Any]:
-    rows = [json.loads(line) for line in (folder / REJUDGE_DIR / slug / REJUDGMENTS_FILE).read_text().splitlines()]
+    rows = [json.loads(line) for line in (latest(folder) / slug / REJUDGMENTS_FILE).read_text().splitlines()]
     return {row["key"]: row for row in rows}
 
 
@@ -99,10 +104,10 @@ def test_reference_judge_reproduces_the_in_container_verdicts(run: Path) -> None
     rows = verdicts(run, "reference")
     assert {key: row["success"] for key, row in rows.items()} == IN_CONTAINER
     for key in IN_CONTAINER:  # the very judgments the daemon made, turn by turn
-        assert (run / "rejudge" / "reference" / key / "judgments.jsonl").read_text() == (
+        assert (latest(run) / "reference" / key / "judgments.jsonl").read_text() == (
             run / key / "daemon_judgments.jsonl").read_text()
     assert rows[REWORDED]["failure_reason"].startswith("Cannot match AgentUserInterface__send_message_to_user")
-    summary = json.loads((run / "rejudge" / "summary.json").read_text())
+    summary = json.loads((latest(run) / "summary.json").read_text())
     assert summary["judges"]["reference"]["agreement_with_in_container"]["value"] == 1.0
     assert summary["disagree_with_in_container"] == {}
     assert "reference: 3 passed, 1 failed, 0 errors" in done.stdout
@@ -114,7 +119,7 @@ def test_reference_judge_reproduces_the_in_container_verdicts(run: Path) -> None
 def test_exact_judge_flips_the_answer_in_capitals(run: Path) -> None:
     done = rejudge(run, "--judge", "reference,GAIA2_REF_JUDGE_EXACT=1")
     assert done.returncode == 0, done.stderr
-    summary = json.loads((run / "rejudge" / "summary.json").read_text())
+    summary = json.loads((latest(run) / "summary.json").read_text())
     (slug,) = summary["judges"]
     assert slug.startswith("reference+")
     assert summary["judge_settings"][slug] == {"judge": "reference", "settings": {"GAIA2_REF_JUDGE_EXACT": "1"}}
@@ -146,9 +151,9 @@ def test_model_judges_on_a_local_server_with_a_retried_error(run: Path) -> None:
     assert {key: row["success"] for key, row in lenient.items()} == {**IN_CONTAINER, REWORDED: True}
     assert {key: row["success"] for key, row in strict.items()} == IN_CONTAINER
     assert (lenient[REWORDED]["passes"], lenient[CAPITALS]["passes"]) == (2, 1)  # only the error is asked again
-    record = json.loads((run / "rejudge" / "openai-compat-lenient" / REWORDED / "judgments.jsonl").read_text())
+    record = json.loads((latest(run) / "openai-compat-lenient" / REWORDED / "judgments.jsonl").read_text())
     assert "[[Success]]" in record["match_details"][0]["judge_output"]
-    summary = json.loads((run / "rejudge" / "summary.json").read_text())
+    summary = json.loads((latest(run) / "summary.json").read_text())
     assert summary["disagree_with_in_container"] == {REWORDED: ["openai-compat-lenient"]}
     assert summary["disagreeing_judges"] == [REWORDED]
     assert (summary["strict_all"]["successes"], summary["majority"]["successes"]) == (3, 3)
@@ -159,6 +164,17 @@ def test_model_judges_on_a_local_server_with_a_retried_error(run: Path) -> None:
     assert leaks == []
     assert CANARY not in done.stdout + done.stderr
     assert no_rejudge_containers()
+    # A later re-judge gets a folder of its own: the model judges' paid verdicts stay as they were.
+    paid = latest(run)
+    kept = file_sums(paid)
+    again = rejudge(run, "--judge", "reference", "--judge-name", "ref-check")
+    assert again.returncode == 0, again.stderr
+    assert latest(run) != paid and file_sums(paid) == kept
+    assert int(latest(run).name.split("-")[0]) == int(paid.name.split("-")[0]) + 1
+    later = json.loads((latest(run) / "summary.json").read_text())
+    assert list(later["judges"]) == ["ref-check"] and later["judge_settings"]["ref-check"]["name"] == "ref-check"
+    assert set(json.loads((paid / "summary.json").read_text())["judges"]) == {
+        "reference", "openai-compat-lenient", "openai-compat-strict"}
 
 
 def test_a_judge_that_never_answers_is_an_error_not_a_verdict(run: Path) -> None:
@@ -201,7 +217,7 @@ def test_a_tag_that_moved_since_the_run_is_refused_unless_the_image_is_given(run
     assert "pass --image IMAGE" in done.stderr and not (copy / "rejudge" / "reference").exists()
     done = rejudge(copy, "--judge", "reference", "--image", IMAGE)
     assert done.returncode == 0, done.stderr
-    assert json.loads((copy / "rejudge" / "summary.json").read_text())["image"] == IMAGE
+    assert json.loads((latest(copy) / "summary.json").read_text())["image"] == IMAGE
 
 
 def test_an_image_whose_init_would_end_the_container_is_still_rejudged(run: Path, tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from test_rejudge import (  # the scripted search run (three passes, one failure
     CAPITALS,
     IN_CONTAINER,
     REWORDED,
+    latest,
     no_rejudge_containers,
     rejudge,
     run,  # noqa: F401 - a fixture
@@ -212,7 +213,7 @@ def test_upstream_judge_reproduces_the_daemon_on_every_shipped_split(
     rows = verdicts(copy, "reference")
     assert len(rows) == 12 and all(row["success"] is True for row in rows.values())
     for key in rows:  # multi-turn, ENV and time scenarios: the daemon's status, turn by turn
-        judged = copy / "rejudge" / "reference" / key
+        judged = latest(copy) / "reference" / key
         assert json.loads((judged / "status.json").read_text()) == json.loads(
             (copy / key / "daemon_status.json").read_text()), key
         assert [(r["turn"], r["success"]) for r in lines_of(judged / "judgments.jsonl")] == [
@@ -230,7 +231,7 @@ def test_upstream_judge_fails_what_the_reference_judge_fails(
         done = rejudge(copy, "--judge", "reference")
         assert done.returncode == 0, done.stderr
         judged[image] = verdicts(copy, "reference")
-        summary = json.loads((copy / "rejudge" / "summary.json").read_text())
+        summary = json.loads((latest(copy) / "summary.json").read_text())
         assert sorted(summary["judges"]["reference"]["flipped_to_fail"]) == sorted(TAMPERED)
     reference, upstream = judged[build.image_name()], judged[gaia2_cli_image]
     assert {k: r["success"] for k, r in upstream.items()} == {k: r["success"] for k, r in reference.items()}
@@ -261,7 +262,7 @@ def test_model_judges_through_upstreams_litellm_engine(gaia2_cli_image: str, run
     assert {key: row["success"] for key, row in strict.items()} == IN_CONTAINER
     assert strict[REWORDED]["failure_reason"].startswith("Cannot match AgentUserInterface__send_message_to_user")
     assert hard_only[CAPITALS]["success"] is True
-    record = lines_of(copy / "rejudge" / "openai-compat-strict" / REWORDED / "judgments.jsonl")[0]
+    record = lines_of(latest(copy) / "openai-compat-strict" / REWORDED / "judgments.jsonl")[0]
     assert "[[Failure]]" in record["match_details"][0]["judge_output"]
     leaks = [p for p in copy.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
     assert leaks == []

@@ -11,6 +11,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,25 @@ from gaia2_testing import (
 )
 
 pytest_plugins = ["pytester"]
+SUBPROCESS_RUNS = {"run_gaia2", "start_gaia2"}
+"""Fixtures that run the plugin past collection in a subprocess: pre-flight needs the engine."""
+
+
+def _cache_bytecode() -> None:
+    """With PYTHONDONTWRITEBYTECODE set (as on the CI machine), every pytest the suite starts
+    (pytester subprocesses, xdist workers, background runs) compiled the plugin and its
+    dependencies and rewrote their asserts again: about a second of CPU each, hundreds of times.
+    Their bytecode goes to a cache of the user's own instead, never into the source tree."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-gaia2-tests" / "pycache"
+    cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
+    sys.pycache_prefix, sys.dont_write_bytecode = str(cache), False
+
+
+_cache_bytecode()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,9 +51,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Integration and hostile-container tests need the engine; so do tests marked ``docker``."""
+    """Integration and hostile-container tests need the engine; so do tests marked ``docker`` and
+    tests that run the plugin past collection in a subprocess (``run_gaia2``, ``start_gaia2``):
+    its pre-flight asks the engine, even when every verdict is stored."""
     for item in items:
-        if "integration" in item.path.parts or "hostile" in item.path.parts:
+        if (
+            "integration" in item.path.parts
+            or "hostile" in item.path.parts
+            or SUBPROCESS_RUNS & set(getattr(item, "fixturenames", ()))
+        ):
             item.add_marker(pytest.mark.docker)
     needing = [item for item in items if item.get_closest_marker("docker")]
     if needing:
@@ -49,6 +75,17 @@ def run_gaia2(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
 
     def run(*args: str, output: str = "out") -> pytest.RunResult:
         return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--gaia2-output={output}", *args)
+
+    return run
+
+
+@pytest.fixture
+def check_gaia2(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
+    """Run pytest with the plugin in this process, for runs that end at option parsing or
+    collection (no pre-flight, no engine): a subprocess would only add a second of start-up."""
+
+    def run(*args: str, output: str = "out") -> pytest.RunResult:
+        return pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--gaia2-output={output}", *args)
 
     return run
 

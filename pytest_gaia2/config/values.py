@@ -12,14 +12,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 if TYPE_CHECKING:
     from pytest_gaia2.engine.spec import EngineSpec
 
 
-class OptionError(pytest.UsageError):
-    """A ``--gaia2-*`` value that can never work; raised at start-up, naming the option."""
+class OptionError(Exception):
+    """A ``--gaia2-*`` value that can never work; raised at start-up, naming the option (the
+    plugin shows it as pytest's usage error: ``pytest.UsageError`` is final, not a base class)."""
 
 
 def non_negative_float(name: str, raw: str, what: str = "a number of seconds") -> float:

@@ -1,14 +1,16 @@
 """pytest hooks and fixtures for pytest-gaia2: they only wire; the run context does the work.
 
-Options live in ``options``, the run in ``context.RunContext``, each item's attempts in
-``scenario_runs``, one attempt's life in ``attempt``, records and the summary in
-``record``/``results``, Allure in ``allure_report``.
+Options live in ``config.options``, the run in ``run.context.RunContext``, each item's attempts
+in ``run.scenario_runs``, one attempt's life in ``run.attempt``, the records and the summary in
+``report.book``, Allure in ``plugin.allure``.
+An ``OptionError`` from below becomes pytest's usage error here (``ERROR: ...``, exit status 4).
 """
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +37,15 @@ ATTEMPT_KEY = pytest.StashKey[Any]()
 NODE_PREFIX = "gaia2"
 
 
+@contextmanager
+def _usage_errors() -> Iterator[None]:
+    """A value that can never work stops the run as pytest's usage error, with the same words."""
+    try:
+        yield
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
     if importlib.util.find_spec("allure_pytest") is None:
@@ -55,6 +66,7 @@ def _context(config: pytest.Config) -> RunContext | None:
 
 
 @pytest.hookimpl(tryfirst=True)
+@_usage_errors()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gaia2: a Gaia2 scenario run in its own container")
     for split in SPLITS:
@@ -81,12 +93,14 @@ def pytest_configure(config: pytest.Config) -> None:
         allure_report.register(config, context)
 
 
+@_usage_errors()
 def pytest_report_header(config: pytest.Config) -> list[str]:
     context = _context(config)
     return context.header_lines() if context else []
 
 
 @pytest.hookimpl(optionalhook=True)
+@_usage_errors()
 def pytest_configure_node(node: Any) -> None:
     """xdist controller: every worker shares the session, the run and its folder."""
     context = _context(node.config)
@@ -95,6 +109,7 @@ def pytest_configure_node(node: Any) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+@_usage_errors()
 def pytest_sessionstart(session: pytest.Session) -> None:
     context = _context(session.config)
     if context:
@@ -109,6 +124,7 @@ class ScenarioModule(pytest.Module):
 
 
 @pytest.hookimpl(tryfirst=True)
+@_usage_errors()
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Add the scenario items before -k/-m deselection runs, so both work on them."""
     context = _context(config)
@@ -124,6 +140,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+@_usage_errors()
 def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.Item]) -> None:
     """--gaia2-sample and --gaia2-first-n choose among what -k, -m and --deselect left."""
     context = _context(config)
@@ -139,10 +156,7 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     if not planned:
         _nothing_selected(config, items, context)
         return
-    try:
-        keep = context.narrow(list(planned.values()))
-    except OptionError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    keep = context.narrow(list(planned.values()))
     dropped = [item for item in items if id(item) in planned and planned[id(item)].key not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -174,6 +188,7 @@ def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: 
             raise pytest.UsageError(nothing_selected(option, expression, markers, names if option == "-k" else []))
 
 
+@_usage_errors()
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Any test that asks for ``gaia2_scenario`` runs once per planned scenario (and repeat)."""
     if "gaia2_scenario" not in metafunc.fixturenames:
@@ -297,6 +312,7 @@ def _prepare(context: RunContext, planned: list[str], collect_only: bool = False
 
 
 @pytest.hookimpl(trylast=True)
+@_usage_errors()
 def pytest_collection_finish(session: pytest.Session) -> None:
     context = _context(session.config)
     if context:
@@ -308,6 +324,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+@_usage_errors()
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     context = _context(node.config)
     if context:

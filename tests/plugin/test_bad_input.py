@@ -101,9 +101,9 @@ def test_broken_files_do_not_stop_the_valid_scenarios(pytester: pytest.Pytester,
     ("--gaia2-image", "Bad Image!", "'Bad Image!' is not a valid image reference"),
 ])
 def test_impossible_option_stops_the_run_at_start_up_naming_it(
-    pytester: pytest.Pytester, run_gaia2: Callable[..., pytest.RunResult], option: str, value: str, problem: str
+    pytester: pytest.Pytester, check_gaia2: Callable[..., pytest.RunResult], option: str, value: str, problem: str
 ) -> None:
-    result = run_gaia2(f"--gaia2-scenarios={SHIPPED}", f"{option}={value}")
+    result = check_gaia2(f"--gaia2-scenarios={SHIPPED}", f"{option}={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {option}: {glob.escape(problem)}*"])
     assert "Traceback" not in result.stderr.str()
@@ -143,9 +143,9 @@ def test_unreadable_files_are_errors_of_their_own_and_the_rest_runs(
     ("--gaia2-max-file-size=0", "--gaia2-max-file-size"),
 ])
 def test_impossible_numbers_stop_at_start_up_naming_the_option(
-    run_gaia2: Callable[..., pytest.RunResult], option: str, message: str
+    check_gaia2: Callable[..., pytest.RunResult], option: str, message: str
 ) -> None:
-    result = run_gaia2(f"--gaia2-scenarios={SHIPPED}", option)
+    result = check_gaia2(f"--gaia2-scenarios={SHIPPED}", option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str() and "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 

@@ -27,28 +27,29 @@ def universe(test_id: str) -> str:
     return re.search(r"universe_\d+", test_id).group(0)  # type: ignore[union-attr]
 
 
-def collect(run_gaia2, *args: str, output: str = "out") -> list[str]:
-    result = run_gaia2("--collect-only", "-q", *args, output=output)
+def collect(check_gaia2, *args: str, output: str = "out") -> list[str]:
+    """The scenario ids a collection in this process chooses (no engine, no subprocess)."""
+    result = check_gaia2("--collect-only", "-q", *args, output=output)
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     return collected(result.stdout.str())
 
 
-def test_sample_is_stratified_by_split_and_universe(run_gaia2) -> None:
-    by_split = collect(run_gaia2, f"--gaia2-scenarios={SHIPPED}", "--gaia2-sample=5", "--gaia2-seed=1")
+def test_sample_is_stratified_by_split_and_universe(check_gaia2) -> None:
+    by_split = collect(check_gaia2, f"--gaia2-scenarios={SHIPPED}", "--gaia2-sample=5", "--gaia2-seed=1")
     # 12 shipped scenarios, search has 4, every other split 2: 5 seats are one per split.
     assert sorted(test_id.split("/")[0] for test_id in by_split) == [
         "adaptability", "ambiguity", "execution", "search", "time"]
-    by_universe = collect(run_gaia2, f"--gaia2-scenarios={MANY}", "--gaia2-sample=10", "--gaia2-seed=1")
+    by_universe = collect(check_gaia2, f"--gaia2-scenarios={MANY}", "--gaia2-sample=10", "--gaia2-seed=1")
     # 40 search scenarios, 4 in each of 10 universes: 10 seats are one per universe.
     assert Counter(map(universe, by_universe)) == {f"universe_{u}": 1 for u in range(21, 31)}
 
 
-def test_sample_is_reproducible_and_depends_on_the_seed(run_gaia2) -> None:
+def test_sample_is_reproducible_and_depends_on_the_seed(check_gaia2) -> None:
     args = (f"--gaia2-scenarios={MANY}", f"--gaia2-scenarios={SHIPPED}", "--gaia2-sample=12")
-    first = collect(run_gaia2, *args, "--gaia2-seed=7", output="a")
-    again = collect(run_gaia2, *args, "--gaia2-seed=7", output="b")
+    first = collect(check_gaia2, *args, "--gaia2-seed=7", output="a")
+    again = collect(check_gaia2, *args, "--gaia2-seed=7", output="b")
     assert len(first) == 12 and first == again
-    others = {tuple(collect(run_gaia2, *args, f"--gaia2-seed={seed}", output=f"s{seed}")) for seed in (8, 9)}
+    others = {tuple(collect(check_gaia2, *args, f"--gaia2-seed={seed}", output=f"s{seed}")) for seed in (8, 9)}
     assert others - {tuple(first)}, "three seeds chose the same sample"
 
 
@@ -67,7 +68,7 @@ def pytest_runtest_setup(item):
 '''
 
 
-def test_sample_is_identical_on_two_workers(pytester: pytest.Pytester, run_gaia2) -> None:
+def test_sample_is_identical_on_two_workers(pytester: pytest.Pytester, run_gaia2, check_gaia2) -> None:
     """xdist stops a run whose workers collected different items; this one runs to the end.
 
     A plugin rather than a conftest skips the items: the scenario items live outside the
@@ -79,20 +80,20 @@ def test_sample_is_identical_on_two_workers(pytester: pytest.Pytester, run_gaia2
     per_worker = {path.name: path.read_text(encoding="utf-8") for path in pytester.path.glob("collected-gw*.txt")}
     assert sorted(per_worker) == ["collected-gw0.txt", "collected-gw1.txt"]
     assert len(set(per_worker.values())) == 1
-    single = collect(run_gaia2, *args, output="single")
+    single = collect(check_gaia2, *args, output="single")
     assert collected(per_worker["collected-gw0.txt"]) == single
     manifest = json.loads((run_folder(pytester.path / "out") / "manifest.json").read_text(encoding="utf-8"))
     assert sorted(f"{s}/{i}" for s, ids in manifest["splits"].items() for i in ids) == sorted(single)
 
 
-def test_sample_is_drawn_after_k_and_m(pytester: pytest.Pytester, run_gaia2) -> None:
+def test_sample_is_drawn_after_k_and_m(pytester: pytest.Pytester, run_gaia2, check_gaia2) -> None:
     """-m search_split --gaia2-sample 4 runs 4 search scenarios; -k universe_21 with a sample of 40
     runs all 4 that match, and the manifest lists exactly what was planned."""
     pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
     roots = (f"--gaia2-scenarios={MANY}", f"--gaia2-scenarios={SHIPPED}")
-    by_mark = collect(run_gaia2, *roots, "-m", "universe_22", "--gaia2-sample=3", "--gaia2-seed=5")
+    by_mark = collect(check_gaia2, *roots, "-m", "universe_22", "--gaia2-sample=3", "--gaia2-seed=5")
     assert len(by_mark) == 3 and all("universe_22" in test_id for test_id in by_mark)
-    everything = collect(run_gaia2, *roots, "-k", "universe_21", "--gaia2-sample=40", output="k")
+    everything = collect(check_gaia2, *roots, "-k", "universe_21", "--gaia2-sample=40", output="k")
     matching = [p for root in (MANY, SHIPPED) for p in root.rglob("*.json") if "universe_21_" in p.name]
     assert len(everything) == len(matching) and all("universe_21" in test_id for test_id in everything)
     result = run_gaia2("-p", "skip_all", *roots, "-m", "search_split", "--gaia2-sample=4", output="run")
@@ -101,14 +102,14 @@ def test_sample_is_drawn_after_k_and_m(pytester: pytest.Pytester, run_gaia2) -> 
     assert len(manifest["splits"]["search"]) == 4 and set(manifest["splits"]) == {"search"}
 
 
-def test_manifest_round_trips(pytester: pytest.Pytester, run_gaia2) -> None:
+def test_manifest_round_trips(pytester: pytest.Pytester, run_gaia2, check_gaia2) -> None:
     pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
     roots = (f"--gaia2-scenarios={MANY}", f"--gaia2-scenarios={SHIPPED}")
-    sampled = collect(run_gaia2, *roots, "--gaia2-sample=9", "--gaia2-seed=11", output="first")
+    sampled = collect(check_gaia2, *roots, "--gaia2-sample=9", "--gaia2-seed=11", output="first")
     run_gaia2("-p", "skip_all", *roots, "--gaia2-sample=9", "--gaia2-seed=11", output="first").assert_outcomes(skipped=9)
     manifest = run_folder(pytester.path / "first") / "manifest.json"
     assert set(json.loads(manifest.read_text(encoding="utf-8"))) == {"splits"}  # upstream's format
-    again = collect(run_gaia2, *roots, f"--gaia2-subset={manifest}", output="second")
+    again = collect(check_gaia2, *roots, f"--gaia2-subset={manifest}", output="second")
     assert again == sampled
 
 
@@ -123,23 +124,23 @@ def test_first_n_is_a_prefix_and_warns_about_universe_bias(pytester: pytest.Pyte
     assert [f"search/{i}" for i in manifest["splits"]["search"]] == prefix
 
 
-def test_splits_option(run_gaia2) -> None:
-    two = collect(run_gaia2, f"--gaia2-scenarios={SHIPPED}", "--gaia2-splits=time,execution")
+def test_splits_option(check_gaia2) -> None:
+    two = collect(check_gaia2, f"--gaia2-scenarios={SHIPPED}", "--gaia2-splits=time,execution")
     assert sorted(two) == sorted(f"{p.parent.name}/{p.stem}" for split in ("time", "execution")
                                  for p in (SHIPPED / split).glob("*.json"))
-    assert len(collect(run_gaia2, f"--gaia2-scenarios={SHIPPED}", "--gaia2-splits=all")) == 12
-    bad = run_gaia2("--collect-only", f"--gaia2-scenarios={SHIPPED}", "--gaia2-splits=serch")
+    assert len(collect(check_gaia2, f"--gaia2-scenarios={SHIPPED}", "--gaia2-splits=all")) == 12
+    bad = check_gaia2("--collect-only", f"--gaia2-scenarios={SHIPPED}", "--gaia2-splits=serch")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--gaia2-splits: unknown split 'serch'*"])
 
 
-def test_ids_file(pytester: pytest.Pytester, run_gaia2) -> None:
+def test_ids_file(pytester: pytest.Pytester, check_gaia2) -> None:
     wanted = ["search/scenario_universe_24_zqzvsf", "time/scenario_universe_26_quwx1e"]
     ids_file = pytester.path / "ids.txt"
     ids_file.write_text("# re-run these\nscenario_universe_24_zqzvsf\n\nscenario_universe_26_quwx1e  # flaky\n"
                         "scenario_universe_99_gone\n", encoding="utf-8")
-    assert collect(run_gaia2, f"--gaia2-scenarios={SHIPPED}", f"--gaia2-ids-file={ids_file}") == wanted
-    result = run_gaia2("--collect-only", f"--gaia2-scenarios={SHIPPED}", f"--gaia2-ids-file={ids_file}")
+    assert collect(check_gaia2, f"--gaia2-scenarios={SHIPPED}", f"--gaia2-ids-file={ids_file}") == wanted
+    result = check_gaia2("--collect-only", f"--gaia2-scenarios={SHIPPED}", f"--gaia2-ids-file={ids_file}")
     result.stdout.fnmatch_lines(["gaia2: 1 ids in ids.txt not found: scenario_universe_99_gone"])
 
 
@@ -164,34 +165,34 @@ def dataset_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
-def test_dataset_source_from_a_complete_cache(dataset_cache: Path, run_gaia2) -> None:
+def test_dataset_source_from_a_complete_cache(dataset_cache: Path, check_gaia2) -> None:
     expected = sorted(f"{split}/{p.stem}" for split in DATASET_SPLITS for p in (SHIPPED / split).glob("*.json"))
-    chosen = collect(run_gaia2, f"--gaia2-dataset={DATASET_ID}", "--gaia2-splits=search,time")
+    chosen = collect(check_gaia2, f"--gaia2-dataset={DATASET_ID}", "--gaia2-splits=search,time")
     assert sorted(chosen) == expected
-    sampled = collect(run_gaia2, f"--gaia2-dataset={DATASET_ID}", "--gaia2-splits=search,time",
+    sampled = collect(check_gaia2, f"--gaia2-dataset={DATASET_ID}", "--gaia2-splits=search,time",
                       "--gaia2-sample=2", "--gaia2-seed=0")
     assert sorted(test_id.split("/")[0] for test_id in sampled) == ["search", "time"]
 
 
-def test_dataset_split_missing_offline_is_one_message(dataset_cache: Path, run_gaia2) -> None:
-    result = run_gaia2("--collect-only", f"--gaia2-dataset={DATASET_ID}", "--gaia2-splits=search,execution")
+def test_dataset_split_missing_offline_is_one_message(dataset_cache: Path, check_gaia2) -> None:
+    result = check_gaia2("--collect-only", f"--gaia2-dataset={DATASET_ID}", "--gaia2-splits=search,execution")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = result.stderr.str()
     assert "split 'execution' is not in the cache" in text and "Traceback" not in text
     assert not (dataset_cache / "test-org_tiny-gaia2" / "execution" / dataset.MARKER).exists()
 
 
-def test_shards_partition_what_k_and_the_sample_left(run_gaia2) -> None:
+def test_shards_partition_what_k_and_the_sample_left(check_gaia2) -> None:
     """Three shards of a -k selection are disjoint, cover it, and each names its shard."""
     roots = (f"--gaia2-scenarios={MANY}", f"--gaia2-scenarios={SHIPPED}")
-    whole = collect(run_gaia2, *roots, "-k", "not universe_21", "--gaia2-sample=20", "--gaia2-seed=2", output="whole")
-    shards = [collect(run_gaia2, *roots, "-k", "not universe_21", "--gaia2-sample=20", "--gaia2-seed=2",
+    whole = collect(check_gaia2, *roots, "-k", "not universe_21", "--gaia2-sample=20", "--gaia2-seed=2", output="whole")
+    shards = [collect(check_gaia2, *roots, "-k", "not universe_21", "--gaia2-sample=20", "--gaia2-seed=2",
                       f"--gaia2-shard={k}/3", output=f"s{k}") for k in (1, 2, 3)]
     assert len(whole) == 20 and sorted(test_id for shard in shards for test_id in shard) == sorted(whole)
     assert sorted(map(len, shards)) == [6, 7, 7]
 
 
-def test_a_shard_is_the_same_on_two_workers_and_recorded(pytester: pytest.Pytester, run_gaia2) -> None:
+def test_a_shard_is_the_same_on_two_workers_and_recorded(pytester: pytest.Pytester, run_gaia2, check_gaia2) -> None:
     pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
     args = (f"--gaia2-scenarios={MANY}", "--gaia2-shard=2/4", "--gaia2-repeat=2")
     result = run_gaia2("-n", "2", "-p", "skip_all", *args)
@@ -199,13 +200,13 @@ def test_a_shard_is_the_same_on_two_workers_and_recorded(pytester: pytest.Pytest
     result.stdout.fnmatch_lines(["gaia2: 20 planned (shard 2/4), run folder *"])
     per_worker = {path.read_text(encoding="utf-8") for path in pytester.path.glob("collected-gw*.txt")}
     assert len(per_worker) == 1
-    assert sorted(collected(per_worker.pop())) == sorted(collect(run_gaia2, *args, output="single"))
+    assert sorted(collected(per_worker.pop())) == sorted(collect(check_gaia2, *args, output="single"))
     config = json.loads((run_folder(pytester.path / "out") / "run_config.json").read_text(encoding="utf-8"))
     assert config["provenance"]["shard"] == "2/4" and config["selection"]["shard"] == "2/4"
     assert len(config["planned"]) == 20
 
 
-def test_a_bad_shard_is_one_usage_error(run_gaia2) -> None:
-    bad = run_gaia2("--collect-only", f"--gaia2-scenarios={SHIPPED}", "--gaia2-shard=3/2")
+def test_a_bad_shard_is_one_usage_error(check_gaia2) -> None:
+    bad = check_gaia2("--collect-only", f"--gaia2-scenarios={SHIPPED}", "--gaia2-shard=3/2")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--gaia2-shard: K must be between 1 and N in K/N, got '3/2'*"])

@@ -2,7 +2,7 @@
 
 Options live in ``config.options``, the run in ``run.context.RunContext``, each item's attempts
 in ``run.scenario_runs``, one attempt's life in ``run.attempt``, the records and the summary in
-``report.book``, Allure in ``plugin.allure``.
+``report.book``, Allure in ``plugin.allure``; the hooks this plugin declares in ``plugin.newhooks``.
 An ``OptionError`` from below becomes pytest's usage error here (``ERROR: ...``, exit status 4).
 """
 
@@ -44,6 +44,13 @@ def _usage_errors() -> Iterator[None]:
         yield
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The hooks users implement: :mod:`pytest_gaia2.plugin.newhooks`."""
+    from pytest_gaia2.plugin import newhooks
+
+    pluginmanager.add_hookspecs(newhooks)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -339,9 +346,26 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The run's summary, then what ``pytest_gaia2_summary`` hooks add (masked, printable)."""
     context = _context(config)
-    for line in context.summary_lines() if context else []:
+    if context is None:
+        return
+    lines = context.summary_lines()
+    for line in lines:
         terminalreporter.write_line(line)
+    if not (lines and context.book.records and context.folder is not None):
+        return
+    from types import MappingProxyType
+
+    from pytest_gaia2.store import folder as store
+    from pytest_gaia2.store.redact import printable
+
+    document = store.read_json(context.folder.file(store.SUMMARY_FILE))
+    added: list[str] = []
+    summary = MappingProxyType(document if isinstance(document, dict) else {})
+    context.call_hook("pytest_gaia2_summary", summary=summary, lines=added)
+    for line in added:
+        terminalreporter.write_line(printable(context.redactor.redact(str(line))))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -3,7 +3,8 @@ summary.json and the gate, all from the same :class:`AttemptRecord` objects."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.cost import projection as probe
@@ -51,8 +52,17 @@ def persistent_errors(folder: store.RunFolder, records: Iterable[AttemptRecord])
 class ResultBook:
     """Every record of one run, keyed by scenario (and repeat): one line each, whatever happened."""
 
-    def __init__(self, gate: Gate, *, allow_incomplete: bool, budget: Budget | None = None) -> None:
+    def __init__(
+        self,
+        gate: Gate,
+        *,
+        allow_incomplete: bool,
+        budget: Budget | None = None,
+        on_record: Callable[[AttemptRecord, Path], None] = lambda record, folder: None,
+    ) -> None:
         self.gate = gate
+        self.on_record = on_record
+        """Told of each record once its line is in results.jsonl (the ``pytest_gaia2_record`` hook)."""
         self.allow_incomplete = allow_incomplete
         self.folder: store.RunFolder | None = None
         self.planned: list[str] = []
@@ -106,6 +116,7 @@ class ResultBook:
         self._summary = self._persistent = None
         if self.folder is not None:
             self.folder.append_result(record)
+            self.on_record(record, self.folder.path)
         notices = []
         unpriced = (
             set((record.usage or {}).get("models") or []) - self.unpriced_models

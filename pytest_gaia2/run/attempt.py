@@ -88,6 +88,9 @@ class AttemptSetup:
     """Why a running attempt must stop now (the run's spend passed its cap), or None."""
     board: PhaseBoard | None = None
     """Where this process tells the live status each attempt's phase."""
+    container_env: Callable[[Scenario, dict[str, str]], None] = field(default=lambda scenario, env: None)
+    """Adjusts a scenario's container environment in place before launch (the run's
+    ``pytest_gaia2_container_env`` hook, :func:`~pytest_gaia2.run.hooked_env.adjust`)."""
 
 
 def container_name(scenario: Scenario, session_id: str, repeat: int, attempt: int) -> str:
@@ -177,6 +180,7 @@ class ScenarioAttempt:
         env = build_container_env(
             settings, adapter_port=self.adapter_port, gateway_port=gateway_port, start_time=self.scenario.start_time
         )
+        setup.container_env(self.scenario, env)
         try:
             scenario_bytes = self.scenario.path.read_bytes()
         except OSError as exc:

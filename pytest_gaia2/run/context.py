@@ -8,6 +8,7 @@ records; xdist workers get the session, the run and the folder through ``workeri
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import logging
 import os
 import time
@@ -28,12 +29,12 @@ from pytest_gaia2.plan import items as plan_mod
 from pytest_gaia2.plan import selection
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
-from pytest_gaia2.run import provenance
+from pytest_gaia2.run import hooked_env, provenance
 from pytest_gaia2.run.scenario_runs import ScenarioRunner, scenario_dir
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store import redact
 from pytest_gaia2.store.record import AttemptRecord
-from pytest_gaia2.store.redact import RedactingFilter, Redactor, printable
+from pytest_gaia2.store.redact import RedactingFilter, printable
 from pytest_gaia2.store.version import PLUGIN_VERSION
 
 if TYPE_CHECKING:
@@ -71,7 +72,10 @@ class RunContext:
         folder = worker_input.get("gaia2_folder")
         self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
         self.book = ResultBook(
-            Gate.from_options(self.values), allow_incomplete=self.values["allow_incomplete"], budget=self.budget
+            Gate.from_options(self.values),
+            allow_incomplete=self.values["allow_incomplete"],
+            budget=self.budget,
+            on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
         )
         self.prepared = False
         self.probe_keys: set[str] = set()
@@ -106,8 +110,8 @@ class RunContext:
         )
 
     @cached_property
-    def redactor(self) -> Redactor:
-        return Redactor(self.settings.secret_values() if self.active else ())
+    def redactor(self) -> hooked_env.LearningRedactor:
+        return hooked_env.LearningRedactor(self.settings.secret_values() if self.active else ())
 
     def path(self, raw: str | Path) -> Path:
         """A path option's value; relative ones are relative to where pytest was started."""
@@ -380,6 +384,9 @@ class RunContext:
             budget=self.budget,
             only=self.probe_keys if self.values["probe_only"] else None,
             price_file=self.path(self.values["price_file"]) if self.values["price_file"] else None,
+            container_env=functools.partial(
+                hooked_env.adjust, self.config.hook.pytest_gaia2_container_env, self.redactor
+            ),
             max_starts_per_minute=self.values["max_starts_per_minute"],
         )
 
@@ -403,6 +410,15 @@ class RunContext:
             notices = [f"gaia2: {exc}"]
         for notice in notices:
             self._writer()(self.redactor.redact(notice))
+
+    def call_hook(self, name: str, **kwargs: Any) -> None:
+        """A ``pytest_gaia2_*`` hook users implement (:mod:`pytest_gaia2.plugin.newhooks`): its
+        failure is one warning line, never the end of a run that is spending money."""
+        try:
+            getattr(self.config.hook, name)(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - a user's hook: any failure is reported, not raised
+            text = f"gaia2: warning: {name} failed: {type(exc).__name__}: {str(exc)[:200]}"
+            self._writer()(printable(self.redactor.redact(text)))
 
     def summary_lines(self) -> list[str]:
         if self.is_worker or not self.active or self.config.option.collectonly:

@@ -36,6 +36,7 @@ from pytest_gaia2.store.redact import Redactor
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
     from pytest_gaia2.engine.client import Engine
+    from pytest_gaia2.plan.scenarios import Scenario
 
 log = logging.getLogger("pytest_gaia2")
 
@@ -110,6 +111,7 @@ class ScenarioRunner:
         budget: Budget,
         price_file: Path | None,
         only: set[str] | None = None,
+        container_env: Callable[[Scenario, dict[str, str]], None] = lambda scenario, env: None,
         max_starts_per_minute: float | None = None,
     ) -> None:
         self.engine = engine
@@ -124,6 +126,7 @@ class ScenarioRunner:
         self.budget = budget
         self.only = only
         """With --gaia2-probe-only: the probe's keys; every other item is skipped."""
+        self.container_env = container_env
         self.prices = PriceBook.load(price_file)
         self.ledger = Ledger(folder.path) if folder is not None else None
         self.pacer = Pacer(folder.path, max_starts_per_minute) if folder is not None else None
@@ -177,6 +180,7 @@ class ScenarioRunner:
             prices=self.prices,
             stop_reason=self._cap_reason,
             board=PhaseBoard(self.folder.path, self.worker),
+            container_env=self.container_env,
         )
 
     def new_attempt(self, item: PlannedItem) -> ScenarioAttempt:

@@ -4,6 +4,11 @@ Each function says what it reaches into and why nothing public does the job. The
 defensively (a missing shape gives None or False, and the feature steps aside instead of
 breaking a run); ``tests/plugin/test_private_api.py`` checks every shape against the
 installed pytest and allure-pytest and fails naming what changed.
+
+Not here: :mod:`.joined_values`' second ``pytest.main``, which uses public API only. It
+exists because pytest picks the rootdir and ini file (``Config.parse``: ``determine_setup``)
+before it loads installed plugins, so no hook of this plugin, ``pytest_load_initial_conftests``
+included, runs early enough to stop ``--gaia2-output DIR`` moving the rootdir.
 """
 
 from __future__ import annotations

@@ -58,6 +58,9 @@ costs well under a millisecond: a short scenario's verdict is seen within 50 ms,
 verdict waits more than a quarter of a second."""
 FAST_WINDOW = 2.0
 LAST_POLL = 0.25
+EXIT_CHECK_EVERY = 0.5
+"""While the adapter boots, /health is asked every FIRST_POLL seconds but the engine (an inspect
+call: host CPU in the harness and in the engine) only this often whether the container exited."""
 
 
 def progress_of(status: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -232,6 +235,7 @@ class ScenarioAttempt:
         assert self.container is not None and self.client is not None
         deadline = time.monotonic() + self.setup.limits.health_timeout
         last = "no answer yet"
+        next_exit_check = 0.0
         while True:
             try:
                 if self.client.connected():
@@ -239,10 +243,13 @@ class ScenarioAttempt:
                 last = "answered but not connected"
             except AdapterUnavailable as exc:
                 last = str(exc)
-            exited = self._exited_fault()
-            if exited is not None:
-                raise exited
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= next_exit_check or now >= deadline:
+                exited = self._exited_fault()
+                if exited is not None:
+                    raise exited
+                next_exit_check = now + EXIT_CHECK_EVERY
+            if now >= deadline:
                 break
             time.sleep(FIRST_POLL)
         if self._answers_inside():

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("pytest_gaia2.cli.merge", "one run folder from several (shards, resumed pieces, machines)"),
     "rejudge": ("pytest_gaia2.cli.rejudge", "re-run the image's judge on a saved run, without the agent"),
     "plan": ("pytest_gaia2.cli.plan", "scenarios, cost and time an answer needs, from a probe or an earlier run"),
+    "list": ("pytest_gaia2.cli.list", "the runs of an output folder, newest first, and an index.html of them"),
     "export": ("pytest_gaia2.cli.export", "a run as Meta's Gaia2 leaderboard takes it (--check validates an export)"),
 }
 

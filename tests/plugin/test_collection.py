@@ -74,6 +74,7 @@ def test_help_works_where_the_plugin_is_installed(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(["*--gaia2-gate-on=*", "*95% interval*"])
 
 
+@pytest.mark.docker  # resuming stored verdicts still runs pre-flight, which asks the engine
 def test_junit_classname_is_the_split_with_model_image_and_judge(pytester: pytest.Pytester) -> None:
     """The JUnit file groups scenarios by split and carries what judged them, from stored verdicts."""
     import json

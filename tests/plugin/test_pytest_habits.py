@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from gaia2_testing import DATA, engine_events, run_folder
 
+pytestmark = pytest.mark.docker  # every run resumes a run folder: its pre-flight asks the engine
 MANY = DATA / "scenarios" / "many" / "search"
 FAILING = 2  # the first two scenarios (in collection order) hold stored failures
 

@@ -7,6 +7,7 @@ xdist worker and on the controller, and put first in the run's order.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Iterable, Sequence
@@ -45,6 +46,23 @@ class Projection:
     high: float | None
     hours: float
     workers: int
+    halt: float | None = None
+    cap: float | None = None
+
+    def reach(self) -> tuple[str, int, int, int] | None:
+        """How many of the planned scenarios the budget is expected to complete: (the limit that
+        binds, the number, and its 95% interval from the mean cost's), None without a budget or
+        a price. Under a halt the scenario that crosses it still finishes (ceil); under a cap it
+        is stopped (floor)."""
+        if self.usd is None or self.low is None or self.high is None or not self.planned:
+            return None
+        found = [
+            (name, _fits(self.usd, self.planned, limit, up), _fits(self.high, self.planned, limit, up),
+             _fits(self.low, self.planned, limit, up))
+            for name, limit, up in (("halt", self.halt, True), ("cap", self.cap, False))
+            if limit is not None
+        ]  # fmt: skip
+        return min(found, key=lambda item: item[1]) if found else None
 
     def line(self) -> str:
         cost = (
@@ -52,16 +70,35 @@ class Projection:
             if self.usd is None
             else f"≈ ${self.usd:.2f} (95% interval ${self.low:.2f}–${self.high:.2f})"
         )
-        return (
+        line = (
             f"gaia2: probe of {self.probed}: the {self.planned} selected scenarios {cost} "
             f"and ≈ {self.hours:.2f} h at -n {self.workers}"
+        )
+        reach = self.reach()
+        if reach is None:
+            return line
+        name, fits, low, high = reach
+        limit = self.halt if name == "halt" else self.cap
+        return (
+            f"{line}; the {name} (${limit:.2f}) is expected to complete {fits} of the {self.planned} "
+            f"(95% interval {low}–{high})"
         )
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
-def project(records: Iterable[AttemptRecord], planned: int, workers: int) -> Projection:
+def _fits(total: float, planned: int, limit: float, up: bool) -> int:
+    """Scenarios of mean cost ``total / planned`` that ``limit`` pays for, at most ``planned``."""
+    per = total / planned
+    if per <= 0:
+        return planned
+    return min(planned, math.ceil(limit / per) if up else math.floor(limit / per))
+
+
+def project(
+    records: Iterable[AttemptRecord], planned: int, workers: int, halt: float | None = None, cap: float | None = None
+) -> Projection:
     """N times the probe's mean cost, with a seeded bootstrap interval of that mean; time from
     the mean wall time spread over the workers."""
     records = list(records)
@@ -69,10 +106,9 @@ def project(records: Iterable[AttemptRecord], planned: int, workers: int) -> Pro
     times = [record.wall_time_s for record in records if record.wall_time_s is not None]
     hours = statistics.fmean(times) * planned / max(1, workers) / 3600 if times else 0.0
     if not costs or len(costs) < len(records):
-        return Projection(planned, len(records), None, None, None, hours, workers)
+        return Projection(planned, len(records), None, None, None, hours, workers, halt, cap)
     rng = random.Random(SEED)
     means = sorted(statistics.fmean(rng.choices(costs, k=len(costs))) for _ in range(RESAMPLES))
     low, high = means[int(0.025 * RESAMPLES)], means[int(0.975 * RESAMPLES) - 1]
-    return Projection(
-        planned, len(records), statistics.fmean(costs) * planned, low * planned, high * planned, hours, workers
-    )
+    usd = statistics.fmean(costs) * planned
+    return Projection(planned, len(records), usd, low * planned, high * planned, hours, workers, halt, cap)

@@ -22,6 +22,8 @@ GATE_N_MAX = 1_000_000
 """Past this many results a lower-bound gate is called unreachable."""
 REUSED_LISTED = 10
 """Reused verdicts named in the summary; the rest are counted."""
+PROBE_ONLY = "--gaia2-probe-only"
+"""How the skip of a scenario left out of the probe begins (run.scenario_runs)."""
 PERSISTENT_SESSIONS = 2
 """An error in this many sessions of one run folder (resumed runs) is persistent: re-running
 will not fix it, someone must look."""
@@ -131,7 +133,13 @@ class ResultBook:
             )
         notices += spend.refusal_notice(record)
         if probe_keys and self.projection is None and probe_keys <= self.records.keys():
-            self.projection = probe.project([self.records[key] for key in probe_keys], len(self.planned), workers)
+            self.projection = probe.project(
+                [self.records[key] for key in probe_keys],
+                len(self.planned),
+                workers,
+                halt=self.budget.halt,
+                cap=self.budget.cap,
+            )
             notices.append(self.projection.line())
         return notices
 
@@ -166,7 +174,13 @@ class ResultBook:
         """The terminal summary: counts, rates with intervals, errors, the gate, reused verdicts."""
         summary = self.summary()
         lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
-        lines += report.summary_lines(summary, None)  # the gate's verdict is printed last: gate_lines
+        body = report.summary_lines(summary, None)  # the gate's verdict is printed last: gate_lines
+        if self.probe_only(summary):  # a probe's end is its projection, not an incomplete run
+            body[0] = (
+                f"PROBE ONLY: {summary.done} of {summary.planned} planned {summary.planned_unit} ran as the probe "
+                "(--gaia2-probe-only); its result is the projection below, its rates are the probe's"
+            )
+        lines += body
         lines += spend.summary_lines(spend.summary(self.records.values()), self._budget_text())
         lines += self.stop().lines()
         reused = sorted(record.key for record in self.records.values() if record.reused)
@@ -185,6 +199,14 @@ class ResultBook:
         if self.folder is not None:
             lines.append(f"gaia2: results in {self.folder.path}")
         return lines
+
+    def probe_only(self, summary: stats.Summary) -> bool:
+        """Whether every planned key that did not run was left out by --gaia2-probe-only."""
+        return (
+            self.projection is not None
+            and not summary.complete
+            and all(self.not_started.get(key, "").startswith(PROBE_ONLY) for key in summary.not_run)
+        )
 
     def gate_lines(self) -> list[str]:
         """The gate's verdict, for the very end of the output (after pytest's own summary)."""

@@ -54,10 +54,10 @@ SAME_STORM_S = 10.0
 
 
 def _rate(value: Any) -> float | None:
-    """A rate from the file: a finite number in range, or None."""
+    """A rate from the file: a finite number in range (no slower than the pacer ever sets), or None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
-    return float(value) if 0 < value <= RATE_MAX else None
+    return float(value) if MIN_RATE <= value <= RATE_MAX else None
 
 
 def _epoch(value: Any, now: float) -> float | None:

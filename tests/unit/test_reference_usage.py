@@ -24,6 +24,7 @@ FORMAT_A_KEYS = {"seq", "timestamp", "type", "url", "latency_ms", "http_status",
 scenario_mod = reference_module("gaia2_ref_scenario")
 runtime_mod = reference_module("gaia2_ref_runtime")
 trace_mod = reference_module("gaia2_ref_trace")
+model_mod = reference_module("gaia2_ref_model")  # the agent imports it as the container does
 agent_mod = reference_module("gaia2_ref_agent")
 
 

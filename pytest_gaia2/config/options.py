@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -371,7 +371,9 @@ def add_options(parser: pytest.Parser) -> None:
             if option.choices:
                 kwargs["choices"] = list(option.choices)
         group.addoption(option.cli, **kwargs)
-        ini_type = "linelist" if option.multiple else ("bool" if option.flag else "string")
+        ini_type: Literal["linelist", "bool", "string"] = (
+            "linelist" if option.multiple else ("bool" if option.flag else "string")
+        )
         parser.addini(option.ini, option.help, type=ini_type, default=[] if option.multiple else None)
 
 

@@ -193,7 +193,7 @@ class RunSettings:
             api_key_env=values["api_key_env"],
             judge_api_key_env=values["judge_api_key_env"],
             network=values["network"],
-            port_range=tuple(values["port_range"]),  # type: ignore[arg-type]
+            port_range=tuple(values["port_range"]),
             limits=Limits.from_values(values),
             output=_path(values["output"], rootdir),
             env_file=env_file,

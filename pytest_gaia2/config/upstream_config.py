@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +35,10 @@ from pytest_gaia2.config.options import OptionError
 from pytest_gaia2.config.splits import split_names
 from pytest_gaia2.config.upstream_reader import RunConfigReader, Secret
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python < 3.11
-    import tomli as tomllib  # type: ignore[no-redef]
+else:
+    import tomli as tomllib
 
 AGENT_KEY_VAR = "GAIA2_CONFIG_AGENT_API_KEY"
 JUDGE_KEY_VAR = "GAIA2_CONFIG_JUDGE_API_KEY"

@@ -83,7 +83,7 @@ class EnginePool:
         for index in range(len(self.specs)):
             try:
                 self.engine(index).remove_run(worker=worker)
-            except (EngineError, *sdk_errors()):
+            except (EngineError,) + sdk_errors():
                 pass
 
     def close(self) -> None:

@@ -311,10 +311,11 @@ class AllureGaia2:
         body = json.dumps(record, indent=2, ensure_ascii=False, default=str).encode("utf-8")
         where = str(folder / store.RESULT_FILE) if folder is not None else "in results.jsonl"
         files = [(store.RESULT_FILE, body, len(body), where)]
-        for name in FILES if folder is not None else ():
-            path = folder / name
-            if path.is_file():
-                files.append((name, *read_capped(path, keep_end=name.endswith(".log")), str(path)))
+        if folder is not None:
+            for name in FILES:
+                path = folder / name
+                if path.is_file():
+                    files.append((name, *read_capped(path, keep_end=name.endswith(".log")), str(path)))
         for name, data, size, where in files:
             text, cut = capped_text(data, size, where, keep_end=name.endswith(".log"))
             kind = AttachmentType.JSON if name.endswith(".json") and not cut else AttachmentType.TEXT

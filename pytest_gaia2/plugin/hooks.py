@@ -153,13 +153,9 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     context = _context(config)
     if not context:
         return
-    from pytest_gaia2.plan.items import ITEM_PARAMETER
+    from pytest_gaia2.plugin.allure import planned_item
 
-    planned = {
-        id(item): item.callspec.params[ITEM_PARAMETER]
-        for item in items
-        if ITEM_PARAMETER in getattr(getattr(item, "callspec", None), "params", {})
-    }
+    planned = {id(item): found for item in items if (found := planned_item(item)) is not None}
     if not planned:
         _nothing_selected(config, items, context)
         return
@@ -204,8 +200,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
     context = _context(metafunc.config)
     module = metafunc.definition.parent
-    own = isinstance(module, ScenarioModule)
-    items = [item for item in (context.items() if context else []) if not own or item.split == module.split]
+    split = module.split if isinstance(module, ScenarioModule) else None
+    own = split is not None
+    items = [item for item in (context.items() if context else []) if not own or item.split == split]
     extra = _allure_marks(metafunc.config)
     metafunc.parametrize(
         ITEM_PARAMETER,

@@ -83,7 +83,7 @@ def annotate(
         record = _record(context, planned, call, result, attempt)
         _explain(report, call, record, context.folder.path / record.folder if context.folder else None)
         report.gaia2_record = record.to_json()  # type: ignore[attr-defined]
-        properties = [
+        properties: list[tuple[str, object]] = [
             ("gaia2_scenario_id", record.scenario_id),
             ("gaia2_split", record.split),
             ("gaia2_verdict", record.outcome),

@@ -110,7 +110,9 @@ class ResultBook:
             not_started,
         )
 
-    def add(self, record: AttemptRecord, *, probe_keys: set[str] = frozenset(), workers: int = 1) -> list[str]:
+    def add(
+        self, record: AttemptRecord, *, probe_keys: set[str] | frozenset[str] = frozenset(), workers: int = 1
+    ) -> list[str]:
         """Keep the record and append its line at once, so a crash keeps what finished; what to
         tell the user now: one warning per model without a price, and the probe's projection
         once its last scenario is in."""

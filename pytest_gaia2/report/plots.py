@@ -17,6 +17,7 @@ from pytest_gaia2.report.rates import Rate
 from pytest_gaia2.report.stats import ErrorGroup, GroupStats
 
 if TYPE_CHECKING:
+    from matplotlib.axis import Axis
     from matplotlib.figure import Figure
 
 MISSING = "the report's plots need matplotlib: pip install 'pytest-gaia2[analysis]'"
@@ -62,6 +63,15 @@ def _figure(width: float = 7.0, height: float = 3.6) -> Figure:
     figure = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
+
+
+def _whole_counts(axis: Axis) -> None:
+    """Ticks of a count at whole numbers only: no tick at 2.5 errors."""
+    from matplotlib.ticker import MaxNLocator
+
+    locator = axis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # the default AutoLocator is one
+        locator.set_params(integer=True)
 
 
 def _png(figure: Figure) -> bytes:
@@ -130,7 +140,7 @@ def errors(groups: Sequence[ErrorGroup]) -> Plot:
     axes.barh(range(len(ordered)), [group.count for group in ordered], color=_ERROR)
     axes.set_yticks(range(len(ordered)), [plain_label(group.category) for group in ordered])
     axes.set_xlabel("errors")
-    axes.xaxis.get_major_locator().set_params(integer=True)
+    _whole_counts(axes.xaxis)
     axes.set_title("Errors by category")
     return Plot("errors", "Errors by category", _png(figure))
 
@@ -141,7 +151,7 @@ def _histogram(name: str, title: str, values: Sequence[float], unit: str, colour
     axes.hist(values, bins=min(30, max(5, len(values) // 2)), color=colour, edgecolor="white")
     axes.set_xlabel(unit)
     axes.set_ylabel("scenario runs")
-    axes.yaxis.get_major_locator().set_params(integer=True)
+    _whole_counts(axes.yaxis)
     axes.set_title(f"{title} ({len(values)} scenario runs)")
     return Plot(name, title, _png(figure))
 

@@ -91,7 +91,9 @@ def _opener(url: str, proxy_env: Mapping[str, str], ca_bundle: Path | None) -> u
     lower = {name.lower(): value for name, value in proxy_env.items() if value}
     proxies = {scheme: lower[f"{scheme}_proxy"] for scheme in ("http", "https") if f"{scheme}_proxy" in lower}
     host = urlsplit(url).hostname or ""
-    if "no_proxy" in lower and urllib.request.proxy_bypass_environment(host, {"no": lower["no_proxy"]}):
+    # proxy_bypass_environment is CPython's own NO_PROXY matcher, undocumented and so absent from typeshed.
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    if "no_proxy" in lower and bypass(host, {"no": lower["no_proxy"]}):
         proxies = {}
     context = ssl.create_default_context(cafile=str(ca_bundle) if ca_bundle else None)
     return urllib.request.build_opener(

@@ -276,7 +276,7 @@ class RunFolder:
         """The record of the scenario's latest attempt that wrote one; a judged one wins."""
         present = self.attempt_records(scenario_dir)
         judged = [record for record in present if is_judged(record)]
-        return (judged or present or [None])[-1]
+        return (judged or present)[-1] if present else None
 
     @staticmethod
     def read_record(folder: Path) -> AttemptRecord | None:

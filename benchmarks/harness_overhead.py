@@ -10,9 +10,18 @@ run as its reference, and the goals are ratios:
 - collection of 800 real-sized scenario files (2.5 MB each): the whole pytest start, warm, serial
   (goal <= 2 s); selecting 2 of the 800 with -k under -n 2 and -n 4 vs the same 2 in a folder of
   their own (goal <= 1.2x); peak RSS per process (goal <= 100 MB per worker);
-- the plugin idle (a project that never uses it) vs bare pytest start-up (goal <= 1.05x).
+- the plugin idle (a project that never uses it) vs bare pytest start-up (goal <= 1.05x);
+- with ``--vs-runner``: 2 scenarios serial, pytest-gaia2 vs Meta's gaia2-runner on the same image,
+  whole processes, alternating runs: wall (goal <= 0.7x), host CPU user + sys (goal <= 1.0x) and
+  peak RSS (goal <= 1.2x). gaia2-runner is installed from upstream's source (``$PYTEST_GAIA2_UPSTREAM_GIT``,
+  a git repository of facebookresearch/meta-agents-research-environments, else a clone from GitHub)
+  into a venv of its own with Python >= 3.12 (``$PYTEST_GAIA2_RUNNER_PYTHON``, else python3.12/3.13
+  on PATH), or ``$PYTEST_GAIA2_RUNNER`` names its command installed that way; when it cannot be,
+  the comparison is skipped with the reason. Both sides run as an
+  install would: bytecode cached (in a cache of the benchmark's own), and pytest with only the
+  plugins pytest-gaia2 depends on (xdist, timeout), not a developer's test extras.
 
-    .venv/bin/python benchmarks/harness_overhead.py [--image IMAGE] [--runs 5] [--files 800]
+    .venv/bin/python benchmarks/harness_overhead.py [--image IMAGE] [--runs 5] [--files 800] [--vs-runner]
 
 The table is printed and appended, with the machine's description, to benchmarks/RESULTS.md.
 """
@@ -24,6 +33,7 @@ import datetime as dt
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,11 +47,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
 SPLITS = ("execution", "search", "adaptability", "time", "ambiguity")
-RSS_PROBE = ("import pytest, resource, sys\n"
-             "code = pytest.main(sys.argv[1:])\n"
-             "sys.stderr.write(f'PEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
-             "sys.stderr.write(f'WORKER_RSS_KB {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n')\n"
-             "sys.exit(int(code))\n")
+RSS_PROBE = (
+    "import pytest, resource, sys\n"
+    "code = pytest.main(sys.argv[1:])\n"
+    "sys.stderr.write(f'PEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
+    "sys.stderr.write(f'WORKER_RSS_KB {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n')\n"
+    "sys.exit(int(code))\n"
+)
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
@@ -51,8 +63,10 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> t
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
     seconds, output = time.perf_counter() - started, done.stdout + done.stderr
     if done.returncode != 0:
-        raise SystemExit(f"benchmark: {' '.join(command[3:])} exited {done.returncode}; nothing recorded:\n"
-                         + "\n".join(output.splitlines()[-30:]))
+        raise SystemExit(
+            f"benchmark: {' '.join(command[3:])} exited {done.returncode}; nothing recorded:\n"
+            + "\n".join(output.splitlines()[-30:])
+        )
     return seconds, output
 
 
@@ -82,19 +96,41 @@ def copies(folder: Path, tag: str, count: int) -> list[Path]:
 
 # -- per scenario ---------------------------------------------------------------------------------
 
+
 def floor_once(image: str, scenario: Path) -> float:
     """The container's own work, driven by the docker CLI: nothing a harness could skip."""
     name = f"gaia2-bench-floor-{uuid.uuid4().hex[:8]}"
     started = time.perf_counter()
-    subprocess.run(["docker", "create", "--name", name, "-p", "127.0.0.1::8090", "--entrypoint", "bash",
-                    "-e", "GAIA2_JUDGE_PROVIDER=none", "-e", "GAIA2_JUDGE_MODEL=none",
-                    image, "/opt/gaia2-init-entrypoint.sh"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "docker",
+            "create",
+            "--name",
+            name,
+            "-p",
+            "127.0.0.1::8090",
+            "--entrypoint",
+            "bash",
+            "-e",
+            "GAIA2_JUDGE_PROVIDER=none",
+            "-e",
+            "GAIA2_JUDGE_MODEL=none",
+            image,
+            "/opt/gaia2-init-entrypoint.sh",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
-        subprocess.run(["docker", "cp", str(scenario), f"{name}:/var/gaia2/custom_scenario.json"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["docker", "cp", str(scenario), f"{name}:/var/gaia2/custom_scenario.json"], check=True, capture_output=True
+        )
         subprocess.run(["docker", "start", name], check=True, capture_output=True)
-        port = subprocess.run(["docker", "port", name, "8090/tcp"], check=True, capture_output=True,
-                              text=True).stdout.split(":")[-1].strip()
+        port = (
+            subprocess.run(["docker", "port", name, "8090/tcp"], check=True, capture_output=True, text=True)
+            .stdout.split(":")[-1]
+            .strip()
+        )
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=2) as answer:
@@ -113,41 +149,65 @@ def per_scenario(image: str, runs: int, count: int, work: Path) -> list[tuple[st
     (pytest's own start-up included, spread over the scenarios as a real run spreads it)."""
     files = copies(work / "serial" / "search", "s", count)
     floor = median_of(runs, lambda: sum(floor_once(image, path) for path in files))
-    harness_args = ("--gaia2-scenarios=serial", f"--gaia2-image={image}", "--gaia2-output=out",
-                    "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
+    harness_args = (
+        "--gaia2-scenarios=serial",
+        f"--gaia2-image={image}",
+        "--gaia2-output=out",
+        "--gaia2-judge-provider=none",
+        "--gaia2-judge-model=none",
+    )
     timed(pytest_command(*harness_args), work)  # warm: image checks cached, scenario index written
     serial = median_of(runs, lambda: timed(pytest_command(*harness_args), work)[0])
-    return [(f"floor: {count} scenarios one after another, docker CLI (median)", f"{floor:.2f} s"),
-            (f"pytest-gaia2 serial, the same {count} scenarios, whole process (median)", f"{serial:.2f} s"),
-            ("per-scenario ratio (goal <= 1.15)", f"{serial / floor:.2f} x")]
+    return [
+        (f"floor: {count} scenarios one after another, docker CLI (median)", f"{floor:.2f} s"),
+        (f"pytest-gaia2 serial, the same {count} scenarios, whole process (median)", f"{serial:.2f} s"),
+        ("per-scenario ratio (goal <= 1.15)", f"{serial / floor:.2f} x"),
+    ]
 
 
 # -- throughput -----------------------------------------------------------------------------------
+
 
 def throughput(image: str, count: int, delay: float, work: Path) -> list[tuple[str, str]]:
     """Waiting-bound scenarios (the daemon holds its verdict ``delay`` s): scenarios per minute."""
     copies(work / "wait" / "search", "w", count)
     rows, base = [], 0.0
     for workers in (1, 2, 4, 8):
-        args = ["--gaia2-scenarios=wait", f"--gaia2-image={image}", "--gaia2-output=out",
-                f"--gaia2-env=GAIA2_FAULT_JUDGE_DELAY={delay}", "--gaia2-judge-provider=none",
-                "--gaia2-judge-model=none", *(["-n", str(workers)] if workers > 1 else [])]
+        args = [
+            "--gaia2-scenarios=wait",
+            f"--gaia2-image={image}",
+            "--gaia2-output=out",
+            f"--gaia2-env=GAIA2_FAULT_JUDGE_DELAY={delay}",
+            "--gaia2-judge-provider=none",
+            "--gaia2-judge-model=none",
+            *(["-n", str(workers)] if workers > 1 else []),
+        ]
         seconds, _ = timed(pytest_command(*args), work)
         rate = count / seconds * 60
         base = base or rate
-        rows.append((f"throughput -n {workers} ({count} scenarios, {delay:g} s wait each)",
-                     f"{rate:.1f}/min, {rate / (base * workers):.2f} of ideal"))
+        rows.append(
+            (
+                f"throughput -n {workers} ({count} scenarios, {delay:g} s wait each)",
+                f"{rate:.1f}/min, {rate / (base * workers):.2f} of ideal",
+            )
+        )
     return rows
 
 
 # -- collection -----------------------------------------------------------------------------------
 
+
 def real_sized(template: dict, size_mb: float) -> str:
     """A scenario padded with app state to a real export's size (the universe's data)."""
     padded = dict(template)
     apps = list(padded.get("apps") or [])
-    filler = {"name": "Padding", "class_name": "Padding", "app_state": {
-        "rows": [{"id": i, "text": "lorem ipsum dolor sit amet " * 4} for i in range(int(size_mb * 2**20 / 130))]}}
+    filler = {
+        "name": "Padding",
+        "class_name": "Padding",
+        "app_state": {
+            "rows": [{"id": i, "text": "lorem ipsum dolor sit amet " * 4} for i in range(int(size_mb * 2**20 / 130))]
+        },
+    }
     padded["apps"] = [*apps, filler]
     return json.dumps(padded)
 
@@ -170,40 +230,225 @@ def collection(files: int, size_mb: float, runs: int, work: Path) -> list[tuple[
     env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache")}
     cold, _ = timed(pytest_command("--gaia2-scenarios=many", "--co"), work, env)
     warm = median_of(runs, lambda: timed(pytest_command("--gaia2-scenarios=many", "--co"), work, env)[0])
-    rows = [(f"collection of {files} x {size_mb:g} MB, serial, cold (first run builds the index)", f"{cold:.2f} s"),
-            (f"collection of {files} x {size_mb:g} MB, serial, warm (goal <= 2 s)", f"{warm:.2f} s")]
+    rows = [
+        (f"collection of {files} x {size_mb:g} MB, serial, cold (first run builds the index)", f"{cold:.2f} s"),
+        (f"collection of {files} x {size_mb:g} MB, serial, warm (goal <= 2 s)", f"{warm:.2f} s"),
+    ]
     for workers in (2, 4):
         # --co does not start xdist workers: a run whose items are all deselected does.
         pick = ["-k", " or ".join(chosen), "-n", str(workers), "--gaia2-output=out", "-p", "no:randomly"]
         skip = ["-p", "bench_skip"]
         (work / "bench_skip.py").write_text(
             "import pytest\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_setup(item):\n"
-            "    pytest.skip('collection only')\n", encoding="utf-8")
+            "    pytest.skip('collection only')\n",
+            encoding="utf-8",
+        )
         penv = {**env, "PYTHONPATH": str(work)}
-        many, two = pytest_command("--gaia2-scenarios=many", *pick, *skip), pytest_command("--gaia2-scenarios=two", *pick, *skip)
+        many, two = (
+            pytest_command("--gaia2-scenarios=many", *pick, *skip),
+            pytest_command("--gaia2-scenarios=two", *pick, *skip),
+        )
         big = median_of(runs, lambda: timed(many, work, penv)[0])  # noqa: B023 - used at once, in this iteration
         small = median_of(runs, lambda: timed(two, work, penv)[0])  # noqa: B023
         _, output = timed(many, work, penv)
-        rows.append((f"2 of {files} vs the same 2 alone, -n {workers} (goal <= 1.2)",
-                     f"{big:.2f} s vs {small:.2f} s = {big / small:.2f} x"))
-        rows.append((f"peak RSS, -n {workers} with {files} files: controller / largest worker (goal <= 100 MB)",
-                     f"{peak_rss_mb(output):.0f} MB / {peak_rss_mb(output, 'WORKER_RSS_KB'):.0f} MB"))
+        rows.append(
+            (
+                f"2 of {files} vs the same 2 alone, -n {workers} (goal <= 1.2)",
+                f"{big:.2f} s vs {small:.2f} s = {big / small:.2f} x",
+            )
+        )
+        rows.append(
+            (
+                f"peak RSS, -n {workers} with {files} files: controller / largest worker (goal <= 100 MB)",
+                f"{peak_rss_mb(output):.0f} MB / {peak_rss_mb(output, 'WORKER_RSS_KB'):.0f} MB",
+            )
+        )
+    return rows
+
+
+# -- vs gaia2-runner ------------------------------------------------------------------------------
+
+UPSTREAM = "https://github.com/facebookresearch/meta-agents-research-environments"
+UPSTREAM_ENV = "PYTEST_GAIA2_UPSTREAM_GIT"
+RUNNER_PYTHON_ENV = "PYTEST_GAIA2_RUNNER_PYTHON"
+RUNNER_ENV = "PYTEST_GAIA2_RUNNER"
+RUNNER_SOURCES = ("gaia2-cli/core", "gaia2-cli/cli", "gaia2-cli/runner")
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-gaia2-bench"
+GAIA2_PLUGINS = ("-p", "pytest_gaia2.plugin.hooks", "-p", "xdist.plugin", "-p", "pytest_timeout")
+"""What an install of pytest-gaia2 loads: the plugin and the two plugins it depends on."""
+
+
+class Skip(Exception):
+    """The comparison cannot be made here; the message says why."""
+
+
+def install_runner() -> Path:
+    """gaia2-runner from upstream's source in a venv of its own (cached by commit): its command;
+    ``$PYTEST_GAIA2_RUNNER`` names one already installed the same way."""
+    installed = os.environ.get(RUNNER_ENV, "").strip()
+    if installed:
+        if not Path(installed).is_file():
+            raise Skip(f"{RUNNER_ENV}={installed} is not a file")
+        return Path(installed)
+    repo = os.environ.get(UPSTREAM_ENV, "").strip()
+    if not repo:
+        repo = str(CACHE / "upstream.git")
+        if not Path(repo).is_dir():
+            done = subprocess.run(
+                ["git", "clone", "--quiet", "--bare", "--depth", "1", UPSTREAM, repo],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            if done.returncode:
+                raise Skip(
+                    f"upstream's source cannot be fetched ({done.stderr.strip()[-200:]}); "
+                    f"set {UPSTREAM_ENV} to a git repository of it"
+                )
+    try:
+        commit = subprocess.run(
+            ["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except subprocess.CalledProcessError as exc:
+        raise Skip(f"{repo} is not a git repository of upstream: {exc.stderr.strip()[-200:]}") from None
+    venv = CACHE / f"gaia2-runner-{commit[:12]}"
+    command = venv / "bin" / "gaia2-runner"
+    if command.is_file():
+        return command
+    python = os.environ.get(RUNNER_PYTHON_ENV) or shutil.which("python3.12") or shutil.which("python3.13")
+    if not python:
+        raise Skip(f"gaia2-runner needs Python >= 3.12: none on PATH; set {RUNNER_PYTHON_ENV}")
+    source = CACHE / f"source-{commit[:12]}"
+    source.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", repo, "archive", "--format=tar", "HEAD", *RUNNER_SOURCES], capture_output=True, check=False
+    )
+    if archive.returncode:
+        raise Skip(f"upstream's runner source is not in {repo}: {archive.stderr.decode(errors='replace')[-200:]}")
+    subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
+    steps = (
+        [python, "-m", "venv", str(venv)],
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "-q",
+            str(source / "gaia2-cli/core"),
+            f"{source / 'gaia2-cli/cli'}[judge]",
+            str(source / "gaia2-cli/runner"),
+        ],
+    )
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True)
+        if done.returncode:
+            shutil.rmtree(venv, ignore_errors=True)
+            raise Skip(f"gaia2-runner could not be installed ({' '.join(step[:3])}): {done.stderr.strip()[-300:]}")
+    return command
+
+
+def whole_process(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall seconds, host CPU seconds (user + sys, its children included) and peak RSS in MB of
+    one whole process; one that failed measures nothing."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+    )
+    output = process.stdout.read() if process.stdout else b""
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(
+            f"benchmark: {command[0]} exited {process.returncode}; nothing recorded:\n"
+            + "\n".join(output.decode(errors="replace").splitlines()[-30:])
+        )
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def vs_runner(image: str, runs: int, work: Path) -> list[tuple[str, str]]:
+    """2 scenarios serial: pytest-gaia2 and gaia2-runner, alternating, medians of whole processes."""
+    try:
+        runner = install_runner()
+    except Skip as exc:
+        print(f"benchmark: --vs-runner skipped: {exc}", file=sys.stderr)
+        return [("vs gaia2-runner", f"skipped: {exc}")]
+    files = copies(work / "vs" / "search", "v", 2)
+    cache = CACHE / "pycache"
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPYCACHEPREFIX=str(cache), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    ours = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *GAIA2_PLUGINS,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--gaia2-scenarios=vs",
+        f"--gaia2-image={image}",
+        "--gaia2-output=out",
+        "--gaia2-judge-provider=none",
+        "--gaia2-judge-model=none",
+    ]
+    theirs = [
+        str(runner),
+        "run-dataset",
+        "--dataset",
+        str(files[0].parent),
+        "--image",
+        image,
+        "--runtime",
+        "docker",
+        "--judge-provider",
+        "none",
+        "--judge-model",
+        "none",
+        "--output-dir",
+        str(work / "runner-out"),
+    ]
+    whole_process(ours, work, env)  # warm: bytecode, image checks, the scenario index
+    whole_process(theirs, work, env)
+    measured: dict[str, list[tuple[float, float, float]]] = {"ours": [], "theirs": []}
+    for _ in range(runs):
+        measured["ours"].append(whole_process(ours, work, env))
+        shutil.rmtree(work / "runner-out", ignore_errors=True)
+        measured["theirs"].append(whole_process(theirs, work, env))
+    rows = []
+    for index, (what, goal) in enumerate((("wall", 0.7), ("host CPU, user + sys", 1.0), ("peak RSS", 1.2))):
+        a = statistics.median(m[index] for m in measured["ours"])
+        b = statistics.median(m[index] for m in measured["theirs"])
+        unit = "MB" if index == 2 else "s"
+        rows.append(
+            (
+                f"2 scenarios serial, {what}: pytest-gaia2 / gaia2-runner (goal <= {goal})",
+                f"{a:.2f} {unit} / {b:.2f} {unit} = {a / b:.2f} x",
+            )
+        )
     return rows
 
 
 # -- idle -----------------------------------------------------------------------------------------
+
 
 def idle(runs: int, work: Path) -> list[tuple[str, str]]:
     """A project that never uses the plugin: pytest start-up with and without it loaded."""
     project = work / "idle"
     project.mkdir()
     (project / "test_plain.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
-    with_plugin = median_of(runs, lambda: timed([sys.executable, "-m", "pytest", "--co", "-q", "-p",
-                                                 "no:cacheprovider"], project)[0])
-    without = median_of(runs, lambda: timed([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider",
-                                             "-p", "no:gaia2"], project)[0])
-    return [("idle: pytest --co with the plugin / without (goal <= 1.05)",
-             f"{with_plugin:.3f} s / {without:.3f} s = {with_plugin / without:.2f} x")]
+    with_plugin = median_of(
+        runs, lambda: timed([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider"], project)[0]
+    )
+    without = median_of(
+        runs,
+        lambda: timed(
+            [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "-p", "no:gaia2"], project
+        )[0],
+    )
+    return [
+        (
+            "idle: pytest --co with the plugin / without (goal <= 1.05)",
+            f"{with_plugin:.3f} s / {without:.3f} s = {with_plugin / without:.2f} x",
+        )
+    ]
 
 
 def machine() -> str:
@@ -220,6 +465,7 @@ def main() -> None:
     parser.add_argument("--throughput-scenarios", type=int, default=16)
     parser.add_argument("--wait", type=float, default=5.0, help="seconds each throughput scenario waits")
     parser.add_argument("--skip", nargs="*", default=[], choices=("scenario", "throughput", "collection", "idle"))
+    parser.add_argument("--vs-runner", action="store_true", help="also compare with Meta's gaia2-runner (see above)")
     options = parser.parse_args()
     image = options.image
     if image is None:
@@ -239,12 +485,16 @@ def main() -> None:
             rows += collection(options.files, options.size_mb, options.runs, work)
         if "throughput" not in options.skip:
             rows += throughput(image, options.throughput_scenarios, options.wait, work)
+        if options.vs_runner:
+            rows += vs_runner(image, options.runs, work)
     width = max(len(label) for label, _ in rows)
     table = "\n".join(f"{label.ljust(width)}  {value}" for label, value in rows)
     print(table)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     with open(REPO / "benchmarks" / "RESULTS.md", "a", encoding="utf-8") as results:
-        results.write(f"\n## {stamp} — {machine()}\n\nimage `{image}`, medians of {options.runs}\n\n```\n{table}\n```\n")
+        results.write(
+            f"\n## {stamp} — {machine()}\n\nimage `{image}`, medians of {options.runs}\n\n```\n{table}\n```\n"
+        )
 
 
 if __name__ == "__main__":

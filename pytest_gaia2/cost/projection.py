@@ -91,7 +91,7 @@ class Projection:
 def _fits(total: float, planned: int, limit: float, up: bool) -> int:
     """Scenarios of mean cost ``total / planned`` that ``limit`` pays for, at most ``planned``."""
     per = total / planned
-    if per <= 0:
+    if per <= 0 or limit / per >= planned:  # also a tiny cost from a summary.json: no infinite ceil
         return planned
     return min(planned, math.ceil(limit / per) if up else math.floor(limit / per))
 

@@ -19,7 +19,7 @@ import pytest
 from pytest_gaia2.config import options
 from pytest_gaia2.config.splits import SPLITS
 from pytest_gaia2.config.values import OptionError
-from pytest_gaia2.plugin import joined_values
+from pytest_gaia2.plugin import joined_values, private_api
 
 if TYPE_CHECKING:
     from pytest_gaia2.plan.items import PlannedItem
@@ -84,6 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_gaia2.run.context import RunContext
 
     context = RunContext(config)
+    context.mid_line = private_api.mid_line
     config.stash[CONTEXT_KEY] = context
     config.pluginmanager.register(context, "gaia2-run")
     for marker in extra_split_markers(context.items()):

@@ -40,7 +40,9 @@ def route_terminal(reporter: Any, file: Any) -> None:
 
 def mid_line(reporter: Any) -> bool:
     """Whether pytest's last terminal line is unfinished (progress dots):
-    ``_tw.width_of_current_line``. A plain status line then starts on a new line."""
+    ``_tw.width_of_current_line``. A plain status line, or a notice of the run (the probe's
+    projection), then starts on a new line: under xdist, which prints no file path before the
+    dots, the reporter's public ``ensure_newline`` does not know the line is unfinished."""
     return bool(getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0))
 
 

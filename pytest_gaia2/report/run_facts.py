@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.cost.budget import usd_text
+from pytest_gaia2.cost.projection import Projection
 from pytest_gaia2.cost.usage import usd_amount
+from pytest_gaia2.report.book import PROBE_ONLY
 from pytest_gaia2.report.summary import Stop
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
@@ -33,6 +35,9 @@ REASON_CHARS = 500
 MAX_NOT_STARTED = 100_000
 USD_MAX = 1e9
 """An amount of a run's budget or spend past this is not believed."""
+COUNT_MAX = 10**7
+"""A count of planned or probed scenarios past this is not believed."""
+HOURS_MAX = 1e6
 
 
 def text(value: Any, chars: int) -> str | None:
@@ -81,6 +86,36 @@ def stop_of(document: Mapping[str, Any]) -> Stop | None:
     )
 
 
+def _count(value: Any, low: int) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= COUNT_MAX else None
+
+
+def probe_of(document: Mapping[str, Any]) -> Projection | None:
+    """summary.json's ``probe`` block (the --gaia2-probe projection), checked; None when it has
+    none or any value fails its check (a projection with a made-up figure is no projection)."""
+    block = document.get("probe")
+    if not isinstance(block, dict):
+        return None
+    planned, probed, workers = (
+        _count(block.get("planned"), 0),
+        _count(block.get("probed"), 0),
+        _count(block.get("workers"), 1),
+    )
+    hours = usd_amount(block.get("hours"), HOURS_MAX)  # a finite, non-negative number like an amount
+    money = {name: block.get(name) for name in ("usd", "low", "high", "halt", "cap")}
+    checked = {name: usd_amount(value, USD_MAX) for name, value in money.items()}
+    if (
+        planned is None
+        or probed is None
+        or workers is None
+        or hours is None
+        or any(value is not None and checked[name] is None for name, value in money.items())
+        or len({checked["usd"] is None, checked["low"] is None, checked["high"] is None}) > 1
+    ):
+        return None
+    return Projection(planned, probed, hours=hours, workers=workers, **checked)
+
+
 @dataclass(frozen=True)
 class RunFacts:
     """A run's name, tags and start from run_config.json, and its stop from summary.json
@@ -90,6 +125,15 @@ class RunFacts:
     tags: tuple[str, ...]
     started: _dt.datetime | None
     stop: Stop | None
+    probe: Projection | None = None
+
+    def probe_only(self, not_run: Sequence[str]) -> bool:
+        """Whether the run was a --gaia2-probe-only run that ran its whole probe: every planned
+        key that did not run was left out by it (as the terminal's ``PROBE ONLY`` line)."""
+        why = dict(self.stop.not_started) if self.stop is not None else {}
+        return (
+            self.probe is not None and bool(not_run) and all(why.get(key, "").startswith(PROBE_ONLY) for key in not_run)
+        )
 
     @property
     def label(self) -> str:
@@ -120,6 +164,7 @@ def read(path: Path, config: Mapping[str, Any] | None = None) -> RunFacts:
         ),
         started=started_at(config.get("started_at")),
         stop=stop_of(summary) if isinstance(summary, dict) else None,
+        probe=probe_of(summary) if isinstance(summary, dict) else None,
     )
 
 

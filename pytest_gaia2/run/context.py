@@ -78,6 +78,9 @@ class RunContext:
             on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
         )
         self.prepared = False
+        self.mid_line: Callable[[Any], bool] = lambda reporter: False
+        """Whether the terminal's last line is unfinished; the plugin sets the real test
+        (plugin.private_api.mid_line, a room above this one)."""
         self.probe_keys: set[str] = set()
         self.engines = EnginePool.of_process(
             self.values["engine"],
@@ -288,8 +291,19 @@ class RunContext:
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
 
     def _writer(self) -> Callable[[str], None]:
+        """A line of its own on the terminal: under xdist the progress dots leave
+        ``write_line``'s own newline check blind (no file path is printed), so a line written
+        mid-run would land after the dots."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        return reporter.write_line if reporter else print
+        if reporter is None:
+            return print
+
+        def write(line: str) -> None:
+            if self.mid_line(reporter):
+                reporter.write("\n")
+            reporter.write_line(line)
+
+        return write
 
     def _open_folder(self, facts: dict[str, Any], planned: list[str]) -> None:
         """Create (or check and lock, when resuming) the run folder and write what it ran with."""

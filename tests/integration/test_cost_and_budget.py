@@ -117,14 +117,27 @@ def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
     full.assert_outcomes(passed=6)
     full.stdout.fnmatch_lines(["gaia2: probe of 2: the 6 selected scenarios ≈ $7.20 (95% interval $7.20–$7.20) "
                                "and ≈ * h at -n 2"])
+    # Printed once its last scenario is in, and again in the summary: each time on a line of its
+    # own, never after xdist's progress dots.
+    probe_lines = [line for line in full.outlines if "gaia2: probe of 2:" in line]
+    assert len(probe_lines) == 2 and all(line.startswith("gaia2: probe of 2:") for line in probe_lines), probe_lines
     true_cost = json.loads((run_folder(pytester.path / "out") / "summary.json").read_text())["cost"]["usd"]
     assert true_cost == pytest.approx(6 * PER_SCENARIO)
-    only = priced(run_gaia2, "--gaia2-probe=2", "--gaia2-seed=3", "--gaia2-probe-only", "-rs")
+    only = priced(run_gaia2, "--gaia2-probe=2", "--gaia2-seed=3", "--gaia2-probe-only", "-rs", "--gaia2-report")
     only.assert_outcomes(passed=2, skipped=4)
     only.stdout.fnmatch_lines(["gaia2: probe of 2: the 6 selected scenarios ≈ $7.20*",
                                "*--gaia2-probe-only: not in the probe*"])
-    summary = json.loads((run_folder(pytester.path / "out") / "summary.json").read_text())
+    folder = run_folder(pytester.path / "out")
+    summary = json.loads((folder / "summary.json").read_text())
     assert summary["probe"]["usd"] == pytest.approx(true_cost) and summary["complete"] is False
+    # The pages end the probe as the terminal does: as its projection, not as an incomplete run.
+    projection = "probe of 2: the 6 selected scenarios ≈ $7.20 (95% interval $7.20–$7.20)"
+    markdown = (folder / "report.md").read_text(encoding="utf-8")
+    assert ("**PROBE ONLY:** 2 of 6 planned scenarios ran as the probe (`--gaia2-probe-only`); its result is "
+            f"the projection: `{projection}") in markdown and "INCOMPLETE" not in markdown
+    for page in ("report.html", "index.html"):
+        html = (folder / page).read_text(encoding="utf-8")
+        assert 'id="probe-only"' in html and projection in html and "INCOMPLETE" not in html, page
 
 
 def test_an_unknown_model_gives_tokens_and_one_warning_never_a_guessed_price(

@@ -1,5 +1,5 @@
 """The stop on every page (issue 23): report.md, report.html and index.html show why the run
-stopped, its budget and spend (digits kept under a cent), the keys not started with why, ran vs
+stopped (a --gaia2-probe-only run: as its projection), its budget and spend (digits kept under a cent), the keys not started with why, ran vs
 planned per stratum, and the run's name and tags; summary.json and run_config.json are read as
 hostile files (checked, bounded, escaped).
 
@@ -14,9 +14,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from pytest_gaia2.cost.projection import Projection
 from pytest_gaia2.report import run_facts
 from pytest_gaia2.report.document import REPORT_HTML, REPORT_MD, write_report
 from pytest_gaia2.report.stats import summarise
@@ -187,3 +188,64 @@ def test_facts_of_any_run_config_are_checked(config: dict[str, Any]) -> None:
     assert len(facts.tags) <= run_facts.MAX_TAGS and len(set(facts.tags)) == len(facts.tags)
     assert facts.started is None or facts.started.tzinfo is not None
     assert facts.stop is None
+
+
+def _probe_only_folder(root: Path, probe: Any) -> Path:
+    """A --gaia2-probe-only run: its probe of two done, the other four left out by it."""
+    not_run = [key for key in PLANNED if key not in ("search/s_0", "search/s_1")]
+    stop = Stop("--gaia2-probe-only: not in the probe", halt=50.0, cap=None, spent=0.006, spent_at_stop=None,
+                not_started=tuple((key, "--gaia2-probe-only: not in the probe") for key in not_run)).to_dict()
+    folder = _halted_folder(root, stop)
+    summary = json.loads((folder / store.SUMMARY_FILE).read_text(encoding="utf-8"))
+    store.write_json(folder / store.SUMMARY_FILE, {**summary, "probe": probe})
+    return folder
+
+
+PROBE = Projection(planned=6, probed=2, usd=0.018, low=0.012, high=0.024, hours=0.5, workers=2, halt=0.01)
+
+
+def test_a_probe_only_run_is_shown_as_its_projection_not_as_incomplete(tmp_path: Path) -> None:
+    folder = _probe_only_folder(tmp_path, PROBE.to_json())
+    write_report(folder, index=tmp_path / "index.sqlite")
+    projection = PROBE.line().removeprefix("gaia2: ")
+    assert projection.endswith("the halt ($0.01) is expected to complete 4 of the 6 (95% interval 3–5)")
+    markdown = (folder / REPORT_MD).read_text(encoding="utf-8")
+    assert (f"**PROBE ONLY:** 2 of 6 planned scenarios ran as the probe (`--gaia2-probe-only`); its result is "
+            f"the projection: `{projection}`.") in markdown
+    assert "INCOMPLETE" not in markdown
+    for page in (folder / REPORT_HTML, write_index(folder)):
+        shown = _shown(page.read_text(encoding="utf-8"))
+        assert "incomplete" not in shown
+        assert shown["probe-only"].startswith("PROBE ONLY: 2 of 6 planned scenarios ran as the probe "
+                                              f"(--gaia2-probe-only); its result is the projection: {projection}.")
+
+
+def test_a_probe_only_run_cut_short_is_incomplete(tmp_path: Path) -> None:
+    """One key not started for another reason (or no projection on record): the run is incomplete."""
+    folder = _probe_only_folder(tmp_path, PROBE.to_json())
+    summary = json.loads((folder / store.SUMMARY_FILE).read_text(encoding="utf-8"))
+    summary["stop"]["not_started"][0]["why"] = "interrupted (Ctrl-C, SIGTERM or a collection error)"
+    store.write_json(folder / store.SUMMARY_FILE, summary)
+    unpriced = _probe_only_folder(tmp_path / "b", {**PROBE.to_json(), "usd": "0.018"})
+    for run in (folder, unpriced):
+        write_report(run, index=tmp_path / "index.sqlite")
+        assert "**INCOMPLETE:**" in (run / REPORT_MD).read_text(encoding="utf-8")
+        assert "probe-only" not in _shown(write_index(run).read_text(encoding="utf-8"))
+
+
+PROBE_KEYS = ("planned", "probed", "usd", "low", "high", "hours", "workers", "halt", "cap")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(PROBE_KEYS), JSON), JSON)
+@example({"usd": 1e-300, "low": 1e-300, "high": 1e-300, "planned": 1, "halt": 1e9}, None)  # 1e9 / 1e-300 is inf
+def test_probe_of_any_json_is_checked(block: dict[str, Any], other: Any) -> None:
+    for document in ({"probe": {**PROBE.to_json(), **block}}, {"probe": block}, {"probe": other}):
+        found = run_facts.probe_of(document)
+        if found is None:
+            continue
+        assert 0 <= found.planned <= run_facts.COUNT_MAX and 0 <= found.probed <= run_facts.COUNT_MAX
+        assert 1 <= found.workers <= run_facts.COUNT_MAX and 0 <= found.hours <= run_facts.HOURS_MAX
+        money = (found.usd, found.low, found.high, found.halt, found.cap)
+        assert all(value is None or 0 <= value <= run_facts.USD_MAX for value in money)
+        assert "\x1b" not in found.line() and "\n" not in found.line()  # finite numbers: the line always forms

@@ -4,7 +4,9 @@ the real entrypoint runs, so the host reads exactly those usage numbers.
 
 (a) costs of 1e308 never become Infinity: every file stays readable, the halt still works and a
     resume re-runs nothing judged; (b) a torn ledger loses only its torn line, with a warning;
-    (c) the spend of an interrupted attempt is in the ledger once and counts after resume.
+    (c) the spend of an interrupted attempt is in the ledger once and counts after resume: in the
+    halt, and in the totals (spend.jsonl, summary.json, the terminal and report.md) beside the
+    attempt that replaced it.
 """
 
 from __future__ import annotations
@@ -165,3 +167,23 @@ def test_an_interrupted_attempts_spend_is_in_the_ledger_once_and_counts_after_re
     resumed.assert_outcomes(skipped=1)
     resumed.stdout.fnmatch_lines(["*budget: the run has spent $1.20, its halt is $1.00*"])
     assert (folder / LEDGER_FILE).read_text().splitlines() == lines
+    # Resumed again with room in the halt (and the scenario now answering at once): attempt 2
+    # runs and pays $1.20 more. Attempt 1's $1.20 is in the ledger and every total once, beside
+    # attempt 2's, though attempt 2's record replaced attempt 1's as the result.
+    scenario_variant(pytester.path / "variants", ONE_FILE, scenario_id="scenario_universe_30_zzslow")
+    again = priced("--gaia2-resume", "--gaia2-resume-mismatch=warn", f"--gaia2-image={planting_image}", *JUDGE,
+                   PRICED_TRACE, "--gaia2-env=MODEL=bench-model", "--gaia2-budget-halt=3.0", "--gaia2-report")
+    again.assert_outcomes(passed=1)
+    entries = [json.loads(line) for line in (folder / LEDGER_FILE).read_text().splitlines()]
+    assert [entry["entry"] for entry in entries] == [f"search/scenario_universe_30_zzslow#{n}" for n in (1, 2)]
+    assert Ledger(folder).total() == pytest.approx(2 * PER_SCENARIO)
+    again.stdout.fnmatch_lines([f"cost: ${PER_SCENARIO:.2f} over 1 priced scenario(s); "
+                                f"run spend ${2 * PER_SCENARIO:.2f} (halt $3.00)"])
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["cost"]["usd"] == pytest.approx(PER_SCENARIO)  # the result's: attempt 2
+    assert summary["stop"]["spent_usd"] == pytest.approx(2 * PER_SCENARIO) and summary["complete"] is True
+    report = (folder / "report.md").read_text(encoding="utf-8")
+    assert f"every attempt, retries included (spend.json): ${2 * PER_SCENARIO:.2f}" in report
+    assert f"${PER_SCENARIO:.2f} on attempts a later attempt replaced" in report
+    assert f"- budget: halt $3.00, cap none, spent ${2 * PER_SCENARIO:.2f}" in report
+    assert [record["outcome"] for record in results_of(pytester.path / "out")] == ["passed"]  # one result

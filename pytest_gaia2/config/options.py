@@ -108,6 +108,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("repeat", "Run each scenario K times (pass@k), as run_1..run_K.", default=1, parse=positive_int),
     Option(
+        "sequence",
+        'Sequence file in upstream\'s format (one chain per line: {"universe_id", "cap", "scenarios": '
+        '[{"scenario_id"}]}): run only those scenarios, each chain in order on one worker, '
+        "carrying the agent's home and app state container to container.",
+        path=True,
+    ),
+    Option(
         "resume",
         "Continue a run folder: bare, the latest under --gaia2-output; =PATH, that "
         "folder. Stored pass/fail verdicts are reused; only what is missing or errored runs.",

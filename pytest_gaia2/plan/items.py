@@ -24,8 +24,9 @@ import pytest
 
 from pytest_gaia2.config.splits import SPLITS, split_marker
 from pytest_gaia2.config.values import Shard
-from pytest_gaia2.plan import selection
+from pytest_gaia2.plan import selection, sequence
 from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
+from pytest_gaia2.plan.sequence import Chain
 from pytest_gaia2.plan.shards import partition
 from pytest_gaia2.store import names
 from pytest_gaia2.store.folder import StoreError, safe_part
@@ -51,6 +52,10 @@ class PlannedItem:
     scenario: Scenario | None = None
     error: ScenarioError | None = None
     hard_timeout: float | None = None
+    chain: str | None = None
+    """With --gaia2-sequence: the key of the chain the scenario belongs to."""
+    position: int | None = None
+    """Its place in that chain, from 0 (upstream's ``universe_position``)."""
 
     @property
     def key(self) -> str:
@@ -134,20 +139,25 @@ def build(
     repeats: int,
     limits: Limits | None,
     attempts: int,
+    chains: Sequence[Chain] | None = None,
 ) -> list[PlannedItem]:
-    """Every item to collect: each scenario times ``repeats``, then one item per broken file."""
-    items = [
-        PlannedItem(
-            s.split,
-            s.scenario_id,
-            repeat,
-            repeats,
-            scenario=s,
-            hard_timeout=limits.hard_timeout(s.duration, attempts) if limits else None,
-        )
-        for s in scenarios
-        for repeat in range(1, repeats + 1)
-    ]
+    """Every item to collect: each scenario times ``repeats`` (with ``chains``, each chained
+    scenario once, in chain order), then one item per broken file."""
+
+    def timeout(s: Scenario) -> float | None:
+        return limits.hard_timeout(s.duration, attempts) if limits else None
+
+    if chains is not None:
+        items = [
+            PlannedItem(s.split, s.scenario_id, scenario=s, hard_timeout=timeout(s), chain=chain.key, position=position)
+            for chain, position, s in sequence.chained(chains, scenarios)
+        ]
+    else:
+        items = [
+            PlannedItem(s.split, s.scenario_id, repeat, repeats, scenario=s, hard_timeout=timeout(s))
+            for s in scenarios
+            for repeat in range(1, repeats + 1)
+        ]
     taken = {(names.folder_key(item.split), names.folder_key(item.name)) for item in items}
     for error in errors:
         split = error_split(error)

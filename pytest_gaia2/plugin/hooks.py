@@ -165,7 +165,7 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
-    if context.values["order"] == "interleaved":
+    if context.values["order"] == "interleaved" and not context.values["sequence"]:  # chains keep their order
         from pytest_gaia2.plan.items import reorder
 
         items[:] = reorder(items, lambda item: planned.get(id(item)), context.values["seed"])
@@ -286,6 +286,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             item.stash.get(ATTEMPT_KEY, None),
         )
     return report
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With --gaia2-sequence and -n: each chain on one worker, in order (:mod:`~pytest_gaia2.plugin.chains`)."""
+    context = _context(config)
+    if not context or not context.values["sequence"]:
+        return None
+    from pytest_gaia2.plugin.chains import ChainScheduling
+
+    chain_of = {item.key: item.chain for item in context.items() if item.chain}
+
+    def scope_of(nodeid: str) -> str:
+        keys = _planned(context, [nodeid])
+        return chain_of.get(keys[0], nodeid) if keys else nodeid
+
+    return ChainScheduling(config, log, scope_of)
 
 
 def _planned(context: RunContext, node_ids: list[str]) -> list[str]:

@@ -27,6 +27,16 @@ if [ -f "$SCENARIO" ]; then
     chown -R gaia2:gaia2 "$STATE"
     chmod 711 /var/gaia2 "$STATE"
     as_gaia2 python3 /opt/gaia2_ref_init.py state "$SCENARIO" "$STATE" || log "ERROR: state initialisation failed"
+    # Sequential chains: app state carried from the chain's last judged scenario replaces the
+    # initial state of the apps this scenario has too.
+    if [ -d /var/gaia2/carried_state ]; then
+        for carried in /var/gaia2/carried_state/*.json; do
+            name="$(basename "$carried")"
+            if [ -f "$carried" ] && [ ! -L "$carried" ] && [ -f "$STATE/$name" ]; then
+                cat "$carried" > "$STATE/$name" && log "Carried app state: $name"
+            fi
+        done
+    fi
 
     if [ -z "${FAKETIME:-}" ]; then
         FAKETIME="$(python3 /opt/gaia2_ref_init.py faketime "$SCENARIO" 2>/dev/null || true)"
@@ -52,6 +62,9 @@ if [ -f "$SCENARIO" ]; then
 else
     log "No scenario found at $SCENARIO"
 fi
+
+# The agent's home (carried along a chain by the runner) belongs to the user the agent runs as.
+mkdir -p /home/agent && chown -R gaia2:gaia2 /home/agent
 
 log "Starting adapter + agent as gaia2 on port $PORT"
 exec setpriv --reuid=gaia2 --regid=gaia2 --init-groups env HOME=/var/gaia2 \

@@ -86,6 +86,9 @@ class Agent:
         if self.model is not None:  # real calls write their own trace lines
             self.trace = None
             self.log.info("%s: one model call per action to %s (model %s)", SWITCH, self.model.url, self.model.model)
+        self.home = Path(os.environ.get("GAIA2_AGENT_HOME", "").strip() or "/home/agent")
+        self.recalled: str | None = None
+        """With the scenario's ``gaia2_reference.recall``: the remembered text every answer carries."""
         self.loop_after = int(env_float("GAIA2_FAULT_TOOL_LOOP", 0.0))
         self.idle_after = int(env_float("GAIA2_FAULT_IDLE_AFTER_TURN", 0.0))
         if self.loop_after > 0 and self.trace is None:  # a loop of model calls shows in the trace
@@ -135,6 +138,7 @@ class Agent:
             self.log.info("Scenario has no events; waiting for a task on /notify")
             if not self._wait(self.notified.is_set, None):
                 return
+        self._memory(self.scenario_file)
         script = os.environ.get("GAIA2_AGENT_SCRIPT", "").strip()
         if self.loop_after > 0:
             self.run_loop()
@@ -142,6 +146,43 @@ class Agent:
             self.run_script(Path(script))
         else:
             self.run_oracle(scenario)
+
+    # -- memory in the agent's home (sequential chains) ----------------------------
+
+    def _memory(self, scenario_file: Path) -> None:
+        """The scenario's ``gaia2_reference`` object: ``remember: {"path", "text"}`` writes a
+        file under the agent's home before acting; ``recall: "<path>"`` makes every answer to
+        the user the text of that file (an agent whose home was not carried does not remember)."""
+        try:
+            spec = json.loads(scenario_file.read_text(encoding="utf-8")).get("gaia2_reference") or {}
+        except (OSError, ValueError, AttributeError):
+            return
+        if not isinstance(spec, dict):
+            return
+        remember = spec.get("remember")
+        if isinstance(remember, dict) and isinstance(remember.get("path"), str):
+            target = self._home_path(remember["path"])
+            if target is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(str(remember.get("text") or ""), encoding="utf-8")
+                self.log.info("Remembered %s in the agent's home", remember["path"])
+        recall = spec.get("recall")
+        if isinstance(recall, str):
+            target = self._home_path(recall)
+            try:
+                self.recalled = target.read_text(encoding="utf-8").strip() if target else None
+            except OSError:
+                self.recalled = None
+            if self.recalled is None:
+                self.recalled = "I do not remember."
+            self.log.info("Recalled %s: %s", recall, "found" if target and target.exists() else "missing")
+
+    def _home_path(self, relative: str) -> Path | None:
+        parts = Path(relative).parts
+        if not parts or Path(relative).is_absolute() or ".." in parts:
+            self.log.error("Memory path %r is not below the agent's home; ignored", relative)
+            return None
+        return self.home.joinpath(*parts)
 
     # -- waiting -------------------------------------------------------------
 
@@ -308,7 +349,8 @@ class Agent:
             if not self._wait(lambda: (read_sim_time(self.faketime) or 0.0) >= target, None):
                 return False
         if event.is_oracle_smu:
-            line = self._write(AUI, SMU, {"content": str(args.get("content") or "")}, True, None)
+            content = self.recalled if self.recalled is not None else str(args.get("content") or "")
+            line = self._write(AUI, SMU, {"content": content}, True, None)
         else:
             ret = fake_ret(event.event_id) if event.write else None
             line = self._write(scenario.app_classes.get(event.app, event.app), event.fn, args, event.write, ret)

@@ -105,9 +105,22 @@ class ScenarioAttempt:
     """One attempt at one scenario. ``start`` then ``drive``; ``remove`` always, at the end."""
 
     def __init__(
-        self, setup: AttemptSetup, scenario: Scenario, folder: Path, *, repeat: int, repeats: int, attempt: int
+        self,
+        setup: AttemptSetup,
+        scenario: Scenario,
+        folder: Path,
+        *,
+        repeat: int,
+        repeats: int,
+        attempt: int,
+        universe_position: int | None = None,
+        carried: tuple[tuple[str, bytes, int], ...] = (),
     ) -> None:
         self.setup = setup
+        self.universe_position = universe_position
+        """With --gaia2-sequence: the scenario's place in its chain, kept in the record."""
+        self.carried = carried
+        """The chain's home and app state, put into the container before it starts."""
         self.scenario = scenario
         self.folder = folder
         self.repeat = repeat
@@ -195,7 +208,7 @@ class ScenarioAttempt:
             labels=setup.engine.labels(self.scenario.scenario_id),
             adapter_port=self.adapter_port,
             network=settings.network,
-            files=((CONTAINER_SCENARIO_PATH, scenario_bytes, 0o644), *setup.files),
+            files=((CONTAINER_SCENARIO_PATH, scenario_bytes, 0o644), *setup.files, *self.carried),
             extra_hosts=container_env.extra_hosts(),  # host network too: same base URL everywhere
             memory_bytes=setup.limits.memory or None,
             pids_limit=setup.limits.pids_limit or None,
@@ -409,6 +422,8 @@ class ScenarioAttempt:
             record = build_record(
                 self._facts(fault, stop, timed_out, skipped), Evidence.read(self.folder), self.setup.redactor
             )
+            if self.universe_position is not None:
+                record = replace(record, universe_position=self.universe_position)
             if self.setup.prices is not None:
                 record = replace(record, **attempt_cost(self.folder, self.setup.prices, self.setup.settings.model))
                 record_spend(self.setup.run_root, self.key, self.attempt, record.cost_usd)  # before result.json

@@ -22,11 +22,12 @@ import pytest
 
 from pytest_gaia2.config import options, splits
 from pytest_gaia2.config import settings as settings_mod
+from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.cost import projection as probe
 from pytest_gaia2.cost.budget import Budget, Ledger
 from pytest_gaia2.engine.pool import EnginePool
 from pytest_gaia2.plan import items as plan_mod
-from pytest_gaia2.plan import selection
+from pytest_gaia2.plan import selection, sequence
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.run import hooked_env, provenance
@@ -165,8 +166,33 @@ class RunContext:
         chosen = plan_mod.filtered(scenarios, self.values, self.path)
         self.notes.extend(chosen.notes)
         return plan_mod.build(
-            chosen.scenarios, errors, repeats=self.repeat, limits=self.settings.limits, attempts=self.retries + 1
+            chosen.scenarios,
+            errors,
+            repeats=self.repeat,
+            limits=self.settings.limits,
+            attempts=self.retries + 1,
+            chains=self._chains(),
         )
+
+    def _chains(self) -> list[sequence.Chain] | None:
+        """--gaia2-sequence's chains, refused with the options that would break a chain apart."""
+        raw = self.values["sequence"]
+        if not raw:
+            return None
+        clashes = [
+            option
+            for option, given in (
+                ("--gaia2-repeat", self.repeat > 1),
+                ("--gaia2-sample", self.values["sample"] is not None),
+                ("--gaia2-first-n", self.values["first_n"] is not None),
+                ("--gaia2-shard", self.values["shard"] is not None),
+                ("--gaia2-smoke", self.values["smoke"]),
+            )
+            if given
+        ]
+        if clashes:
+            raise OptionError(f"--gaia2-sequence runs whole chains; it cannot be combined with {', '.join(clashes)}")
+        return sequence.load(self.path(raw))
 
     def items(self) -> list[plan_mod.PlannedItem]:
         """Every item to collect, identical on every worker: the same files, order and filters."""

@@ -23,7 +23,7 @@ import pytest
 from pytest_gaia2.cost.budget import Budget, Ledger
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
-from pytest_gaia2.run import provider
+from pytest_gaia2.run import chain, provider
 from pytest_gaia2.run.attempt import AttemptSetup, ScenarioAttempt
 from pytest_gaia2.run.evidence import ScenarioResult
 from pytest_gaia2.run.pacer import Pacer
@@ -194,7 +194,34 @@ class ScenarioRunner:
             repeat=item.repeat,
             repeats=item.repeats,
             attempt=number,
+            universe_position=item.position,
+            carried=self._carried_in(item),
         )
+
+    def _carried_in(self, item: PlannedItem) -> tuple[tuple[str, bytes, int], ...]:
+        """A chained item's start: the chain's latest checkpoint before it, as files to put in."""
+        if item.chain is None or item.position is None or self.folder is None:
+            return ()
+        found = chain.latest(self.folder.path, item.chain, item.position)
+        if found is None:
+            return ()
+        limits = self.settings.limits
+        return tuple(chain.carried_files(found, limits.max_file_size, limits.max_collect_size))
+
+    def _checkpoint(self, item: PlannedItem, attempt: ScenarioAttempt, result: ScenarioResult) -> None:
+        """After a judged chained scenario, its home and app state become the chain's checkpoint."""
+        if item.chain is None or item.position is None or self.folder is None or attempt.container is None:
+            return
+        if not is_judged(result.record):
+            return
+        try:
+            problems = chain.checkpoint(
+                attempt.container, self.folder.path, item.chain, item.position, self.settings.limits, self.redactor
+            )
+        except OSError as exc:  # the verdict stands; the chain goes on from the checkpoint before
+            problems = [f"not written ({exc.strerror or type(exc).__name__})"]
+        for problem in problems[:5]:
+            log.warning("gaia2: %s: checkpoint of chain %s: %s", item.key, item.chain, problem)
 
     def result_for(self, item: PlannedItem, on_attempt: Callable[[ScenarioAttempt], None]) -> ScenarioResult:
         """The item's verdict: stored, or from attempts; an infrastructure error is retried up to
@@ -216,6 +243,7 @@ class ScenarioRunner:
             try:
                 attempt.start()
                 result = attempt.drive()
+                self._checkpoint(item, attempt, result)
             except Gaia2InfraError:
                 if attempt.result is None:
                     raise

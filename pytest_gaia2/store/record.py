@@ -90,6 +90,7 @@ _RANGES: dict[str, tuple[float, float]] = {
         ("num_agent_events", "num_oracle_events", "timeout_seconds", "wall_time_s", "cost_usd"), (0, MAX_COUNT)
     ),
     **dict.fromkeys(("adapter_port", "host_port"), (0, 65535)),
+    "universe_position": (0, MAX_COUNT),
 }
 _NULL_IS_DEFAULT = {
     "num_agent_events",
@@ -139,6 +140,8 @@ class AttemptRecord:
     # identity and outcome
     split: str = ""
     universe: str | None = None
+    universe_position: int | None = None
+    """With --gaia2-sequence: the scenario's place in its chain, from 0."""
     repeat: int = 1
     repeats: int = 1
     attempt: int = 1

@@ -1,0 +1,108 @@
+"""State carried along a sequential chain (``--gaia2-sequence``), checkpointed in the run folder.
+
+After each *judged* scenario of a chain, the agent's home and the app state its container
+left are copied out through the engine API into ``chains/<chain>/<position>/`` of the run
+folder (masked and bounded like every copy out; the folder appears only once complete). The
+next scenario's container receives the latest checkpoint before an earlier position: an
+errored scenario writes none, so it never advances the chain, and a resumed run restarts
+each chain at its first scenario without a verdict from the checkpoint before it.
+
+In the container, the home is ``/home/agent`` and the app state the ``<app>.json`` files of
+the state folder; carried app state goes to ``/var/gaia2/carried_state/``, which the image's
+init lays over the scenario's own initial state (the reference image does).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from pytest_gaia2.store.folder import inside
+from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
+
+if TYPE_CHECKING:
+    from pytest_gaia2.engine.container import Container
+    from pytest_gaia2.store.limits import Limits
+    from pytest_gaia2.store.redact import Redactor
+
+CHAINS_DIR = "chains"
+HOME = "/home/agent"
+STATE = "/var/gaia2/state"
+CARRIED_STATE = "/var/gaia2/carried_state"
+PARTS = {"home": HOME, "app_state": CARRIED_STATE}
+"""Checkpoint part -> where the next container receives it."""
+NOT_APP_STATE = frozenset({"daemon_status.json", "app_class_map.json", "user_details.json"})
+"""Files of the state folder that describe one scenario's run, not the apps."""
+FILE_MODE = 0o644
+
+
+def checkpoint_dir(run_root: Path, chain: str, position: int) -> Path:
+    """Where the state carried out of ``position`` of ``chain`` is kept."""
+    return inside(run_root, CHAINS_DIR, chain, f"{position:04d}")
+
+
+def _app_state(name: str) -> bool:
+    return "/" not in name and name.endswith(".json") and name not in NOT_APP_STATE
+
+
+def checkpoint(
+    container: Container, run_root: Path, chain: str, position: int, limits: Limits, redactor: Redactor
+) -> list[str]:
+    """Copy the home and app state out of a judged scenario's container; what is missing and why.
+
+    Written under a temporary name and renamed, so a checkpoint folder is always whole."""
+    final = checkpoint_dir(run_root, chain, position)
+    partial = final.with_name(final.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    budget = limits.max_collect_size
+    problems: list[str] = []
+    for part, source, wanted in (("home", HOME, None), ("app_state", STATE, _app_state)):
+        report = container.copy_out(
+            source,
+            partial / part,
+            max_file_bytes=limits.max_file_size,
+            max_total_bytes=max(0, budget),
+            redactor=redactor,
+            wanted=wanted,
+            ignore_limit=limits.max_collect_size,
+        )
+        budget -= report.total_bytes
+        problems += [f"{source}: {name}: {why}" for name, why in report.skipped] + report.notes
+        if report.unlisted:
+            problems.append(f"{source}: {report.unlisted} more files not copied")
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
+    return problems
+
+
+def latest(run_root: Path, chain: str, position: int) -> Path | None:
+    """The checkpoint a scenario at ``position`` starts from: the latest of an earlier position."""
+    for earlier in range(position - 1, -1, -1):
+        found = checkpoint_dir(run_root, chain, earlier)
+        if found.is_dir() and not found.is_symlink():
+            return found
+    return None
+
+
+def carried_files(checkpoint: Path, max_file_bytes: int, max_total_bytes: int) -> list[tuple[str, bytes, int]]:
+    """The checkpoint's regular files as ``(container path, content, mode)`` for the next launch;
+    links and special files are left out, and the total stays within ``max_total_bytes``."""
+    files: list[tuple[str, bytes, int]] = []
+    total = 0
+    for part, target in PARTS.items():
+        top = checkpoint / part
+        for folder, dirs, names in os.walk(top, followlinks=False):
+            dirs.sort()
+            for name in sorted(names):
+                path = Path(folder, name)
+                try:
+                    content = read_regular_file(path, max_bytes=max_file_bytes, follow_symlinks=False)
+                except JsonReadError:
+                    continue
+                total += len(content)
+                if total > max_total_bytes:
+                    return files
+                files.append((str(PurePosixPath(target, *path.relative_to(top).parts)), content, FILE_MODE))
+    return files

@@ -55,8 +55,7 @@ def check(path: Path, allow_read_oracle: bool = False) -> list[str]:  # noqa: C9
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         return ["not a JSON object"]
-    for key in ("version", "metadata", "apps", "events", "completed_events", "world_logs", "context",
-                "augmentation"):
+    for key in ("version", "metadata", "apps", "events", "completed_events", "world_logs", "context", "augmentation"):
         if key not in data:
             err(f"missing top-level key {key}")
     d = data.get("metadata", {}).get("definition", {})
@@ -65,8 +64,12 @@ def check(path: Path, allow_read_oracle: bool = False) -> list[str]:  # noqa: C9
         err(f"bad scenario_id {sid!r}")
     if path.stem != sid:
         err(f"file name {path.name} does not match scenario_id {sid}")
-    for key, typ in (("duration", (int, float)), ("start_time", float), ("time_increment_in_seconds", int),
-                     ("tags", list)):
+    for key, typ in (
+        ("duration", (int, float)),
+        ("start_time", float),
+        ("time_increment_in_seconds", int),
+        ("tags", list),
+    ):
         if not isinstance(d.get(key), typ):
             err(f"metadata.definition.{key} missing or wrong type: {d.get(key)!r}")
 
@@ -159,8 +162,11 @@ def check(path: Path, allow_read_oracle: bool = False) -> list[str]:  # noqa: C9
         err("no USER event without dependencies (the task)")
     else:
         t = roots[0]
-        if t["action"]["app"] != AUI or t["action"]["function"] != "send_message_to_agent" \
-                or not t["_args"].get("content"):
+        if (
+            t["action"]["app"] != AUI
+            or t["action"]["function"] != "send_message_to_agent"
+            or not t["_args"].get("content")
+        ):
             err("first USER event is not AgentUserInterface.send_message_to_agent with content")
     for u in users:
         if u["action"]["function"] != "send_message_to_agent":
@@ -211,8 +217,13 @@ def check(path: Path, allow_read_oracle: bool = False) -> list[str]:  # noqa: C9
             if turn[o["event_id"]] == t and o["event_id"] != smus[0] and o["event_id"] not in anc:
                 err(f"turn {t}: oracle {o['event_id']} is not before the turn's send_message_to_user")
         if t > 0:
-            starters = [e for e in events if e["event_type"] in ("USER", "ENV") and turn[e["event_id"]] == t
-                        and any(by_id[p]["event_type"] == "AGENT" and is_smu(by_id[p]) for p in e["dependencies"])]
+            starters = [
+                e
+                for e in events
+                if e["event_type"] in ("USER", "ENV")
+                and turn[e["event_id"]] == t
+                and any(by_id[p]["event_type"] == "AGENT" and is_smu(by_id[p]) for p in e["dependencies"])
+            ]
             if not starters:
                 err(f"turn {t}: no USER/ENV event depends on turn {t - 1}'s send_message_to_user")
     for e in events:

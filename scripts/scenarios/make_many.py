@@ -50,18 +50,41 @@ def make(i: int) -> ScenarioBuilder:
     city, job = CITIES[(i * 7) % 10], JOBS[(i // 10 + i) % 10]
     day = 1 + i % 28
     b = ScenarioBuilder(
-        sid, start_time=f"2024-07-{day:02d} 09:00:00", duration=180, tags=["search", "contacts"], seed=i,
+        sid,
+        start_time=f"2024-07-{day:02d} 09:00:00",
+        duration=180,
+        tags=["search", "contacts"],
+        seed=i,
         op_case="lower",
     )
     b.standard_apps()
     b.app(
         "Contacts",
         contacts_state(
-            contact(b.hex_id(), "Robin", "Ellis", is_user=True, gender="Unknown", age=35, city_living="London",
-                    address="48 Mildmay Grove, London N1 4RH",
-                    country="United Kingdom", status="Employed", email="robin.ellis@example.org"),
-            contact(b.hex_id(), first, last, gender="Unknown", age=25 + i % 40, city_living=city, job=job,
-                    status="Employed", email=f"{first.lower()}.{last.lower()}@example.org"),
+            contact(
+                b.hex_id(),
+                "Robin",
+                "Ellis",
+                is_user=True,
+                gender="Unknown",
+                age=35,
+                city_living="London",
+                address="48 Mildmay Grove, London N1 4RH",
+                country="United Kingdom",
+                status="Employed",
+                email="robin.ellis@example.org",
+            ),
+            contact(
+                b.hex_id(),
+                first,
+                last,
+                gender="Unknown",
+                age=25 + i % 40,
+                city_living=city,
+                job=job,
+                status="Employed",
+                email=f"{first.lower()}.{last.lower()}@example.org",
+            ),
         ),
     )
     kind = i % 3
@@ -70,8 +93,10 @@ def make(i: int) -> ScenarioBuilder:
     elif kind == 1:
         q, a = f"What does {first} {last} do for a living?", f"{first} {last} works as a {job.lower()}."
     else:
-        q, a = (f"What is {first} {last}'s email address?",
-                f"{first} {last}'s email address is {first.lower()}.{last.lower()}@example.org.")
+        q, a = (
+            f"What is {first} {last}'s email address?",
+            f"{first} {last}'s email address is {first.lower()}.{last.lower()}@example.org.",
+        )
     u = b.user(q)
     b.answer(a, [u])
     return b

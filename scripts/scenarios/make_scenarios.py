@@ -54,24 +54,60 @@ def search_contacts_dentist() -> ScenarioBuilder:
         "Contacts",
         contacts_state(
             contact(
-                b.hex_id(), "Elena", "Vasquez", is_user=True, gender="Female", age=34, nationality="Spanish",
+                b.hex_id(),
+                "Elena",
+                "Vasquez",
+                is_user=True,
+                gender="Female",
+                age=34,
+                nationality="Spanish",
                 address="Rua das Flores 12, 1200-195 Lisbon",
-                city_living="Lisbon", country="Portugal", status="Employed", job="Product Designer",
-                phone="+351 912 345 678", email="elena.vasquez@mailbox.pt",
+                city_living="Lisbon",
+                country="Portugal",
+                status="Employed",
+                job="Product Designer",
+                phone="+351 912 345 678",
+                email="elena.vasquez@mailbox.pt",
             ),
             contact(
-                b.hex_id(), "Priya", "Raman", gender="Female", age=47, nationality="Indian", city_living="Lisbon",
-                country="Portugal", status="Employed", job="Dentist",
+                b.hex_id(),
+                "Priya",
+                "Raman",
+                gender="Female",
+                age=47,
+                nationality="Indian",
+                city_living="Lisbon",
+                country="Portugal",
+                status="Employed",
+                job="Dentist",
                 description="Elena's dentist at Clínica Sorriso, Avenida da Liberdade.",
-                phone="+351 213 555 019", email="dr.raman@clinicasorriso.pt",
+                phone="+351 213 555 019",
+                email="dr.raman@clinicasorriso.pt",
             ),
             contact(
-                b.hex_id(), "Tiago", "Ferraz", gender="Male", age=36, city_living="Porto", country="Portugal",
-                status="Employed", job="Physiotherapist", phone="+351 222 400 118", email="tiago@fisioporto.pt",
+                b.hex_id(),
+                "Tiago",
+                "Ferraz",
+                gender="Male",
+                age=36,
+                city_living="Porto",
+                country="Portugal",
+                status="Employed",
+                job="Physiotherapist",
+                phone="+351 222 400 118",
+                email="tiago@fisioporto.pt",
             ),
             contact(
-                b.hex_id(), "Marta", "Quintela", gender="Female", age=29, city_living="Lisbon", country="Portugal",
-                status="Student", phone="+351 936 778 201", email="marta.q@ulisboa.pt",
+                b.hex_id(),
+                "Marta",
+                "Quintela",
+                gender="Female",
+                age=29,
+                city_living="Lisbon",
+                country="Portugal",
+                status="Student",
+                phone="+351 936 778 201",
+                email="marta.q@ulisboa.pt",
             ),
         ),
     )
@@ -90,15 +126,34 @@ def search_calendar_next_meeting() -> ScenarioBuilder:
         "Contacts",
         contacts_state(
             contact(
-                b.hex_id(), "Ingrid", "Solberg", is_user=True, gender="Female", age=41, nationality="Norwegian",
+                b.hex_id(),
+                "Ingrid",
+                "Solberg",
+                is_user=True,
+                gender="Female",
+                age=41,
+                nationality="Norwegian",
                 address="Nygårdsgaten 44, 5015 Bergen",
-                city_living="Bergen", country="Norway", status="Employed", job="Procurement Manager",
-                phone="+47 912 34 567", email="ingrid.solberg@fjordfreight.no",
+                city_living="Bergen",
+                country="Norway",
+                status="Employed",
+                job="Procurement Manager",
+                phone="+47 912 34 567",
+                email="ingrid.solberg@fjordfreight.no",
             ),
             contact(
-                b.hex_id(), "Tomás", "Ferreira", gender="Male", age=38, nationality="Portuguese",
-                city_living="Bergen", country="Norway", status="Employed", job="Account Manager",
-                phone="+47 934 11 220", email="tomas.ferreira@nordpack.com",
+                b.hex_id(),
+                "Tomás",
+                "Ferreira",
+                gender="Male",
+                age=38,
+                nationality="Portuguese",
+                city_living="Bergen",
+                country="Norway",
+                status="Employed",
+                job="Account Manager",
+                phone="+47 934 11 220",
+                email="tomas.ferreira@nordpack.com",
             ),
         ),
     )
@@ -106,21 +161,40 @@ def search_calendar_next_meeting() -> ScenarioBuilder:
         "Calendar",
         calendar_state(
             calendar_event(
-                b.hex_id(), "Quarterly planning", "2024-06-05 09:00:00", "2024-06-05 11:00:00", tag="work",
-                location="Head office, Room 2A", attendees=["Ingrid Solberg", "Tomás Ferreira"],
-            ),
-            calendar_event(
-                b.hex_id(), "Dentist", "2024-06-11 08:30:00", "2024-06-11 09:15:00", tag="personal",
-                location="Bryggen Dental",
-            ),
-            calendar_event(
-                b.hex_id(), "Supplier review", "2024-06-12 14:00:00", "2024-06-12 15:00:00", tag="work",
-                description="Review packaging prices for Q3.", location="Harbour Office, Room 3B",
+                b.hex_id(),
+                "Quarterly planning",
+                "2024-06-05 09:00:00",
+                "2024-06-05 11:00:00",
+                tag="work",
+                location="Head office, Room 2A",
                 attendees=["Ingrid Solberg", "Tomás Ferreira"],
             ),
             calendar_event(
-                b.hex_id(), "Contract signing", "2024-06-20 10:00:00", "2024-06-20 10:30:00", tag="work",
-                location="Nordpack HQ", attendees=["Ingrid Solberg", "Tomás Ferreira", "Kari Nilsen"],
+                b.hex_id(),
+                "Dentist",
+                "2024-06-11 08:30:00",
+                "2024-06-11 09:15:00",
+                tag="personal",
+                location="Bryggen Dental",
+            ),
+            calendar_event(
+                b.hex_id(),
+                "Supplier review",
+                "2024-06-12 14:00:00",
+                "2024-06-12 15:00:00",
+                tag="work",
+                description="Review packaging prices for Q3.",
+                location="Harbour Office, Room 3B",
+                attendees=["Ingrid Solberg", "Tomás Ferreira"],
+            ),
+            calendar_event(
+                b.hex_id(),
+                "Contract signing",
+                "2024-06-20 10:00:00",
+                "2024-06-20 10:30:00",
+                tag="work",
+                location="Nordpack HQ",
+                attendees=["Ingrid Solberg", "Tomás Ferreira", "Kari Nilsen"],
             ),
         ),
     )
@@ -144,14 +218,31 @@ def search_email_budget() -> ScenarioBuilder:
         "Contacts",
         contacts_state(
             contact(
-                b.hex_id(), "Hannah", "Brooks", is_user=True, gender="Female", age=39, nationality="British",
+                b.hex_id(),
+                "Hannah",
+                "Brooks",
+                is_user=True,
+                gender="Female",
+                age=39,
+                nationality="British",
                 address="17 Clarendon Road, Leeds LS2 9NN",
-                city_living="Leeds", country="United Kingdom", status="Employed", job="Operations Lead",
-                email=user_email, phone="+44 7700 900412",
+                city_living="Leeds",
+                country="United Kingdom",
+                status="Employed",
+                job="Operations Lead",
+                email=user_email,
+                phone="+44 7700 900412",
             ),
             contact(
-                b.hex_id(), "Kofi", "Mensah", gender="Male", age=45, city_living="Leeds",
-                country="United Kingdom", status="Employed", job="Finance Director",
+                b.hex_id(),
+                "Kofi",
+                "Mensah",
+                gender="Male",
+                age=45,
+                city_living="Leeds",
+                country="United Kingdom",
+                status="Employed",
+                job="Finance Director",
                 email="kofi.mensah@larchwood.co.uk",
             ),
         ),
@@ -162,18 +253,30 @@ def search_email_budget() -> ScenarioBuilder:
             user_email,
             inbox=[
                 email(
-                    b.hex_id(), "kofi.mensah@larchwood.co.uk", [user_email], "Q3 budget review",
+                    b.hex_id(),
+                    "kofi.mensah@larchwood.co.uk",
+                    [user_email],
+                    "Q3 budget review",
                     "Hi Hannah,\n\nWe are closing the Q3 budget review. Please send me your department's final "
                     "figures by Friday 18 October.\n\nThanks,\nKofi",
                     "2024-10-15 16:12:00",
                 ),
                 email(
-                    b.hex_id(), "newsletter@leedsrunners.org", [user_email], "October club news",
-                    "Autumn 10K registrations are open.", "2024-10-15 18:40:00", is_read=False,
+                    b.hex_id(),
+                    "newsletter@leedsrunners.org",
+                    [user_email],
+                    "October club news",
+                    "Autumn 10K registrations are open.",
+                    "2024-10-15 18:40:00",
+                    is_read=False,
                 ),
                 email(
-                    b.hex_id(), "it-support@larchwood.co.uk", [user_email], "Laptop refresh",
-                    "Your new laptop is ready for collection from the IT desk.", "2024-10-14 11:05:00",
+                    b.hex_id(),
+                    "it-support@larchwood.co.uk",
+                    [user_email],
+                    "Laptop refresh",
+                    "Your new laptop is ready for collection from the IT desk.",
+                    "2024-10-14 11:05:00",
                 ),
             ],
         ),
@@ -198,9 +301,18 @@ def search_chats_train() -> ScenarioBuilder:
         "Contacts",
         contacts_state(
             contact(
-                b.hex_id(), "Jonah", "Keller", is_user=True, gender="Male", age=31, city_living="Berlin",
+                b.hex_id(),
+                "Jonah",
+                "Keller",
+                is_user=True,
+                gender="Male",
+                age=31,
+                city_living="Berlin",
                 address="Weserstraße 61, 12045 Berlin",
-                country="Germany", status="Employed", job="Sound Engineer", phone=me,
+                country="Germany",
+                status="Employed",
+                job="Sound Engineer",
+                phone=me,
             ),
             contact(b.hex_id(), "Lena", "Hoffmann", gender="Female", age=30, city_living="Munich", phone=lena),
             contact(b.hex_id(), "Paul", "Richter", gender="Male", age=33, city_living="Berlin", phone=paul),
@@ -213,16 +325,24 @@ def search_chats_train() -> ScenarioBuilder:
             {me: "Jonah Keller", lena: "Lena Hoffmann", paul: "Paul Richter"},
             [
                 conversation(
-                    b.hex_id(), "Lena Hoffmann", [me, lena],
+                    b.hex_id(),
+                    "Lena Hoffmann",
+                    [me, lena],
                     [
                         message(me, b.hex_id(), "2025-02-11 20:01:00", "Are you still coming up this weekend?"),
-                        message(lena, b.hex_id(), "2025-02-11 20:07:00",
-                                "Yes! My train gets into Berlin Hbf at 17:42 on Sunday."),
+                        message(
+                            lena,
+                            b.hex_id(),
+                            "2025-02-11 20:07:00",
+                            "Yes! My train gets into Berlin Hbf at 17:42 on Sunday.",
+                        ),
                         message(me, b.hex_id(), "2025-02-11 20:09:00", "Great, I'll pick you up."),
                     ],
                 ),
                 conversation(
-                    b.hex_id(), "Paul Richter", [me, paul],
+                    b.hex_id(),
+                    "Paul Richter",
+                    [me, paul],
                     [message(paul, b.hex_id(), "2025-02-10 12:30:00", "Studio is booked for Tuesday 10:00.")],
                 ),
             ],
@@ -242,7 +362,9 @@ def search_chats_train() -> ScenarioBuilder:
 def execution_contact_and_email() -> ScenarioBuilder:
     """Execution: edit a contact and send an email (two independent writes)."""
     b = ScenarioBuilder(
-        "scenario_universe_22_mmow4l", start_time="2024-09-02 09:15:00", tags=["execution", "contacts", "email"],
+        "scenario_universe_22_mmow4l",
+        start_time="2024-09-02 09:15:00",
+        tags=["execution", "contacts", "email"],
         seed=2201,
     )
     user_email = "nadia.karim@postbox.it"
@@ -252,18 +374,46 @@ def execution_contact_and_email() -> ScenarioBuilder:
         "Contacts",
         contacts_state(
             contact(
-                b.hex_id(), "Nadia", "Karim", is_user=True, gender="Female", age=37, city_living="Bologna",
+                b.hex_id(),
+                "Nadia",
+                "Karim",
+                is_user=True,
+                gender="Female",
+                age=37,
+                city_living="Bologna",
                 address="Via del Pratello 28, 40122 Bologna",
-                country="Italy", status="Employed", job="Food Writer", email=user_email, phone="+39 333 120 4477",
+                country="Italy",
+                status="Employed",
+                job="Food Writer",
+                email=user_email,
+                phone="+39 333 120 4477",
             ),
             contact(
-                marco_id, "Marco", "Bellini", gender="Male", age=42, nationality="Italian", city_living="Bologna",
-                country="Italy", status="Employed", job="Sous Chef", description="Works at Osteria Verde.",
-                email="marco.bellini@osteriaverde.it", phone="+39 347 555 0192",
+                marco_id,
+                "Marco",
+                "Bellini",
+                gender="Male",
+                age=42,
+                nationality="Italian",
+                city_living="Bologna",
+                country="Italy",
+                status="Employed",
+                job="Sous Chef",
+                description="Works at Osteria Verde.",
+                email="marco.bellini@osteriaverde.it",
+                phone="+39 347 555 0192",
             ),
             contact(
-                b.hex_id(), "Giulia", "Rinaldi", gender="Female", age=35, city_living="Modena", country="Italy",
-                status="Employed", job="Sommelier", email="giulia.rinaldi@enoteca.it",
+                b.hex_id(),
+                "Giulia",
+                "Rinaldi",
+                gender="Female",
+                age=35,
+                city_living="Modena",
+                country="Italy",
+                status="Employed",
+                job="Sommelier",
+                email="giulia.rinaldi@enoteca.it",
             ),
         ),
     )
@@ -293,8 +443,10 @@ def execution_contact_and_email() -> ScenarioBuilder:
 def execution_two_turns() -> ScenarioBuilder:
     """Execution, two turns: add a calendar event, then (follow-up) message the guest."""
     b = ScenarioBuilder(
-        "scenario_universe_28_5zyiit", start_time="2024-10-14 10:00:00", tags=["execution", "calendar", "chats",
-                                                                              "multi_turn"], seed=2801,
+        "scenario_universe_28_5zyiit",
+        start_time="2024-10-14 10:00:00",
+        tags=["execution", "calendar", "chats", "multi_turn"],
+        seed=2801,
     )
     me, aiko = "+46 70 123 45 67", "+46 73 987 65 43"
     b.standard_apps()
@@ -302,19 +454,44 @@ def execution_two_turns() -> ScenarioBuilder:
         "Contacts",
         contacts_state(
             contact(
-                b.hex_id(), "Sofia", "Lindqvist", is_user=True, gender="Female", age=33, city_living="Stockholm",
+                b.hex_id(),
+                "Sofia",
+                "Lindqvist",
+                is_user=True,
+                gender="Female",
+                age=33,
+                city_living="Stockholm",
                 address="Götgatan 78, 118 30 Stockholm",
-                country="Sweden", status="Employed", job="Architect", phone=me,
+                country="Sweden",
+                status="Employed",
+                job="Architect",
+                phone=me,
             ),
-            contact(b.hex_id(), "Aiko", "Tanaka", gender="Female", age=32, city_living="Stockholm",
-                    country="Sweden", job="Illustrator", status="Employed", phone=aiko),
+            contact(
+                b.hex_id(),
+                "Aiko",
+                "Tanaka",
+                gender="Female",
+                age=32,
+                city_living="Stockholm",
+                country="Sweden",
+                job="Illustrator",
+                status="Employed",
+                phone=aiko,
+            ),
         ),
     )
     b.app(
         "Calendar",
         calendar_state(
-            calendar_event(b.hex_id(), "Site visit", "2024-10-18 09:00:00", "2024-10-18 11:00:00", tag="work",
-                           location="Hammarby Sjöstad"),
+            calendar_event(
+                b.hex_id(),
+                "Site visit",
+                "2024-10-18 09:00:00",
+                "2024-10-18 11:00:00",
+                tag="work",
+                location="Hammarby Sjöstad",
+            ),
         ),
     )
     b.app(
@@ -324,7 +501,9 @@ def execution_two_turns() -> ScenarioBuilder:
             {me: "Sofia Lindqvist", aiko: "Aiko Tanaka"},
             [
                 conversation(
-                    b.hex_id(), "Aiko Tanaka", [me, aiko],
+                    b.hex_id(),
+                    "Aiko Tanaka",
+                    [me, aiko],
                     [message(aiko, b.hex_id(), "2024-10-13 18:20:00", "Lunch this week? Friday works for me.")],
                 )
             ],
@@ -347,11 +526,10 @@ def execution_two_turns() -> ScenarioBuilder:
         [u0],
     )
     a0 = b.answer("I added 'Lunch with Aiko' on Friday 18 October, 12:30-13:30, at Café Lumen.", [w0])
-    u1 = b.user(
-        "Thanks! Now send Aiko a Chats message: 'Lunch is on for Friday 12:30 at Café Lumen!'", [a0], rel=0.0
-    )
+    u1 = b.user("Thanks! Now send Aiko a Chats message: 'Lunch is on for Friday 12:30 at Café Lumen!'", [a0], rel=0.0)
     w1 = b.oracle(
-        "Chats", "send_message",
+        "Chats",
+        "send_message",
         {"user_id": aiko, "content": "Lunch is on for Friday 12:30 at Café Lumen!", "attachment_path": None},
         [u1],
     )
@@ -367,8 +545,10 @@ def execution_two_turns() -> ScenarioBuilder:
 def adaptability_email_venue() -> ScenarioBuilder:
     """Adaptability: an email arrives (ENV, 3 s after the task); the agent books the event it announces."""
     b = ScenarioBuilder(
-        "scenario_universe_23_9j1nnt", start_time="2024-11-13 09:00:00", tags=["adaptability", "email",
-                                                                              "calendar"], seed=2301,
+        "scenario_universe_23_9j1nnt",
+        start_time="2024-11-13 09:00:00",
+        tags=["adaptability", "email", "calendar"],
+        seed=2301,
     )
     user_email = "amara.osei@brightmail.com"
     b.standard_apps()
@@ -376,12 +556,31 @@ def adaptability_email_venue() -> ScenarioBuilder:
         "Contacts",
         contacts_state(
             contact(
-                b.hex_id(), "Amara", "Osei", is_user=True, gender="Female", age=29, city_living="Paris",
+                b.hex_id(),
+                "Amara",
+                "Osei",
+                is_user=True,
+                gender="Female",
+                age=29,
+                city_living="Paris",
                 address="23 Rue de la Roquette, 75011 Paris",
-                country="France", status="Employed", job="UX Researcher", email=user_email,
+                country="France",
+                status="Employed",
+                job="UX Researcher",
+                email=user_email,
             ),
-            contact(b.hex_id(), "Noor", "Haddad", gender="Female", age=35, city_living="Paris", country="France",
-                    status="Employed", job="Design Lead", email="noor.haddad@studiolumen.com"),
+            contact(
+                b.hex_id(),
+                "Noor",
+                "Haddad",
+                gender="Female",
+                age=35,
+                city_living="Paris",
+                country="France",
+                status="Employed",
+                job="Design Lead",
+                email="noor.haddad@studiolumen.com",
+            ),
         ),
     )
     b.app("Calendar", calendar_state())
@@ -390,9 +589,14 @@ def adaptability_email_venue() -> ScenarioBuilder:
         email_state(
             user_email,
             inbox=[
-                email(b.hex_id(), "noor.haddad@studiolumen.com", [user_email], "Saturday workshop",
-                      "Hi Amara, the design workshop is on for Saturday, 10:00-16:00. I'll confirm the venue "
-                      "shortly.", "2024-11-12 17:30:00"),
+                email(
+                    b.hex_id(),
+                    "noor.haddad@studiolumen.com",
+                    [user_email],
+                    "Saturday workshop",
+                    "Hi Amara, the design workshop is on for Saturday, 10:00-16:00. I'll confirm the venue shortly.",
+                    "2024-11-12 17:30:00",
+                ),
             ],
         ),
     )
@@ -428,8 +632,7 @@ def adaptability_email_venue() -> ScenarioBuilder:
         },
         [e],
     )
-    b.answer("Noor confirmed the venue: Atelier 9, 14 Rue Oberkampf, Paris. The workshop is in your calendar.",
-             [w])
+    b.answer("Noor confirmed the venue: Atelier 9, 14 Rue Oberkampf, Paris. The workshop is in your calendar.", [w])
     return b
 
 
@@ -437,8 +640,10 @@ def adaptability_reply_two_turns() -> ScenarioBuilder:
     """Adaptability, two turns: the agent asks a friend; the reply arrives (ENV after the turn-0 answer)
     and the agent must act on it (delete a calendar event)."""
     b = ScenarioBuilder(
-        "scenario_universe_29_r5pzv7", start_time="2024-12-04 13:00:00", tags=["adaptability", "chats",
-                                                                              "calendar", "multi_turn"], seed=2901,
+        "scenario_universe_29_r5pzv7",
+        start_time="2024-12-04 13:00:00",
+        tags=["adaptability", "chats", "calendar", "multi_turn"],
+        seed=2901,
     )
     me, jonas = "+34 611 222 333", "+34 622 444 555"
     shift_id = b.hex_id()
@@ -447,20 +652,48 @@ def adaptability_reply_two_turns() -> ScenarioBuilder:
     b.app(
         "Contacts",
         contacts_state(
-            contact(b.hex_id(), "Mateo", "Rojas", is_user=True, gender="Male", age=27, city_living="Valencia",
-                    address="Carrer de Sueca 15, 46006 Valencia",
-                    country="Spain", status="Employed", job="Hotel Receptionist", phone=me),
-            contact(b.hex_id(), "Jonas", "Weber", gender="Male", age=30, city_living="Valencia", country="Spain",
-                    status="Employed", job="Hotel Receptionist", phone=jonas),
+            contact(
+                b.hex_id(),
+                "Mateo",
+                "Rojas",
+                is_user=True,
+                gender="Male",
+                age=27,
+                city_living="Valencia",
+                address="Carrer de Sueca 15, 46006 Valencia",
+                country="Spain",
+                status="Employed",
+                job="Hotel Receptionist",
+                phone=me,
+            ),
+            contact(
+                b.hex_id(),
+                "Jonas",
+                "Weber",
+                gender="Male",
+                age=30,
+                city_living="Valencia",
+                country="Spain",
+                status="Employed",
+                job="Hotel Receptionist",
+                phone=jonas,
+            ),
         ),
     )
     b.app(
         "Calendar",
         calendar_state(
-            calendar_event(shift_id, "Front-desk shift", "2024-12-05 14:00:00", "2024-12-05 22:00:00",
-                           tag="work", location="Hotel Mar Blau"),
-            calendar_event(b.hex_id(), "Football practice", "2024-12-06 19:00:00", "2024-12-06 20:30:00",
-                           tag="personal"),
+            calendar_event(
+                shift_id,
+                "Front-desk shift",
+                "2024-12-05 14:00:00",
+                "2024-12-05 22:00:00",
+                tag="work",
+                location="Hotel Mar Blau",
+            ),
+            calendar_event(
+                b.hex_id(), "Football practice", "2024-12-06 19:00:00", "2024-12-06 20:30:00", tag="personal"
+            ),
         ),
     )
     b.app(
@@ -468,8 +701,14 @@ def adaptability_reply_two_turns() -> ScenarioBuilder:
         messaging_state(
             me,
             {me: "Mateo Rojas", jonas: "Jonas Weber"},
-            [conversation(conv_id, "Jonas Weber", [me, jonas],
-                          [message(jonas, b.hex_id(), "2024-12-01 10:00:00", "Thanks for covering Sunday!")])],
+            [
+                conversation(
+                    conv_id,
+                    "Jonas Weber",
+                    [me, jonas],
+                    [message(jonas, b.hex_id(), "2024-12-01 10:00:00", "Thanks for covering Sunday!")],
+                )
+            ],
             mode="PHONE_NUMBER",
         ),
     )
@@ -478,14 +717,19 @@ def adaptability_reply_two_turns() -> ScenarioBuilder:
         "If he says yes, remove that shift from my calendar."
     )
     w0 = b.oracle(
-        "Chats", "send_message",
-        {"user_id": jonas, "content": "Hi Jonas, could you cover my front-desk shift this Thursday?",
-         "attachment_path": None},
+        "Chats",
+        "send_message",
+        {
+            "user_id": jonas,
+            "content": "Hi Jonas, could you cover my front-desk shift this Thursday?",
+            "attachment_path": None,
+        },
         [u],
     )
     a0 = b.answer("I asked Jonas; I'll remove the shift once he confirms.", [w0])
     e = b.env(
-        "Chats", "create_and_add_message",
+        "Chats",
+        "create_and_add_message",
         {"conversation_id": conv_id, "sender_id": jonas, "content": "Sure, I can take Thursday's shift!"},
         [a0],
         rel=2.0,
@@ -503,33 +747,65 @@ def adaptability_reply_two_turns() -> ScenarioBuilder:
 def time_delayed_chat() -> ScenarioBuilder:
     """Time: a write that must happen 5 s after the task."""
     b = ScenarioBuilder(
-        "scenario_universe_25_rwvpxg", start_time="2025-03-05 06:40:00", duration=120,
-        tags=["time", "chats"], seed=2501,
+        "scenario_universe_25_rwvpxg",
+        start_time="2025-03-05 06:40:00",
+        duration=120,
+        tags=["time", "chats"],
+        seed=2501,
     )
     me, beatriz = "+351 912 000 111", "+351 913 222 333"
     b.standard_apps()
     b.app(
         "Contacts",
         contacts_state(
-            contact(b.hex_id(), "Rafael", "Mendes", is_user=True, gender="Male", age=40, city_living="Porto",
-                    address="Rua de Cedofeita 310, 4050-174 Porto",
-                    country="Portugal", status="Employed", job="Consultant", phone=me),
-            contact(b.hex_id(), "Beatriz", "Costa", gender="Female", age=38, city_living="Porto",
-                    country="Portugal", status="Employed", job="Teacher", phone=beatriz),
+            contact(
+                b.hex_id(),
+                "Rafael",
+                "Mendes",
+                is_user=True,
+                gender="Male",
+                age=40,
+                city_living="Porto",
+                address="Rua de Cedofeita 310, 4050-174 Porto",
+                country="Portugal",
+                status="Employed",
+                job="Consultant",
+                phone=me,
+            ),
+            contact(
+                b.hex_id(),
+                "Beatriz",
+                "Costa",
+                gender="Female",
+                age=38,
+                city_living="Porto",
+                country="Portugal",
+                status="Employed",
+                job="Teacher",
+                phone=beatriz,
+            ),
         ),
     )
     b.app(
         "Chats",
         messaging_state(
-            me, {me: "Rafael Mendes", beatriz: "Beatriz Costa"},
-            [conversation(b.hex_id(), "Beatriz Costa", [me, beatriz],
-                          [message(beatriz, b.hex_id(), "2025-03-05 06:15:00", "Safe flight! Text me before take-off.")])],
+            me,
+            {me: "Rafael Mendes", beatriz: "Beatriz Costa"},
+            [
+                conversation(
+                    b.hex_id(),
+                    "Beatriz Costa",
+                    [me, beatriz],
+                    [message(beatriz, b.hex_id(), "2025-03-05 06:15:00", "Safe flight! Text me before take-off.")],
+                )
+            ],
             mode="PHONE_NUMBER",
         ),
     )
     u = b.user("I'm about to board. In 5 seconds, send Beatriz a Chats message saying 'Boarding now, talk later!'.")
     w = b.oracle(
-        "Chats", "send_message",
+        "Chats",
+        "send_message",
         {"user_id": beatriz, "content": "Boarding now, talk later!", "attachment_path": None},
         [u],
         rel=5.0,
@@ -541,8 +817,11 @@ def time_delayed_chat() -> ScenarioBuilder:
 def time_followup_reminder() -> ScenarioBuilder:
     """Time: an email now, then a Messages reminder 4 s after the email (timed AGENT->AGENT dependency)."""
     b = ScenarioBuilder(
-        "scenario_universe_26_quwx1e", start_time="2025-01-21 15:00:00", duration=120,
-        tags=["time", "email", "messages"], seed=2601,
+        "scenario_universe_26_quwx1e",
+        start_time="2025-01-21 15:00:00",
+        duration=120,
+        tags=["time", "email", "messages"],
+        seed=2601,
     )
     user_email = "oliver.grant@fieldnote.io"
     me, dana = "9f0c6a51d2b34e7a8c1d", "3b7e2d90a4c54f1e9b6a"
@@ -550,21 +829,48 @@ def time_followup_reminder() -> ScenarioBuilder:
     b.app(
         "Contacts",
         contacts_state(
-            contact(b.hex_id(), "Oliver", "Grant", is_user=True, gender="Male", age=44, city_living="Dublin",
-                    address="9 Leeson Park, Dublin 6",
-                    country="Ireland", status="Employed", job="Team Lead", email=user_email),
-            contact(b.hex_id(), "Dana", "Whitfield", gender="Female", age=36, city_living="Dublin",
-                    country="Ireland", status="Employed", job="Event Coordinator",
-                    email="dana.whitfield@fieldnote.io"),
+            contact(
+                b.hex_id(),
+                "Oliver",
+                "Grant",
+                is_user=True,
+                gender="Male",
+                age=44,
+                city_living="Dublin",
+                address="9 Leeson Park, Dublin 6",
+                country="Ireland",
+                status="Employed",
+                job="Team Lead",
+                email=user_email,
+            ),
+            contact(
+                b.hex_id(),
+                "Dana",
+                "Whitfield",
+                gender="Female",
+                age=36,
+                city_living="Dublin",
+                country="Ireland",
+                status="Employed",
+                job="Event Coordinator",
+                email="dana.whitfield@fieldnote.io",
+            ),
         ),
     )
     b.app("EmailClientV2", email_state(user_email))
     b.app(
         "Messages",
         messaging_state(
-            me, {me: "Oliver Grant", dana: "Dana Whitfield"},
-            [conversation(b.hex_id(), "Dana Whitfield", [me, dana],
-                          [message(dana, b.hex_id(), "2025-01-21 09:12:00", "Can you send me the offsite agenda today?")])],
+            me,
+            {me: "Oliver Grant", dana: "Dana Whitfield"},
+            [
+                conversation(
+                    b.hex_id(),
+                    "Dana Whitfield",
+                    [me, dana],
+                    [message(dana, b.hex_id(), "2025-01-21 09:12:00", "Can you send me the offsite agenda today?")],
+                )
+            ],
             mode="NAME",
         ),
     )
@@ -574,7 +880,8 @@ def time_followup_reminder() -> ScenarioBuilder:
         "Then, 4 seconds after the email, send her this on Messages: 'Just emailed you the offsite agenda draft.'"
     )
     w1 = b.oracle(
-        "EmailClientV2", "send_email",
+        "EmailClientV2",
+        "send_email",
         {
             "recipients": ["dana.whitfield@fieldnote.io"],
             "subject": "Offsite agenda draft",
@@ -585,7 +892,8 @@ def time_followup_reminder() -> ScenarioBuilder:
         [u],
     )
     w2 = b.oracle(
-        "Messages", "send_message",
+        "Messages",
+        "send_message",
         {"user_id": dana, "content": "Just emailed you the offsite agenda draft.", "attachment_path": None},
         [w1],
         rel=4.0,
@@ -602,35 +910,74 @@ def time_followup_reminder() -> ScenarioBuilder:
 def ambiguity_which_sam() -> ScenarioBuilder:
     """Ambiguity: two contacts match 'Sam'; the agent asks, the user answers, the agent books."""
     b = ScenarioBuilder(
-        "scenario_universe_21_83x6ru", start_time="2024-10-15 08:00:00", tags=["ambiguity", "contacts",
-                                                                              "calendar", "multi_turn"], seed=2102,
+        "scenario_universe_21_83x6ru",
+        start_time="2024-10-15 08:00:00",
+        tags=["ambiguity", "contacts", "calendar", "multi_turn"],
+        seed=2102,
     )
     b.standard_apps()
     b.app(
         "Contacts",
         contacts_state(
-            contact(b.hex_id(), "Elena", "Vasquez", is_user=True, gender="Female", age=34, city_living="Lisbon",
-                    address="Rua das Flores 12, 1200-195 Lisbon",
-                    country="Portugal", status="Employed", job="Product Designer",
-                    email="elena.vasquez@mailbox.pt"),
-            contact(b.hex_id(), "Sam", "Okafor", gender="Male", age=39, city_living="Lisbon", country="Portugal",
-                    status="Employed", job="Engineering Manager", email="sam.okafor@tidewater.io"),
-            contact(b.hex_id(), "Samantha", "Reyes", gender="Female", age=31, city_living="Madrid",
-                    country="Spain", status="Employed", job="Recruiter", email="samantha.reyes@hirewell.es"),
+            contact(
+                b.hex_id(),
+                "Elena",
+                "Vasquez",
+                is_user=True,
+                gender="Female",
+                age=34,
+                city_living="Lisbon",
+                address="Rua das Flores 12, 1200-195 Lisbon",
+                country="Portugal",
+                status="Employed",
+                job="Product Designer",
+                email="elena.vasquez@mailbox.pt",
+            ),
+            contact(
+                b.hex_id(),
+                "Sam",
+                "Okafor",
+                gender="Male",
+                age=39,
+                city_living="Lisbon",
+                country="Portugal",
+                status="Employed",
+                job="Engineering Manager",
+                email="sam.okafor@tidewater.io",
+            ),
+            contact(
+                b.hex_id(),
+                "Samantha",
+                "Reyes",
+                gender="Female",
+                age=31,
+                city_living="Madrid",
+                country="Spain",
+                status="Employed",
+                job="Recruiter",
+                email="samantha.reyes@hirewell.es",
+            ),
         ),
     )
     b.app(
         "Calendar",
         calendar_state(
-            calendar_event(b.hex_id(), "Design critique", "2024-10-16 10:00:00", "2024-10-16 11:00:00",
-                           tag="work", attendees=["Elena Vasquez", "Marta Quintela"]),
+            calendar_event(
+                b.hex_id(),
+                "Design critique",
+                "2024-10-16 10:00:00",
+                "2024-10-16 11:00:00",
+                tag="work",
+                attendees=["Elena Vasquez", "Marta Quintela"],
+            ),
         ),
     )
     u0 = b.user("Set up a 30-minute call with Sam tomorrow at 15:00.")
     a0 = b.answer("I found two contacts named Sam: Sam Okafor and Samantha Reyes. Which one do you mean?", [u0])
     u1 = b.user("Sam Okafor, please.", [a0])
     w = b.oracle(
-        "Calendar", "add_calendar_event",
+        "Calendar",
+        "add_calendar_event",
         {
             "title": "Call with Sam Okafor",
             "start_datetime": "2024-10-16 15:00:00",
@@ -649,22 +996,53 @@ def ambiguity_which_sam() -> ScenarioBuilder:
 def ambiguity_which_chris() -> ScenarioBuilder:
     """Ambiguity: two 'Chris' contacts; clarification, then send the email."""
     b = ScenarioBuilder(
-        "scenario_universe_27_9ue7tu", start_time="2024-10-16 11:00:00", tags=["ambiguity", "contacts", "email",
-                                                                              "multi_turn"], seed=2702,
+        "scenario_universe_27_9ue7tu",
+        start_time="2024-10-16 11:00:00",
+        tags=["ambiguity", "contacts", "email", "multi_turn"],
+        seed=2702,
     )
     user_email = "hannah.brooks@larchwood.co.uk"
     b.standard_apps()
     b.app(
         "Contacts",
         contacts_state(
-            contact(b.hex_id(), "Hannah", "Brooks", is_user=True, gender="Female", age=39, city_living="Leeds",
-                    address="17 Clarendon Road, Leeds LS2 9NN",
-                    country="United Kingdom", status="Employed", job="Operations Lead", email=user_email),
-            contact(b.hex_id(), "Chris", "Adeyemi", gender="Male", age=41, city_living="Leeds",
-                    country="United Kingdom", status="Employed", job="Logistics Analyst",
-                    email="chris.adeyemi@northwind.io"),
-            contact(b.hex_id(), "Christine", "Lund", gender="Female", age=28, city_living="York",
-                    country="United Kingdom", status="Student", email="christine.lund@gmail.com"),
+            contact(
+                b.hex_id(),
+                "Hannah",
+                "Brooks",
+                is_user=True,
+                gender="Female",
+                age=39,
+                city_living="Leeds",
+                address="17 Clarendon Road, Leeds LS2 9NN",
+                country="United Kingdom",
+                status="Employed",
+                job="Operations Lead",
+                email=user_email,
+            ),
+            contact(
+                b.hex_id(),
+                "Chris",
+                "Adeyemi",
+                gender="Male",
+                age=41,
+                city_living="Leeds",
+                country="United Kingdom",
+                status="Employed",
+                job="Logistics Analyst",
+                email="chris.adeyemi@northwind.io",
+            ),
+            contact(
+                b.hex_id(),
+                "Christine",
+                "Lund",
+                gender="Female",
+                age=28,
+                city_living="York",
+                country="United Kingdom",
+                status="Student",
+                email="christine.lund@gmail.com",
+            ),
         ),
     )
     b.app("EmailClientV2", email_state(user_email))
@@ -675,7 +1053,8 @@ def ambiguity_which_chris() -> ScenarioBuilder:
     )
     u1 = b.user("Chris Adeyemi. Use the subject 'Updated slides'.", [a0])
     w = b.oracle(
-        "EmailClientV2", "send_email",
+        "EmailClientV2",
+        "send_email",
         {
             "recipients": ["chris.adeyemi@northwind.io"],
             "subject": "Updated slides",
@@ -710,11 +1089,31 @@ def _small_contacts(b: ScenarioBuilder) -> str:
     b.app(
         "Contacts",
         contacts_state(
-            contact(b.hex_id(), "Ada", "Lindgren", is_user=True, gender="Female", age=30, city_living="Malmö",
-                    address="Davidshallsgatan 5, 211 45 Malmö",
-                    country="Sweden", email="ada.lindgren@example.se", phone="+46 70 555 0101"),
-            contact(friend, "Liam", "Novak", gender="Male", age=33, city_living="Malmö", country="Sweden",
-                    job="Carpenter", email="liam.novak@example.se", phone="+46 70 555 0199"),
+            contact(
+                b.hex_id(),
+                "Ada",
+                "Lindgren",
+                is_user=True,
+                gender="Female",
+                age=30,
+                city_living="Malmö",
+                address="Davidshallsgatan 5, 211 45 Malmö",
+                country="Sweden",
+                email="ada.lindgren@example.se",
+                phone="+46 70 555 0101",
+            ),
+            contact(
+                friend,
+                "Liam",
+                "Novak",
+                gender="Male",
+                age=33,
+                city_living="Malmö",
+                country="Sweden",
+                job="Carpenter",
+                email="liam.novak@example.se",
+                phone="+46 70 555 0199",
+            ),
         ),
     )
     return friend
@@ -762,8 +1161,10 @@ def write_variants() -> list[Path]:
 
     # Broken JSON: a valid-looking scenario cut off mid-object.
     p = mal / "not_json.json"
-    p.write_text('{\n  "metadata": {"definition": {"scenario_id": "scenario_universe_25_vncgvt",\n  "events": [\n',
-                 encoding="utf-8")
+    p.write_text(
+        '{\n  "metadata": {"definition": {"scenario_id": "scenario_universe_25_vncgvt",\n  "events": [\n',
+        encoding="utf-8",
+    )
     out.append(p)
 
     # A JSON list instead of an object.

@@ -102,9 +102,7 @@ class ScenarioBuilder:
 
     # ----------------------------------------------------------------- apps
     def app(self, name: str, state: dict[str, Any], class_name: str | None = None) -> None:
-        self.apps.append(
-            {"name": name, "class_name": class_name or APP_CLASSES.get(name, name), "app_state": state}
-        )
+        self.apps.append({"name": name, "class_name": class_name or APP_CLASSES.get(name, name), "app_state": state})
 
     def standard_apps(self) -> None:
         """The two apps every Gaia2 scenario carries."""

@@ -4,8 +4,9 @@ After each *judged* scenario of a chain, the agent's home and the app state its 
 left are copied out through the engine API into ``chains/<chain>/<position>/`` of the run
 folder (masked and bounded like every copy out; the folder appears only once complete). The
 next scenario's container receives the latest checkpoint before an earlier position: an
-errored scenario writes none, so it never advances the chain, and a resumed run restarts
-each chain at its first scenario without a verdict from the checkpoint before it.
+errored scenario writes none, so it never advances the chain. A resumed run restarts each
+chain at its first scenario without a verdict, from the checkpoint before it, and runs the
+scenarios after it again (their verdicts came from the state it replaces).
 
 In the container, the home is ``/home/agent`` and the app state the ``<app>.json`` files of
 the state folder; carried app state goes to ``/var/gaia2/carried_state/``, which the image's
@@ -75,6 +76,25 @@ def checkpoint(
     shutil.rmtree(final, ignore_errors=True)
     partial.rename(final)
     return problems
+
+
+def intact(run_root: Path, chain: str, position: int) -> bool:
+    """Whether the scenarios up to ``position`` all left their checkpoints: only then is a verdict
+    stored for ``position`` one of the chain's current state (a judged scenario always leaves
+    one; :func:`forget_after` removes those an earlier scenario's new run made stale)."""
+    return all(checkpoint_dir(run_root, chain, earlier).is_dir() for earlier in range(position + 1))
+
+
+def forget_after(run_root: Path, chain: str, position: int) -> None:
+    """A scenario runs again: the checkpoints after it came from the state it is about to
+    replace, so they go (their scenarios run again too, see :func:`intact`)."""
+    folder = inside(run_root, CHAINS_DIR, chain)
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        number = entry.name.removesuffix(".partial")
+        if number.isdigit() and int(number) > position and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def latest(run_root: Path, chain: str, position: int) -> Path | None:

@@ -208,6 +208,16 @@ class ScenarioRunner:
         limits = self.settings.limits
         return tuple(chain.carried_files(found, limits.max_file_size, limits.max_collect_size))
 
+    def _chain_unbroken(self, item: PlannedItem) -> bool:
+        """A chained item's stored verdict stands only while its chain's checkpoints up to it do."""
+        if item.chain is None or item.position is None or self.folder is None:
+            return True
+        return chain.intact(self.folder.path, item.chain, item.position)
+
+    def _forget_later_checkpoints(self, item: PlannedItem) -> None:
+        if item.chain is not None and item.position is not None and self.folder is not None:
+            chain.forget_after(self.folder.path, item.chain, item.position)
+
     def _checkpoint(self, item: PlannedItem, attempt: ScenarioAttempt, result: ScenarioResult) -> None:
         """After a judged chained scenario, its home and app state become the chain's checkpoint."""
         if item.chain is None or item.position is None or self.folder is None or attempt.container is None:
@@ -230,8 +240,9 @@ class ScenarioRunner:
         if self.only is not None and item.key not in self.only:
             pytest.skip("--gaia2-probe-only: not in the probe")
         stored = stored_result(self.folder, item, self.session_id) if self.folder is not None else None
-        if stored is not None:
+        if stored is not None and self._chain_unbroken(item):
             return stored
+        self._forget_later_checkpoints(item)
         for tried in range(1, self.retries + 2):
             halted = self._budget_reason(self.budget.halted)
             if halted:

@@ -3,7 +3,8 @@ travels container to container through the engine API and checkpoints in the run
 
 Scenario 2 answers with what scenario 1's agent wrote into its home (the reference agent's
 ``gaia2_reference`` remember/recall), so it passes in its chain and fails alone; interrupted
-during scenario 3 and resumed, the chain restarts at scenario 3 from scenario 2's checkpoint."""
+during scenario 3 and resumed, the chain restarts at scenario 3 from scenario 2's checkpoint. A
+scenario that ends in error leaves no checkpoint: the next one starts from the state before it."""
 
 from __future__ import annotations
 
@@ -92,3 +93,31 @@ def test_a_chain_carries_the_home_and_resumes_at_its_first_scenario_without_a_ve
     assert late["outcome"] == "passed" and late["universe_position"] == 2 and late["attempt"] == 2
     assert late["agent_response"] == ANSWER  # recalled from scenario 1's note, carried through checkpoint 0001
     assert (checkpoints / "0002" / "home" / NOTE).is_file()
+
+
+def test_an_errored_scenario_does_not_advance_its_chain(
+    pytester: pytest.Pytester, run_gaia2: Callable[..., pytest.RunResult], tmp_path: Path
+) -> None:
+    """Scenario 2 overwrites the note, then goes idle and ends in error: scenario 3 starts from
+    scenario 1's checkpoint, recalls scenario 1's note and passes."""
+    root = tmp_path / "scenarios"
+    ids = ("chain_first", "chain_idle", "chain_after_error")
+    chained_scenario(root, ids[0], {"remember": {"path": NOTE, "text": ANSWER}})
+    chained_scenario(root, ids[1], {"remember": {"path": NOTE, "text": "a wrong number"}}, answer_after=120.0)
+    chained_scenario(root, ids[2], {"recall": NOTE})
+    sequence = tmp_path / "sequence.jsonl"
+    sequence.write_text(
+        json.dumps({"universe_id": "21", "scenarios": [{"scenario_id": sid} for sid in ids]}) + "\n", encoding="utf-8"
+    )
+    result = run_gaia2(
+        f"--gaia2-scenarios={root}", f"--gaia2-sequence={sequence}", "--gaia2-idle-timeout=6", "--gaia2-retries=0"
+    )
+    records = {r["scenario_id"]: r for r in results_of(pytester.path / "out")}
+    assert [(records[sid]["outcome"], records[sid]["error_category"]) for sid in ids] == [
+        ("passed", None),
+        ("error", "idle_timeout"),
+        ("passed", None),
+    ], result.stdout.str()
+    assert records[ids[2]]["agent_response"] == ANSWER
+    checkpoints = run_folder(pytester.path / "out") / "chains" / "universe_21"
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["0000", "0002"]

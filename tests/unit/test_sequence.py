@@ -112,3 +112,21 @@ def test_a_scenario_starts_from_the_latest_checkpoint_before_it(tmp_path: Path) 
         ("/var/gaia2/carried_state/contacts.json", b"{}"),
     ]  # the link is not followed
     assert chain.carried_files(found, 1000, 3) == []  # over the total: nothing more is carried
+
+
+def test_a_scenario_run_again_makes_the_later_verdicts_of_its_chain_stale(tmp_path: Path) -> None:
+    """Positions 0 and 2 judged, 1 errored (no checkpoint): 2's verdict came from 0's state.
+    Once 1 runs again, 2's checkpoint goes and 2 is no longer intact, so it runs again too."""
+    for position in (0, 2):
+        chain.checkpoint_dir(tmp_path, "universe_21", position).mkdir(parents=True)
+    partial = chain.checkpoint_dir(tmp_path, "universe_21", 3).with_name("0003.partial")
+    partial.mkdir()
+    assert chain.intact(tmp_path, "universe_21", 0)
+    assert not chain.intact(tmp_path, "universe_21", 1)
+    assert not chain.intact(tmp_path, "universe_21", 2)
+    chain.forget_after(tmp_path, "universe_21", 1)
+    assert sorted(p.name for p in (tmp_path / "chains" / "universe_21").iterdir()) == ["0000"]
+    chain.checkpoint_dir(tmp_path, "universe_21", 1).mkdir()  # 1 judged this time
+    assert chain.intact(tmp_path, "universe_21", 1)
+    assert not chain.intact(tmp_path, "universe_21", 2)  # 2 has no checkpoint of the new state yet
+    chain.forget_after(tmp_path, "nothing_ran_yet", 0)  # no folder: nothing to forget

@@ -174,25 +174,23 @@ def _branches(node: dict[str, Any], unit: Callable[[str], str]) -> str:
 
 # -- the redactor ------------------------------------------------------------------------------
 
-_ESCAPE = r'\\\\(?:\\\\)*|\\(?:u[0-9a-fA-F]{4}|["/bfnrt])|(?<=\\)u[0-9a-fA-F]{4}'
-"""What the scan steps over where no secret starts: escaped backslashes (all of a run's pairs
-at once), one escape, or ``u`` and four hex digits after escaped backslashes (an escape one
-JSON string deeper). (Each starts with a literal: a group's repeat costs an allocation.)"""
+_PAIRS = r"\\\\(?:\\\\)*"
+"""Escaped backslashes, all of a run's pairs at once, where no secret starts: a match never
+starts on a pair's second backslash. (A literal first: a group's repeat costs an allocation.)"""
 _LEADING = f"\\\\{{1,{_MAX_BACKSLASHES}}}(?:u[0-9a-fA-F]{{0,3}}|)|(?<=\\\\)u[0-9a-fA-F]{{0,3}}|"
 """What a match may take before a secret: backslashes, a ``u`` after them and up to three hex
 digits. Read as text, ``\\r8_...`` holds a key ``r8_...`` and ``\\u0080...`` a key ``80...``;
 read as JSON they start with an escape: the mask takes the escape too, so both readings lose
 the key and a JSON string stays valid."""
-_PARTIAL_ESCAPE = re.compile(rb"\\u[0-9a-fA-F]{0,3}\Z")
 
 
 class Redactor:
     """Replaces every known secret with ``***`` in one regex pass, whatever its encoding.
 
-    Where no secret starts, the scan steps over a JSON escape whole (with the escaped
-    backslashes before it): a secret is never found inside one (the hex digits of ``\\u0080``
-    then ``000000``; ``\\r`` then ``8_...`` for a key ``r8_...``), so a mask never lands after a
-    lone backslash or within an escape, where it would break a JSON string.
+    A match never starts inside a JSON escape: one that would (a key ``000000`` in the hex
+    digits of ``\\u0080000000``, a key ``r8_...`` after the backslash of ``\\r8_...``) takes the
+    escape's start with it, and escaped backslashes are stepped over in pairs; so a mask never
+    lands after a lone backslash or within an escape, where it would break a JSON string.
     """
 
     def __init__(self, values: Iterable[str]) -> None:
@@ -203,7 +201,7 @@ class Redactor:
         """Bytes a match can span at most: how much a chunked writer must hold back between chunks."""
         cores = {core for value in self.values for core in _base64_cores(value.encode("utf-8"))}
         secrets = [_trie(self.values, _encoded_char), *([_trie(cores, re.escape)] if cores else [])]
-        source = f"(?P<secret>(?:{_LEADING})(?:{'|'.join(secrets)}))|{_ESCAPE}"
+        source = f"(?P<secret>(?:{_LEADING})(?:{'|'.join(secrets)}))|{_PAIRS}"
         self._pattern = re.compile(source) if self.values else None
         self._bytes_pattern = re.compile(source.encode("utf-8")) if self.values else None
 
@@ -267,13 +265,10 @@ def stream_cut(data: bytes, cut: int, longest: int) -> int:
     window, which starts there, is scanned as the whole file is, for matches of at most
     ``longest`` bytes (:attr:`Redactor.longest`).
 
-    A ``\\uXXXX`` escape is never cut. A run of backslashes just before ``cut`` goes to the
-    next window whole when it is short (a match may start with it); a long one is cut between
-    its pairs, leaving the next window more of it than a match can take, so neither window
-    starts a match inside the run (a bounded move back: a file of backslashes still streams)."""
-    return cut - (len(data[:cut]) - len(data[:cut].rstrip(b"\\"))) % 2
-    if partial:  # a \\u escape without all its digits yet: cut before it, with its backslashes
-        cut = partial.start() + 1
+    A run of backslashes just before ``cut`` goes to the next window whole when it is short (a
+    match may start with it); a long one is cut between its pairs, leaving the next window more
+    of it than a match can take, so neither window starts a match inside the run (a bounded
+    move back: a file of backslashes still streams)."""
     run = len(data[:cut]) - len(data[:cut].rstrip(b"\\"))
     if run <= 2 * longest + 2:
         return cut - run

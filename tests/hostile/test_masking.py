@@ -88,7 +88,7 @@ escaped = "".join("\\u%04x" % ord(c) for c in key)
 body = '{"object": "chat.completion", "model": "%s", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}' % escaped
 with open("/tmp/trace.jsonl", "w") as trace:
     trace.write('{"type": "llm_call", "request": {"model": "%s"}, "raw_response": %s}\n' % (escaped, json.dumps(body)))
-html = "".join("&hyphen;" if c == "-" else ("&#%d;" if i % 2 else "&#x%X;") % ord(c) for i, c in enumerate(key))
+html = "".join(("&#%d;" if i % 2 else "&#x%X;") % ord(c) for i, c in enumerate(key))
 forms = {
     "url": "".join("%%%02x" % b for b in key.encode()),
     "url, some characters": key.replace("s", "%73").replace("-", "%2D"),

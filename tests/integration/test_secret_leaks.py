@@ -12,7 +12,6 @@ name and labels.
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 import time
@@ -30,6 +29,7 @@ from gaia2_testing import (
     gaia2_containers,
     run_id_of,
 )
+from leaks import holds, leaks_in
 
 from pytest_gaia2.engine.client import RUN_LABEL
 
@@ -45,28 +45,8 @@ env | grep -E 'KEY|TOKEN|PROXY' | tee -a /tmp/entrypoint.log
 exec bash /opt/gaia2-reference-entrypoint.sh
 """
 INPUTS = (".env", "script.jsonl")
-"""Files the test writes with the keys in them; everything else must be clean."""
-
-
-def _needles() -> list[bytes]:
-    """The canary mark, and each secret's base64 at all three alignments (for good measure)."""
-    needles = [MARK.encode()]
-    for secret in SECRETS.values():
-        for offset in range(3):
-            encoded = base64.b64encode(b"\0" * offset + secret.encode())
-            needles.append(encoded[-(-4 * offset // 3):-4])
-    return needles
-
-
-def leaks_in(root: Path) -> list[str]:
-    """Every file under ``root`` (inputs aside) holding a canary, with what was found."""
-    found = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        if path.relative_to(root).as_posix() in INPUTS:
-            continue
-        data = path.read_bytes()
-        found += [f"{path.relative_to(root)}: {needle!r}" for needle in _needles() if needle in data]
-    return found
+"""Files the test writes with the keys in them; everything else must be clean, raw and decoded
+(JSON escapes, URL and HTML encodings, base64: :mod:`leaks`)."""
 
 
 @dataclass(frozen=True)
@@ -144,13 +124,13 @@ def test_no_key_in_anything_the_run_wrote(
 
     written = [pytester.path / "junit.xml", pytester.path / "stdout", pytester.path / "stderr"]
     assert all(path.is_file() for path in written) and any((pytester.path / "allure").glob("*-result.json"))
-    assert leaks_in(pytester.path) == []
+    assert leaks_in(pytester.path, [MARK], skip=INPUTS) == []
     captured = "\n".join(result.outlines + result.errlines)
-    assert MARK not in captured
+    assert not holds(captured, MARK)
     events = engine_events(started, label=f"{RUN_LABEL}={run_id}")
     assert name == "before_any_container" or any(e.get("Action") == "create" for e in events), \
         "the engine recorded no container of the run"
-    assert MARK not in json.dumps(events)
+    assert not holds(json.dumps(events), MARK)
 
     # The keys were really there, and masked: not a clean run that proves nothing.
     masked = "\n".join(p.read_text(encoding="utf-8") for p in output.rglob("*.log"))

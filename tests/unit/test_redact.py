@@ -324,6 +324,8 @@ def test_a_stream_of_backslashes_moves_on_in_bounded_windows() -> None:
     ("r8_abcdef", '"\\r8_abcdef"', '"***"'),
     ("r8_abcdef", '"\\\\r8_abcdef"', '"***"'),
     ("0080abcdef", '"\\\\u0080abcdef"', '"***"'),
+    # A key ending with a backslash: its JSON escape (a pair), not the first half of one.
+    ("abcdef\\", '{"k": "abcdef\\\\", "n": "\\\\"}', '{"k": "***", "n": "\\\\"}'),
     # Plain text: a backslash before a key hides nothing.
     ("sk-canary-0123", "C:\\sk-canary-0123 \\\\sk-canary-0123", "C:*** ***"),
     # Escaped backslashes, however many, before the key's first character as an escape.

@@ -183,7 +183,7 @@ def test_an_interrupted_attempts_spend_is_in_the_ledger_once_and_counts_after_re
     assert summary["cost"]["usd"] == pytest.approx(PER_SCENARIO)  # the result's: attempt 2
     assert summary["stop"]["spent_usd"] == pytest.approx(2 * PER_SCENARIO) and summary["complete"] is True
     report = (folder / "report.md").read_text(encoding="utf-8")
-    assert f"every attempt, retries included (spend.json): ${2 * PER_SCENARIO:.2f}" in report
+    assert f"every attempt, retries included (spend.jsonl): ${2 * PER_SCENARIO:.2f}" in report
     assert f"${PER_SCENARIO:.2f} on attempts a later attempt replaced" in report
     assert f"- budget: halt $3.00, cap none, spent ${2 * PER_SCENARIO:.2f}" in report
     assert [record["outcome"] for record in results_of(pytester.path / "out")] == ["passed"]  # one result

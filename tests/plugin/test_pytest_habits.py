@@ -44,8 +44,9 @@ def stored(pytester: pytest.Pytester) -> list[str]:
 
 
 def _run(pytester: pytest.Pytester, *args: str, cache: bool = False) -> pytest.RunResult:
+    """In file order, so the stored failures come first and -x / --maxfail stop where the tests say."""
     return pytester.runpytest_subprocess(*(() if cache else ("-p", "no:cacheprovider")), "--gaia2-scenarios=scenarios",
-                                         "--gaia2-resume=run", "--junitxml=j.xml", *args)
+                                         "--gaia2-resume=run", "--gaia2-order=file", "--junitxml=j.xml", *args)
 
 
 def _counts(pytester: pytest.Pytester) -> dict[str, Any]:

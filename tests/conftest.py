@@ -37,7 +37,10 @@ def _cache_bytecode() -> None:
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-gaia2-tests" / "pycache"
-    cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        return  # no cache of one's own: compile as before
     del os.environ["PYTHONDONTWRITEBYTECODE"]
     os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
     sys.pycache_prefix, sys.dont_write_bytecode = str(cache), False

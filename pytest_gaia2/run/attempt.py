@@ -345,6 +345,8 @@ class ScenarioAttempt:
             try:
                 current = self.client.status()
                 self.endpoint_status = current
+                if state_of(current) == "unknown":  # malformed: no hint at all, as if it did not answer
+                    raise AdapterUnavailable("GET /status: no status the host reads")
                 failures = 0
             except AdapterUnavailable:
                 failures += 1

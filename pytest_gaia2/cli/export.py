@@ -24,7 +24,8 @@ from pytest_gaia2.cli.main import CommandError, check_new_place, create_file
 from pytest_gaia2.report import leaderboard
 from pytest_gaia2.report.rows import natural_key
 from pytest_gaia2.store import folder as store
-from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
+from pytest_gaia2.store.redact import printable
+from pytest_gaia2.store.safejson import JsonLimitError, JsonReadError, loads_bounded, read_regular_file
 from pytest_gaia2.store.version import PLUGIN_VERSION
 
 FORMAT = "are-leaderboard"
@@ -86,8 +87,10 @@ def check(directory: Path, split: str | None = None) -> list[str]:
     """Every problem of an export folder, each naming its file (and line) and field; [] when it is fine."""
     report_path = directory / leaderboard.REPORT_FILE
     try:
-        report = json.loads(read_regular_file(report_path, max_bytes=MAX_EXPORT_FILE, follow_symlinks=False))
-    except (JsonReadError, ValueError, OSError) as exc:
+        report = loads_bounded(
+            read_regular_file(report_path, max_bytes=MAX_EXPORT_FILE, follow_symlinks=False), max_bytes=MAX_EXPORT_FILE
+        )
+    except (JsonReadError, OSError) as exc:
         return [f"{leaderboard.REPORT_FILE}: cannot be read as JSON ({exc})"]
     problems: list[str] = []
     rows_by_config: dict[str, list[dict[str, Any]]] = {}
@@ -97,15 +100,15 @@ def check(directory: Path, split: str | None = None) -> list[str]:
     for path in files:
         relative = path.relative_to(directory).as_posix()
         try:
-            text = read_regular_file(path, max_bytes=MAX_EXPORT_FILE, follow_symlinks=False).decode("utf-8")
-        except (JsonReadError, OSError, UnicodeDecodeError) as exc:
+            data = read_regular_file(path, max_bytes=MAX_EXPORT_FILE, follow_symlinks=False)
+        except (JsonReadError, OSError) as exc:
             problems.append(f"{relative}: cannot be read ({exc})")
             continue
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(data.splitlines(), start=1):
             try:
-                value = json.loads(line)
-            except ValueError:
-                problems.append(f"{relative}:{number}: not JSON")
+                value = loads_bounded(line, max_bytes=MAX_EXPORT_FILE)
+            except JsonLimitError as exc:
+                problems.append(f"{relative}:{number}: {exc}")
                 continue
             found = leaderboard.check_row(f"{relative}:{number}", value, path.parent.name)
             problems += found
@@ -131,8 +134,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.check:
         problems = check(Path(args.check))
-        for problem in problems[:50]:
-            print(f"pytest-gaia2 export: {problem}")
+        for problem in problems[:50]:  # names and values from the folder: no escape reaches the terminal
+            print(f"pytest-gaia2 export: {printable(problem)}")
         if len(problems) > 50:
             print(f"pytest-gaia2 export: ... and {len(problems) - 50} more")
         print(f"pytest-gaia2 export: {args.check}: " + ("NOT valid" if problems else "valid"))

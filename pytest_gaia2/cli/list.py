@@ -58,7 +58,7 @@ def write_index(output: Path, found: list[run_list.RunRow]) -> str:
     target = output / INDEX_FILE
     if ours(target) is False:
         return f"{INDEX_FILE} not written: {target} exists and was not written by pytest-gaia2 list"
-    html = run_list.render_html(found, f"Gaia2 runs in {output.name}", MARKER)
+    html = run_list.render_html(found, f"Gaia2 runs in {run_list.shown(output.name)}", MARKER)
     store.write_text(target, html)
     return f"runs page: {target}"
 

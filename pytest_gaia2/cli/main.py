@@ -99,5 +99,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(module.run(args))
     except (CommandError, StoreError) as exc:
-        print(f"pytest-gaia2 {name}: {exc}", file=sys.stderr)
+        # the message names files and values of folders from anywhere: no escape reaches the terminal
+        print(f"pytest-gaia2 {name}: {redact.printable(str(exc))}", file=sys.stderr)
         return 2

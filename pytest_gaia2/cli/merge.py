@@ -48,6 +48,8 @@ from pytest_gaia2.store.record import AttemptRecord, is_judged
 
 NEWEST = "newest"
 _SHARD = re.compile(r"([1-9][0-9]{0,5})/([1-9][0-9]{0,5})")
+SHARDS_SHOWN = 20
+"""Missing shards named in the refusal; a forged ``1/999999`` is not a megabyte of error."""
 HOW_IT_RAN = ("provenance.", "settings.")
 """Settings merge holds the pieces to (what ran, the selection, may differ between pieces)."""
 
@@ -109,7 +111,9 @@ def missing_shards(pieces: Sequence[Piece]) -> str | None:
     for count, present in found.items():
         missing = sorted(set(range(1, count + 1)) - present)
         if missing:
-            return f"missing shard{'s' if len(missing) > 1 else ''} " + ", ".join(f"{k}/{count}" for k in missing)
+            shown = ", ".join(f"{k}/{count}" for k in missing[:SHARDS_SHOWN])
+            more = f" and {len(missing) - SHARDS_SHOWN} more" if len(missing) > SHARDS_SHOWN else ""
+            return f"missing shard{'s' if len(missing) > 1 else ''} {shown}{more}"
     return None
 
 

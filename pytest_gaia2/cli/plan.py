@@ -231,9 +231,16 @@ def markdown(plan: dict[str, Any]) -> str:
 # -- the command ---------------------------------------------------------------------------------
 
 
-def _fraction(name: str, value: float | None, *, low: float = 0.0, high: float = 1.0) -> None:
+SMALLEST = 1e-6
+"""The smallest gap, half-width or alpha planned for: a smaller one vanishes in the formulas'
+doubles (a gap squared of 0, ``1 - alpha/2`` of 1) and no run could resolve it anyway."""
+
+
+def _fraction(name: str, value: float | None, *, low: float = 0.0, high: float = 1.0, smallest: float = 0.0) -> None:
     if value is not None and not (math.isfinite(value) and low < value <= high):
         raise CommandError(f"{name}: expected a fraction above {low:g} and at most {high:g}, got {value!r}")
+    if value is not None and value < smallest:
+        raise CommandError(f"{name}: {value!r} is below {smallest:g}, the smallest planned for")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -259,10 +266,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if len(args.runs) > 2:
         raise CommandError("plan reads one run, or two runs of the same scenarios")
-    _fraction("--gap", args.gap)
-    _fraction("--half-width", args.half_width, high=0.5)
+    _fraction("--gap", args.gap, smallest=SMALLEST)
+    _fraction("--half-width", args.half_width, high=0.5, smallest=SMALLEST)
     _fraction("--power", args.power, high=0.999)
-    _fraction("--alpha", args.alpha, high=0.5)
+    _fraction("--alpha", args.alpha, high=0.5, smallest=SMALLEST)
     _fraction("--discordance", args.discordance)
     if args.rate is not None and not (math.isfinite(args.rate) and 0 <= args.rate <= 1):
         raise CommandError(f"--rate: expected a fraction from 0 to 1, got {args.rate!r}")

@@ -164,7 +164,8 @@ class Ledger:
             if not path.exists() and not path.is_symlink():
                 continue
             try:
-                data = read_regular_file(path, max_bytes=LEDGER_MAX_BYTES)
+                # The store writes no link: one here points outside the run folder, and is not read.
+                data = read_regular_file(path, max_bytes=LEDGER_MAX_BYTES, follow_symlinks=False)
             except JsonReadError as exc:
                 problems.append(f"{path}: {exc}; the spend it holds is not counted")
                 complete = False

@@ -54,14 +54,15 @@ def amount(value: float | None) -> str:
 
 
 def started_at(value: Any) -> _dt.datetime | None:
-    """run_config.json's ``started_at`` (ISO 8601 with its offset), None when it is not one."""
+    """run_config.json's ``started_at`` (ISO 8601 with its offset) in UTC, None when it is not one
+    or lies outside what a date holds in UTC (year 1 at +01:00 has no UTC date)."""
     if not isinstance(value, str) or len(value) > 64:
         return None
     try:
         started = _dt.datetime.fromisoformat(value)
-    except ValueError:
+        return started.replace(tzinfo=started.tzinfo or _dt.timezone.utc).astimezone(_dt.timezone.utc)
+    except (ValueError, OverflowError):
         return None
-    return started if started.tzinfo is not None else started.replace(tzinfo=_dt.timezone.utc)
 
 
 def stop_of(document: Mapping[str, Any]) -> Stop | None:

@@ -57,6 +57,12 @@ class RunRow:
         return (self.facts.started.timestamp() if self.facts.started else float("-inf"), self.folder)
 
 
+def shown(name: str) -> str:
+    """A file name or message for the terminal and the page: a byte of the name that is no UTF-8
+    (a name made elsewhere) as its escape (``\\xff``), as every control character."""
+    return printable(os.fsencode(name).decode("utf-8", "backslashreplace"))
+
+
 def rate_text(rate: Rate | None) -> str:
     """``2/6 = 33.3% [9.7–70.0]``, ``n/a`` for a rate over nothing or unknown."""
     if rate is None or rate.value is None:
@@ -78,7 +84,7 @@ def _pages(output: Path, path: Path) -> tuple[tuple[str, str], ...]:
         except OSError:
             regular = False
         if regular:
-            found.append((name, quote(f"{path.name}/{name}")))
+            found.append((name, quote(os.fsencode(f"{path.name}/{name}"))))  # bytes: a name not UTF-8 quotes too
     return tuple(found)
 
 
@@ -87,17 +93,18 @@ def row(output: Path, path: Path) -> RunRow:
     config = run_facts.config_of(path)
     facts = run_facts.read(path, config)
     make = functools.partial(
-        RunRow, folder=printable(path.name), facts=facts, sessions=_sessions(path), pages=_pages(output, path)
+        RunRow, folder=shown(path.name), facts=facts, sessions=_sessions(path), pages=_pages(output, path)
     )
     try:
         records = list(store.RunFolder(path).records(strict=True))
     except store.ResultsError as exc:
-        reason = printable(str(exc).replace(str(path), path.name))[: run_facts.REASON_CHARS]
+        reason = shown(str(exc).replace(str(path), path.name))[: run_facts.REASON_CHARS]
         return make(planned=None, done=None, strict=None, cost_usd=None, status=f"unreadable: {reason}")
     summary = stats.summarise([record.to_json() for record in records], run_facts.run_plan(config, records))
     ledger = Ledger(path)
     priced = spend.summary(records)
-    cost = ledger.read().total if ledger.present else (priced["usd"] if priced else None)
+    spent = ledger.read() if ledger.present else None
+    cost = (spent.total if spent.complete else None) if spent else (priced["usd"] if priced else None)
     if summary.complete:
         status = "complete"
     elif facts.stop is not None and facts.stop.reason:

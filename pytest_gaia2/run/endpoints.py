@@ -19,6 +19,7 @@ import json
 import re
 import socket
 import ssl
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -105,6 +106,32 @@ def _read(response: Any) -> bytes:
     return response.read(ANSWER_MAX_BYTES + 1)[:ANSWER_MAX_BYTES]
 
 
+def _exchange(opener: urllib.request.OpenerDirector, request: urllib.request.Request) -> bytes:
+    """The (bounded) body of the answer to ``request``, within :data:`PING_SECONDS` in all.
+
+    The socket's timeout bounds each read only: a server that drips its head or body a byte at
+    a time would hold the run for ever. So the exchange runs on a daemon thread, and one that
+    is not done in time is left behind (it holds at most one bounded answer) as a TimeoutError;
+    what the exchange raised (an HTTPError with the status) is raised here."""
+    outcome: list[bytes | BaseException] = []
+
+    def exchange() -> None:
+        try:
+            with opener.open(request, timeout=PING_SECONDS) as response:
+                outcome.append(_read(response))
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            outcome.append(exc)
+
+    worker = threading.Thread(target=exchange, name="gaia2-endpoint-ping", daemon=True)
+    worker.start()
+    worker.join(PING_SECONDS)
+    if not outcome:
+        raise TimeoutError(f"no whole answer within {PING_SECONDS:g} s")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
 def _json(raw: bytes) -> Any:
     try:
         return json.loads(raw.decode("utf-8", "replace"))
@@ -116,8 +143,7 @@ def _listed_models(opener: urllib.request.OpenerDirector, base: str, headers: di
     """The ids ``GET <base>/models`` lists (plain ones only), or None when it lists none."""
     request = urllib.request.Request(f"{base}/models", headers=headers, method="GET")
     try:
-        with opener.open(request, timeout=PING_SECONDS) as response:
-            data = _json(_read(response))
+        data = _json(_exchange(opener, request))
     except (OSError, urllib.error.URLError, ValueError):
         return None
     rows = data.get("data") if isinstance(data, dict) else None
@@ -146,8 +172,7 @@ def ping(endpoint: Endpoint, *, proxy_env: Mapping[str, str], ca_bundle: Path | 
         f"{base}/chat/completions", data=json.dumps(body).encode(), headers=headers, method="POST"
     )
     try:
-        with opener.open(request, timeout=PING_SECONDS) as response:
-            data = _json(_read(response))
+        data = _json(_exchange(opener, request))
     except urllib.error.HTTPError as exc:
         return _refusal(endpoint, head, exc.code, opener, base, headers)
     except urllib.error.URLError as exc:

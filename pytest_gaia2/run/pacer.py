@@ -244,7 +244,7 @@ class Pacer:
                 state, value = change(state, now)
                 store.write_json(self.folder / PACER_FILE, state.to_json())
                 return value
-        except (Timeout, OSError) as exc:
+        except (Timeout, OSError, store.StoreError) as exc:  # StoreError: the file cannot be written
             log.warning("gaia2: the pacer's file is not usable (%s); this start is not paced", type(exc).__name__)
             return 0.0
 

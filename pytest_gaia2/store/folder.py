@@ -118,6 +118,18 @@ def inside(parent: Path, *parts: str) -> Path:
 # -- atomic files ------------------------------------------------------------------------------
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def _new_temp(tmp: Path) -> int:
+    """A new file at ``tmp``, opened for writing. Whatever already has the name (a file a
+    crashed process left, or a link or FIFO planted in a hostile folder) is unlinked first and
+    the file created exclusively, never through a link: a write never lands outside the folder."""
+    tmp.unlink(missing_ok=True)
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+
+
 def write_bytes(path: Path, data: bytes) -> None:
     """Atomic write: a hidden temporary of this process, then a rename; on failure
     (disk full, no permission) the temporary is removed and one error names the file.
@@ -128,7 +140,7 @@ def write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as handle:
+        with os.fdopen(_new_temp(tmp), "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -163,7 +175,8 @@ def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
     )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # Never through a link (out of the run folder) nor into a FIFO without reader (a hang).
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK, 0o644)
         try:
             os.write(fd, line)
             os.fsync(fd)

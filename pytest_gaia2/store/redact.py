@@ -321,13 +321,14 @@ def _combined(values: frozenset[str]) -> Redactor:
 
 # -- the terminal ------------------------------------------------------------------------------
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
     """``text`` safe for a terminal and for XML: every control character but newline and tab
     (C0, DEL, C1, so every escape sequence; line and paragraph separators; bidirectional
-    overrides) shown as its escape (``\\x1b``), never sent."""
+    overrides) shown as its escape (``\\x1b``), never sent; so is a lone surrogate (``\\ud800``
+    in JSON), which no UTF-8 terminal or file can take."""
     return _CONTROL.sub(lambda match: match.group(0).encode("unicode_escape").decode("ascii"), text)
 
 

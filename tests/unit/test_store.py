@@ -49,13 +49,27 @@ def test_write_is_atomic_and_leaves_no_temporary_on_failure(tmp_path: Path) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "file"]
 
 
-def test_full_disk_names_the_file_and_removes_the_temporary(tmp_path: Path) -> None:
-    if not Path("/dev/full").exists():
-        pytest.skip("no /dev/full on this system")
-    # The temporary this process would write is /dev/full: its write fails as on a full disk.
-    (tmp_path / f".y.json.{os.getpid()}.tmp").symlink_to("/dev/full")
-    with pytest.raises(store.StoreError, match="No space left"):
-        store.write_bytes(tmp_path / "y.json", b"x" * 10)
+FILE_LIMITED_WRITE = """
+import resource, signal, sys
+from pathlib import Path
+from pytest_gaia2.store import folder as store
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4, 4))
+try:
+    store.write_bytes(Path(sys.argv[1]), b"x" * 10)
+except store.StoreError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no RLIMIT_FSIZE")
+def test_a_failed_write_names_the_file_and_removes_the_temporary(tmp_path: Path) -> None:
+    """A write the disk refuses (here a file-size limit of 4 bytes, as a full disk would) is one
+    error naming the file, and no temporary is left. (A temporary that is a link, say to
+    /dev/full, is never written through: the store removes it first.)"""
+    done = subprocess.run([sys.executable, "-c", FILE_LIMITED_WRITE, str(tmp_path / "y.json")],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert f"cannot write {tmp_path / 'y.json'}: File too large" in done.stdout
     assert list(tmp_path.iterdir()) == []
 
 

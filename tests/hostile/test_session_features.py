@@ -1,0 +1,306 @@
+"""The features of issue 23's session against hostile input: ``pytest-gaia2 list``, ``export --check``,
+``plan``, merge's shard refusal, the console command's one error line, the pacer's state file and
+the endpoint pre-flight against a model server that drips its answer.
+
+Run folders are written here by hand (a run_config.json and a results.jsonl of records as the
+plugin writes them), damaged, and handed to ``.venv/bin/pytest-gaia2`` as a user runs it. Each
+test fails on the code before its fix: a traceback, a raw escape on the terminal, a write through
+a planted link, or a wait without end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gaia2_testing import REPO
+
+from pytest_gaia2.run import endpoints
+from pytest_gaia2.run.pacer import PACER_FILE, Pacer
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord
+
+COMMAND = REPO / ".venv" / "bin" / "pytest-gaia2"
+PROMPT = 30.0
+KEYS = ("search/scenario_universe_21_7kww6e", "search/scenario_universe_24_zqzvsf")
+
+
+def cli(*args: Any, timeout: float = PROMPT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(COMMAND), *map(str, args)], check=False, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def clean(done: subprocess.CompletedProcess[str]) -> str:
+    """Everything the command printed, checked free of tracebacks and raw control characters."""
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text, text
+    assert not any(ord(char) < 32 and char not in "\n\t" or 0x7F <= ord(char) <= 0x9F for char in text), repr(text)
+    return text
+
+
+def make_run(folder: Path, **config: Any) -> Path:
+    """A finished run folder of two passed scenarios, as the plugin writes one; ``config`` overrides
+    keys of its run_config.json."""
+    folder.mkdir(parents=True)
+    records = [
+        AttemptRecord.from_json({"scenario_id": key.split("/")[1], "split": "search", "success": True,
+                                 "outcome": "passed", "repeat": 1, "repeats": 1, "attempt": 1, "folder": key})
+        for key in KEYS
+    ]  # fmt: skip
+    base = {"started_at": "2026-12-02T08:07:18+00:00", "planned": list(KEYS), "run_id": "r" * 32}
+    (folder / "run_config.json").write_text(json.dumps({**base, **config}), encoding="utf-8")
+    (folder / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records), encoding="utf-8")
+    return folder
+
+
+# -- pytest-gaia2 list ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("started", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_list_takes_a_start_that_has_no_utc_date(tmp_path: Path, started: str) -> None:
+    """Year 1 at +01:00 is a valid ISO time with no UTC date: it read as an OverflowError."""
+    make_run(tmp_path / "out" / "20260101T000000Z-a", started_at=started)
+    done = cli("list", tmp_path / "out")
+    assert done.returncode == 0 and "unknown" in clean(done)
+
+
+def test_list_shows_a_lone_surrogate_of_run_config_escaped(tmp_path: Path) -> None:
+    """``"\\ud800"`` is valid JSON but no UTF-8: printing the name raised UnicodeEncodeError."""
+    run = make_run(tmp_path / "out" / "r1")
+    (run / "run_config.json").write_text(
+        (run / "run_config.json").read_text().replace('"run_id"', '"name": "a\\ud800\\u001b[2J", "run_id"')
+    )
+    done = cli("list", tmp_path / "out")
+    assert done.returncode == 0 and "a\\ud800\\x1b[2J" in clean(done)
+    assert "a\\ud800\\x1b[2J" in (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+
+
+def test_list_names_a_folder_that_is_not_utf8(tmp_path: Path) -> None:
+    """A run folder named with a byte no UTF-8 has (and its own report.html): its link and name
+    raised UnicodeEncodeError; now the byte is shown as ``\\xff`` and the link percent-encoded."""
+    output = tmp_path / "out"
+    run = make_run(Path(os.fsdecode(os.fsencode(output) + b"/run-\xff\x1b[2J")))
+    (run / "report.html").write_text("<p>the run's page</p>")
+    done = cli("list", output)
+    assert done.returncode == 0 and "run-\\xff\\x1b[2J" in clean(done)
+    assert 'href="run-%FF%1B%5B2J/report.html"' in (output / "index.html").read_text(encoding="utf-8")
+
+
+def test_list_never_writes_through_a_link_planted_at_its_temporary_name(tmp_path: Path) -> None:
+    """A results folder from elsewhere holds ``.index.html.<pid>.tmp`` -> a file outside: the
+    index was written through it (the outside file overwritten, index.html left a link to it)."""
+    output = tmp_path / "out"
+    make_run(output / "r1")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    # The console command is exec'd in place of this launcher, so the pid is known before it runs.
+    launcher = "import os, sys; sys.stdin.readline(); os.execv(sys.argv[1], sys.argv[1:])"
+    process = subprocess.Popen([sys.executable, "-c", launcher, str(COMMAND), "list", str(output)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    (output / f".index.html.{process.pid}.tmp").symlink_to(victim)
+    out, err = process.communicate("\n", timeout=PROMPT)
+    assert process.returncode == 0, out + err
+    assert victim.read_text() == "precious\n"
+    index = output / "index.html"
+    assert not index.is_symlink() and "<table" in index.read_text(encoding="utf-8")
+
+
+def test_list_leaves_an_index_link_to_outside_alone(tmp_path: Path) -> None:
+    """Held: an index.html that is a link to a file outside (even one with the marker) is not ours."""
+    output = tmp_path / "out"
+    make_run(output / "r1")
+    victim = tmp_path / "victim.html"
+    victim.write_text("<!-- pytest-gaia2 list: written by `pytest-gaia2 list`; the next `list` replaces it -->\n")
+    before = victim.read_text()
+    (output / "index.html").symlink_to(victim)
+    done = cli("list", output)
+    assert done.returncode == 0 and "not written" in clean(done)
+    assert victim.read_text() == before and (output / "index.html").is_symlink()
+
+
+def test_two_lists_at_once_leave_one_whole_index(tmp_path: Path) -> None:
+    """Held: two lists of one folder at once each write a whole page; no temporary is left."""
+    output = tmp_path / "out"
+    for index in range(20):
+        make_run(output / f"2026010{index % 10}T00000{index // 10}Z-r{index}")
+    processes = [subprocess.Popen([str(COMMAND), "list", str(output)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]  # fmt: skip
+    for process in processes:
+        out, err = process.communicate(timeout=PROMPT * 2)
+        assert process.returncode == 0 and "Traceback" not in err, out + err
+    page = (output / "index.html").read_text(encoding="utf-8")
+    assert page.count('<tr class="complete"') == 20 and page.rstrip().endswith("</html>")
+    assert not list(output.glob(".*.tmp"))
+
+
+def test_list_reads_no_ledger_through_a_link(tmp_path: Path) -> None:
+    """spend.jsonl a link to a file outside the run folder: its spend was read and shown as the
+    run's cost ($4242.50); now the link is not followed and the cost is n/a, never a wrong $0.00."""
+    run = make_run(tmp_path / "out" / "r1")
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text('{"entry": "outside", "usd": 4242.5}\n')
+    (run / "spend.jsonl").symlink_to(outside)
+    done = cli("list", tmp_path / "out")
+    text = clean(done)
+    assert done.returncode == 0 and "4242" not in text and "$0.00" not in text
+    assert "4242" not in (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_results_line_is_never_appended_through_a_link(tmp_path: Path) -> None:
+    """results.jsonl of a resumed hostile folder a link to a file outside: the line was appended
+    there; a FIFO there hung the run. Both are one StoreError naming the file."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / "results.jsonl").symlink_to(victim)
+    with pytest.raises(store.StoreError, match="results.jsonl"):
+        store.append_jsonl(tmp_path / "results.jsonl", {"a": 1})
+    assert victim.read_text() == "precious\n"
+    os.mkfifo(tmp_path / "sessions.jsonl")
+    with pytest.raises(store.StoreError, match="sessions.jsonl"):
+        store.append_jsonl(tmp_path / "sessions.jsonl", {"a": 1})
+
+
+# -- the console command's one error line ---------------------------------------------------------
+
+
+def test_an_error_naming_a_hostile_folder_sends_no_escape(tmp_path: Path) -> None:
+    """``latest`` of an output folder names a folder whose name is an escape sequence: the one
+    error line named it raw, so the terminal turned red (or worse)."""
+    output = tmp_path / "out"
+    make_run(output / "r\x1b[31mX", planned=[1])
+    (output / "latest").write_text("r\x1b[31mX\n")
+    done = cli("compare", output, output)
+    assert done.returncode == 2 and "r\\x1b[31mX" in clean(done)
+
+
+def test_merge_names_few_of_a_forged_million_missing_shards(tmp_path: Path) -> None:
+    """A piece claiming shard ``1/999999``: the refusal listed 999998 shards, a line of megabytes."""
+    piece = make_run(tmp_path / "piece", provenance={"shard": "1/999999"})
+    done = cli("merge", tmp_path / "merged", piece)
+    text = clean(done)
+    assert done.returncode == 2 and "999978 more" in text and len(text) < 2000
+    assert not (tmp_path / "merged").exists()
+
+
+# -- pytest-gaia2 export --check ------------------------------------------------------------------
+
+
+@pytest.fixture
+def export(tmp_path: Path) -> Path:
+    """A valid export of a hand-made run, by the command itself."""
+    done = cli("export", make_run(tmp_path / "run"), "--output", tmp_path / "export")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return tmp_path / "export"
+
+
+def test_export_check_refuses_deep_nesting_in_one_line(export: Path) -> None:
+    """``[[[[...`` 100000 deep in report.json or in a row: json's RecursionError was a traceback."""
+    (export / "report.json").write_text("[" * 100_000 + "]" * 100_000)
+    done = cli("export", "--check", export)
+    assert done.returncode == 1 and "report.json" in clean(done) and "deeper" in done.stdout
+    (export / "report.json").write_text("{}")
+    with (export / "search" / "validation-00000-of-00001.jsonl").open("a") as rows:
+        rows.write("[" * 100_000 + "\n")
+    done = cli("export", "--check", export)
+    assert done.returncode == 1 and "validation-00000-of-00001.jsonl:3: nested deeper" in clean(done)
+
+
+def test_export_check_shows_names_of_the_folder_escaped(export: Path) -> None:
+    """A config folder named ``ESC[31m...BEL``: every problem line sent it to the terminal raw."""
+    (export / "search").rename(export / "\x1b[31mEVIL\x1b]0;title\x07")
+    done = cli("export", "--check", export)
+    assert done.returncode == 1 and "\\x1b[31mEVIL" in clean(done)
+
+
+# -- pytest-gaia2 plan ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "asked", [("--gap", "1e-300"), ("--half-width", "1e-300"), ("--gap", "0.1", "--alpha", "1e-320")]
+)
+def test_plan_refuses_a_level_that_vanishes_in_doubles(tmp_path: Path, asked: tuple[str, ...]) -> None:
+    """A gap squared of 0 (ZeroDivisionError) or ``1 - alpha/2 == 1`` (StatisticsError) was a traceback."""
+    done = cli("plan", make_run(tmp_path / "run"), *asked)
+    assert done.returncode == 2 and "is below 1e-06, the smallest planned for" in clean(done)
+
+
+# -- the pacer's state file ----------------------------------------------------------------------
+
+
+def test_a_pacer_file_that_cannot_be_written_leaves_the_start_unpaced(tmp_path: Path) -> None:
+    """pacer.json a folder (a damaged run folder resumed): the StoreError of its write stopped the run."""
+    (tmp_path / PACER_FILE).mkdir()
+    assert Pacer(tmp_path, 10.0, sleep=lambda seconds: None).wait_turn() == 0.0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: next_start is believed up to a day ahead; the bound that is right depends on the "
+    "workers queued (each takes a slot one interval after the other), which the pacer does not know",
+)
+def test_a_forged_next_start_does_not_hold_a_start_for_a_day(tmp_path: Path) -> None:
+    (tmp_path / PACER_FILE).write_text(json.dumps({"rate": 1.0, "next_start": time.time() + 86_000}))
+    waits: list[float] = []
+    Pacer(tmp_path, None, sleep=waits.append).wait_turn()
+    assert max(waits, default=0.0) <= 3600
+
+
+# -- the endpoint pre-flight ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def dripping(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A model server on loopback that answers a byte every 0.2 s: of its head, or of a long body."""
+    head_only = request.param == "head"
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+                answer = b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 60_000 if head_only else b" " * 100_000
+                if not head_only:
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+                for byte in answer:
+                    if stop.wait(0.2):
+                        break
+                    try:
+                        connection.sendall(bytes([byte]))
+                    except OSError:
+                        break
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+    stop.set()
+    server.close()
+
+
+@pytest.mark.parametrize("dripping", ["head", "body"], indirect=True)
+def test_the_ping_ends_on_a_server_that_drips_its_answer(dripping: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each byte comes well within the socket's timeout, so the ping waited for days; now it
+    gives up after PING_SECONDS in all and says so."""
+    monkeypatch.setattr(endpoints, "PING_SECONDS", 2.0)
+    endpoint = endpoints.Endpoint("agent", dripping, "m", "sk-test", "--u", "--m", "--k")
+    answers: list[endpoints.Answer] = []
+    pinging = threading.Thread(
+        target=lambda: answers.append(endpoints.ping(endpoint, proxy_env={}, ca_bundle=None)), daemon=True
+    )
+    pinging.start()
+    pinging.join(6.0)  # so the test itself ends when the ping does not
+    assert answers, "the ping still waits on the dripping server after 6 s"
+    assert not answers[0].ok and answers[0].fatal and "no answer within 2 s" in answers[0].line

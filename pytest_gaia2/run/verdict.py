@@ -104,20 +104,22 @@ def decide(
     """The verdict for one attempt, from the judge's record (daemon_status.json) and the facts
     of the attempt. An exception that stopped the attempt outranks everything (pytest reports
     it, and the record must say the same); a conflict between the judgment's sources outranks
-    any judgment. An agent whose last model call failed at its provider (``provider``) is not
-    failed, looping or idle: short of a pass, the provider's trouble is the verdict."""
+    any judgment. The judge's own judgment stands either way: the provider evidence comes from
+    the agent's trace, which the agent could write to turn a judged failure into an error. Short
+    of a judgment, an agent whose last model call failed at its provider (``provider``) is not
+    looping or idle: the provider's trouble is the verdict."""
     for outranking in (stop, conflict):
         if outranking is not None:
             return Verdict("error", outranking.message, category=outranking.category)
     judgment = recorded_judgment(status)
     if judgment is not None and judgment["success"]:
         return Verdict("passed", "judge: success")
-    if provider is not None and (fault is None or fault.category in PROVIDER_MASKED):
-        return Verdict("error", provider.message, category=provider.category)
-    if judgment is not None:
+    if judgment is not None:  # the judge's record stands: a trace (the agent's own file) cannot undo it
         reason = judgment.get("failure_reason")
         reason = reason if isinstance(reason, str) and reason else "judge rejected the run (no reason given)"
         return Verdict("failed", reason, failure_reason=reason)
+    if provider is not None and (fault is None or fault.category in PROVIDER_MASKED):
+        return Verdict("error", provider.message, category=provider.category)
     if fault is not None:
         return Verdict("error", fault.message, category=fault.category)
     state = state_of(status)

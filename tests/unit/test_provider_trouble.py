@@ -63,12 +63,13 @@ def test_any_trace_reads_to_a_bounded_answer(statuses: list[Any]) -> None:
     assert seen.status is None or 400 <= seen.status <= 599
 
 
-def test_provider_trouble_outranks_a_failure_a_loop_and_idleness_but_not_a_pass_or_a_budget_cap() -> None:
+def test_provider_trouble_outranks_a_loop_and_idleness_but_not_a_judgment_or_a_budget_cap() -> None:
+    """The provider evidence is the agent's own trace: it explains an unjudged end, but a judged
+    failure stands (else an agent could write 429 lines to turn its failures into errors)."""
     trouble = Fault("provider_rate_limit", "429")
     judged = {"status": "complete", "judgment": {"success": False, "failure_reason": "missing"}}
-    assert (
-        decide(judged, timed_out=False, timeout_seconds=9, duration=None, provider=trouble).category == trouble.category
-    )
+    failed = decide(judged, timed_out=False, timeout_seconds=9, duration=None, provider=trouble)
+    assert (failed.outcome, failed.category, failed.failure_reason) == ("failed", None, "missing")
     passed = {"status": "complete", "judgment": {"success": True}}
     assert decide(passed, timed_out=False, timeout_seconds=9, duration=None, provider=trouble).outcome == "passed"
     looping = decide(

@@ -26,7 +26,7 @@ from pytest_gaia2.run.verdict import ENDPOINT_SOURCE, LAST_JUDGMENT_SOURCE, STAT
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES
 from pytest_gaia2.store.redact import Redactor
 
-SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
+SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
 
 PASS = {"status": "complete", "turn": 1, "nb_turns": 1, "judgment": {"success": True, "failure_reason": ""}}
 FAIL = {"status": "stopped", "turn": 1, "nb_turns": 1, "judgment": {"success": False, "failure_reason": "Tool count"}}

@@ -14,7 +14,7 @@ from pytest_gaia2.config.options import OptionError
 from pytest_gaia2.config.upstream_config import AGENT_KEY_VAR, JUDGE_KEY_VAR, load
 from pytest_gaia2.store.redact import looks_secret
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def write_config(folder: Path, text: str) -> Path:

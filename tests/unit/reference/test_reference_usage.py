@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from gaia2_testing import reference_module
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SHIPPED = REPO / "scenarios"
 FORMAT_A_KEYS = {"seq", "timestamp", "type", "url", "latency_ms", "http_status", "request", "raw_response"}
 

@@ -16,8 +16,8 @@ import pytest
 from pytest_gaia2.plan import scenarios
 from pytest_gaia2.plan.scenarios import Scenario, ScenarioError, discover, load_scenario
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
-SHIPPED = Path(__file__).resolve().parents[2] / "scenarios"
+DATA = Path(__file__).resolve().parents[2] / "data" / "scenarios"
+SHIPPED = Path(__file__).resolve().parents[3] / "scenarios"
 
 
 def _write(path: Path, data: object) -> Path:

@@ -25,7 +25,7 @@ from pytest_gaia2.store.folder import RESULT_FILE, RunFolder
 from pytest_gaia2.store.record import CATEGORIES, AttemptRecord, outcome_of
 from pytest_gaia2.store.redact import Redactor
 
-SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
+SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
 STARTED = dt.datetime(2026, 12, 1, 9, 15, 0, tzinfo=dt.timezone.utc)
 EARLIER, NOW = "a" * 32, "b" * 32
 

@@ -1,4 +1,5 @@
-"""Gaia2's split names, the universe in a scenario id, and the one reading of a split list (``search,time``, a list, or ``all``).
+"""The one reading of a split list (``search,time``, a list, or ``all``); the split names
+themselves and what an id says are :mod:`pytest_gaia2.store.names`' (re-exported here).
 
 Tiny on purpose: the plugin registers the split markers from it even in runs that never
 collect a scenario.
@@ -6,25 +7,12 @@ collect a scenario.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from pytest_gaia2.config.values import OptionError
+from pytest_gaia2.store.names import SPLITS, split_marker, universe_of
 
-SPLITS: tuple[str, ...] = ("execution", "search", "adaptability", "time", "ambiguity")
-_UNIVERSE = re.compile(r"universe_(\d+)")
-_NOT_IN_MARKER = re.compile(r"[^A-Za-z0-9_]")
-
-
-def split_marker(split: str) -> str:
-    """The split's marker, ``search_split``: any folder name becomes a valid marker name."""
-    return f"{_NOT_IN_MARKER.sub('_', split)}_split"
-
-
-def universe_of(scenario_id: str) -> str | None:
-    """``universe_21`` for ``scenario_universe_21_5bftlu``: Gaia2 ids carry their universe."""
-    match = _UNIVERSE.search(scenario_id)
-    return f"universe_{match.group(1)}" if match else None
+__all__ = ["SPLITS", "parse_splits", "split_marker", "split_names", "universe_of"]
 
 
 def parse_splits(

@@ -22,7 +22,6 @@ GATE_N_MAX = 1_000_000
 """Past this many results a lower-bound gate is called unreachable."""
 REUSED_LISTED = 10
 """Reused verdicts named in the summary; the rest are counted."""
-PROBE_ONLY = "--gaia2-probe-only"
 """How the skip of a scenario left out of the probe begins (run.scenario_runs)."""
 PERSISTENT_SESSIONS = 2
 """An error in this many sessions of one run folder (resumed runs) is persistent: re-running
@@ -207,7 +206,7 @@ class ResultBook:
         return (
             self.projection is not None
             and not summary.complete
-            and all(self.not_started.get(key, "").startswith(PROBE_ONLY) for key in summary.not_run)
+            and all(self.not_started.get(key, "").startswith(report.PROBE_ONLY) for key in summary.not_run)
         )
 
     def gate_lines(self) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_gaia2.config.splits import SPLITS, universe_of
+from pytest_gaia2.store.names import SPLITS, universe_of
 
 OUTCOMES = ("passed", "failed", "error")
 NOT_RUN = "not_run"

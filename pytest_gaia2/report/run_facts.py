@@ -19,8 +19,7 @@ from typing import Any
 from pytest_gaia2.cost.budget import usd_text
 from pytest_gaia2.cost.projection import Projection
 from pytest_gaia2.cost.usage import usd_amount
-from pytest_gaia2.report.book import PROBE_ONLY
-from pytest_gaia2.report.summary import Stop
+from pytest_gaia2.report.summary import PROBE_ONLY, Stop
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 from pytest_gaia2.store.redact import printable

@@ -20,6 +20,9 @@ from pytest_gaia2.report.repeats import RepeatStats
 from pytest_gaia2.report.stats import GroupStats, Summary, Timing
 from pytest_gaia2.store.folder import write_text
 
+PROBE_ONLY = "--gaia2-probe-only"
+"""Why a scenario a --gaia2-probe-only run left out did not start (its not-started reason begins so)."""
+
 DEFAULT_WIDTH = 88
 LISTED = 10
 """Not-run keys named in the summary's first line; the rest are counted."""

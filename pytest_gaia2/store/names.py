@@ -49,3 +49,21 @@ def problem(name: str, limit: int = MAX_PART) -> str | None:
 def folder_key(name: str) -> str:
     """What a case-insensitive file system compares: two names with one key share one folder."""
     return name.casefold()
+
+
+# -- Gaia2's split names and what a scenario id says --------------------------------------------
+
+SPLITS: tuple[str, ...] = ("execution", "search", "adaptability", "time", "ambiguity")
+_UNIVERSE = re.compile(r"universe_(\d+)")
+_NOT_IN_MARKER = re.compile(r"[^A-Za-z0-9_]")
+
+
+def split_marker(split: str) -> str:
+    """The split's marker, ``search_split``: any folder name becomes a valid marker name."""
+    return f"{_NOT_IN_MARKER.sub('_', split)}_split"
+
+
+def universe_of(scenario_id: str) -> str | None:
+    """``universe_21`` for ``scenario_universe_21_5bftlu``: Gaia2 ids carry their universe."""
+    match = _UNIVERSE.search(scenario_id)
+    return f"universe_{match.group(1)}" if match else None

@@ -4,8 +4,9 @@ expected to complete, with the interval; a --gaia2-probe-only run ends as a proj
 from __future__ import annotations
 
 from pytest_gaia2.cost.projection import Projection
-from pytest_gaia2.report.book import PROBE_ONLY, ResultBook
+from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
+from pytest_gaia2.report.summary import PROBE_ONLY
 from pytest_gaia2.store.record import AttemptRecord
 
 # The probe: 40 planned, about $309.12 (95% interval $198.72-$397.44), so $7.728 a scenario.

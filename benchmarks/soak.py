@@ -5,7 +5,8 @@ What a run of 800 must show, and this prints:
 
 - throughput against ideal (K scenarios at a time, each taking only its wait);
 - host CPU (user + sys) of pytest and its workers, per scenario;
-- the controller's and the workers' memory and open file descriptors over time (flat, not growing);
+- the controller's and the workers' memory and open file descriptors over time (flat, not growing;
+  every sample in ``samples.csv`` of the work folder, kept with ``--keep``);
 - the run folder's size and file count per scenario;
 - records = planned (results.jsonl and summary.json), and no container left on the engine.
 
@@ -177,8 +178,16 @@ def soak(count: int, workers: int, wait: float, image: str, work: Path) -> tuple
     rate = count / seconds * 60
     ideal = workers * 60 / wait
     samples = sampler.samples
-    worst_worker = [(s.at, max(s.workers_mb, default=0.0)) for s in samples]
-    worker_fds = [(s.at, float(max(s.workers_fds, default=0))) for s in samples]
+    with (work / "samples.csv").open("w", encoding="utf-8") as table:
+        table.write("seconds,controller_mb,largest_worker_mb,controller_fds,largest_worker_fds\n")
+        for s in samples:
+            table.write(
+                f"{s.at:.0f},{s.controller_mb:.1f},{max(s.workers_mb, default=0.0):.1f},"
+                f"{s.controller_fds},{max(s.workers_fds, default=0)}\n"
+            )
+    working = [s for s in samples if s.workers_mb]  # the workers' series ends when they do
+    worst_worker = [(s.at, max(s.workers_mb)) for s in working]
+    worker_fds = [(s.at, float(max(s.workers_fds))) for s in working]
     ok = len(records) == summary.get("planned") == count and left == 0
     rows = [
         (f"{count} scenarios, -n {workers}, {wait:g} s wait each: wall", f"{seconds / 60:.1f} min (exit {code})"),

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import datasets
+import huggingface_hub.constants
 import pytest
 from gaia2_testing import DATA, SHIPPED, make_dataset_repo, run_folder
 
@@ -162,6 +163,10 @@ def dataset_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(dataset.CACHE_ENV, str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    # The runs are in this process, where both libraries read those variables at import already.
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     return cache
 
 

@@ -290,7 +290,7 @@ def test_ctrl_c_keeps_finished_results_and_removes_containers(
     scenarios = variant(pytester, scenario_id=SLOW, answer_after=900)
     for scenario_id in QUICK:
         shutil.copy(SHIPPED / "search" / f"{scenario_id}.json", scenarios / "search")
-    run = start_gaia2(*workers, f"--gaia2-scenarios={scenarios}")
+    run = start_gaia2(*workers, f"--gaia2-scenarios={scenarios}", "--gaia2-order=file")  # the quick ones first
     run_id = run.run_id()
 
     def quick_ones_done_slow_one_running() -> bool:

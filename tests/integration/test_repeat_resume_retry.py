@@ -132,7 +132,7 @@ def test_interrupted_run_resumed_runs_only_the_rest(
     assert gaia2_containers(run_id_of(output)) == []
     after = file_sums(folder)
     changed = {name for name in before if after.get(name) != before[name]}
-    views = {"index.html", "progress.json"} | {name for name in changed if re.fullmatch(r"progress\.\w+\.json", name)}
+    views = {"index.html", "progress.json", "pacer.json"} | {name for name in changed if re.fullmatch(r"progress\.\w+\.json", name)}
     # Rewritten or appended, never lost; the run-level views (index, live status) are redrawn.
     assert changed - views <= {"results.jsonl", "summary.json", "sessions.jsonl"}, changed
     again = next(r for r in records if r["scenario_id"] == interrupted)

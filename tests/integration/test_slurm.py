@@ -195,7 +195,7 @@ def test_scancel_leaves_no_container_and_resubmitting_finishes_only_the_rest(slu
     shared = tmp_path / "shared"
     submit = ("--shards", "1", "--shared", str(shared), "--scenarios", str(scenarios))
 
-    array, merge, _ = _submit(slurm, tmp_path, *submit)
+    array, merge, _ = _submit(slurm, tmp_path, *submit, "--", "--gaia2-order=file")  # the quick ones first
     deadline = time.monotonic() + 180
     while not [c for c in gaia2_containers() if (c.labels or {}).get(SCENARIO_LABEL) == slow]:
         assert time.monotonic() < deadline and _queued(array), f"no container for {slow}:\n{_logs(shared)}"

@@ -7,12 +7,9 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from gaia2_testing import (
@@ -20,6 +17,7 @@ from gaia2_testing import (
     BackgroundRun,
     engine_answers,
     gaia2_containers,
+    http_server,
     run_folder,
     run_id_of,
 )
@@ -106,26 +104,8 @@ def host_server() -> Iterator[tuple[int, str]]:
     """An HTTP server on every host interface, as a local model proxy would be: (port, the
     token every GET answers), so a container can prove it reached this very server."""
     token = uuid.uuid4().hex
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the http.server API
-            body = token.encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output clean
-            pass
-
-    server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], token
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server("0.0.0.0", token.encode()) as port:
+        yield port, token
 
 
 @pytest.fixture

@@ -8,15 +8,13 @@ within a bounded time and memory, one record, and pytest says what results.jsonl
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from adapter_proxy import PEAK_RSS_MB, only_record, proxy_image, pytest_says, run_measured
-from gaia2_testing import SHIPPED
+from gaia2_testing import SHIPPED, http_server
 
 from pytest_gaia2.store.limits import ADAPTER_TIMEOUT
 
@@ -36,27 +34,9 @@ def image() -> str:
 def loopback_service() -> Iterator[tuple[int, list[str]]]:
     """A service on the host's loopback only (the redirect's target): (port, paths it was asked)."""
     asked: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the http.server API
-            asked.append(self.path)
-            body = b'{"status": "complete", "judgment": {"success": true, "failure_reason": ""}}'
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output clean
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], asked
-    finally:
-        server.shutdown()
-        server.server_close()
+    body = b'{"status": "complete", "judgment": {"success": true, "failure_reason": ""}}'
+    with http_server("127.0.0.1", body, asked) as port:
+        yield port, asked
 
 
 def _passes_within_bounds(tmp_path: Path, image: str, mode: str, *extra: str) -> dict[str, Any]:

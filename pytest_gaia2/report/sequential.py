@@ -1,0 +1,167 @@
+"""Stop when decided: a sequential test of a run against a baseline run, valid however often it looks.
+
+Looking at a McNemar p-value after every scenario and stopping at the first p < 0.05 claims a
+difference far more often than 5% of the time when there is none: every look is another
+chance. The test here is the mixture sequential probability ratio test on the discordant pairs
+(Robbins 1970, Ann Math Stat 41:1397; as an e-process, Ramdas et al. 2023, Stat Sci 38:576):
+under "no difference" each discordant pair goes either way with probability 1/2 (McNemar's
+null), and the likelihood ratio of "some p, drawn from the uniform Beta(1,1) prior" against
+p = 1/2 is a nonnegative martingale starting at 1. Ville's inequality bounds the chance that it
+*ever* reaches 1/level by the level, so the run may look after every pair and stop at the first
+crossing. The mixture covers both directions at once: it decides "better" or "worse".
+
+Only judged verdicts on both sides make a pair (passed or failed, in the baseline and in this
+run); an error, or a scenario not run in the baseline, says nothing about the difference.
+
+The pairs are taken in the run's start order (its plan), never in the order verdicts arrive:
+under several workers a quick verdict arrives first, and if failures are quicker than passes
+(or slower) the arrival order would favour one direction and the bound would not hold. The
+test looks at the longest prefix of the plan whose verdicts are all in, and asks whether the
+ratio crossed at any point of it: the same answer on every worker and on a resume, and a
+decision, once made, stays made however the scenarios still in flight end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_gaia2.report.rates import percent
+from pytest_gaia2.report.rows import planned_keys
+from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.record import AttemptRecord
+
+Key = tuple[str, str, int]
+"""(split, scenario id, repeat): what a pair is matched by, as ``pytest-gaia2 compare`` matches."""
+JUDGED = ("passed", "failed")
+DECIDED = "decided"
+"""How the reason of a scenario not started because the comparison was decided begins."""
+
+
+def log_mixture_ratio(worse: int, better: int) -> float:
+    """The log of the Beta(1,1)-mixture likelihood ratio of ``better`` discordant pairs won by
+    this run and ``worse`` won by the baseline, against "each way with probability 1/2":
+    ``2^n * B(better + 1, worse + 1) = 2^n * better! * worse! / (n + 1)!``. Log-gamma keeps it
+    finite for any counts."""
+    if worse < 0 or better < 0:
+        raise ValueError(f"log_mixture_ratio: counts must be >= 0, got {worse} and {better}")
+    n = worse + better
+    return n * math.log(2) + math.lgamma(better + 1) + math.lgamma(worse + 1) - math.lgamma(n + 2)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where the test first crossed: the direction, the discordant counts (``worse``: passed in
+    the baseline, failed here; ``better``: the other way), the judged pairs and the scenarios
+    of the plan looked at up to there, the level and the likelihood ratio reached."""
+
+    direction: str
+    worse: int
+    better: int
+    pairs: int
+    looked: int
+    level: float
+    ratio: float
+    baseline: str = ""
+
+    @property
+    def reason(self) -> str:
+        """The reason each scenario not started gives, and the run's stop."""
+        return (
+            f"{DECIDED}: {self.direction} than baseline {self.baseline}: {self.better} better, {self.worse} worse "
+            f"of {self.pairs} judged pairs (sequential test at level {percent(self.level)}); no new scenario starts"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "direction": self.direction,
+            "worse": self.worse,
+            "better": self.better,
+            "pairs": self.pairs,
+            "looked": self.looked,
+            "level": self.level,
+            "likelihood_ratio": round(self.ratio, 6),
+            "test": "mixture-sprt-beta11-discordant",
+            "baseline": self.baseline,
+        }
+
+
+def first_decision(pairs: Iterable[tuple[bool, bool] | None], level: float, baseline: str = "") -> Decision | None:
+    """The first point of ``pairs`` (in plan order: ``(passed in the baseline, passed here)``, or
+    None for a scenario that makes no pair) where the mixture ratio reaches ``1 / level``; None
+    while it has not. Only a discordant pair moves the ratio, so only those are looked at."""
+    if not 0 < level < 1:
+        raise ValueError(f"first_decision: level must be between 0 and 1, got {level}")
+    threshold = -math.log(level)
+    worse = better = judged = looked = 0
+    for pair in pairs:
+        looked += 1
+        if pair is None:
+            continue
+        judged += 1
+        if pair[0] == pair[1]:
+            continue
+        worse, better = worse + pair[0], better + pair[1]
+        log_ratio = log_mixture_ratio(worse, better)
+        if log_ratio >= threshold:
+            direction = "better" if better > worse else "worse"
+            return Decision(direction, worse, better, judged, looked, level, math.exp(log_ratio), baseline)
+    return None
+
+
+def plan_pairs(
+    order: Sequence[str], baseline: Mapping[Key, str], current: Mapping[str, AttemptRecord]
+) -> list[tuple[bool, bool] | None]:
+    """The pairs of the longest prefix of the plan ``order`` (keys as the records spell them)
+    whose verdicts are all in ``current``: it ends at the first key without one (still running,
+    or not started)."""
+    pairs: list[tuple[bool, bool] | None] = []
+    for key in order:
+        record = current.get(key)
+        if record is None:
+            break
+        before = baseline.get((record.split, record.scenario_id, record.repeat))
+        judged = before in JUDGED and record.outcome in JUDGED
+        pairs.append((before == "passed", record.outcome == "passed") if judged else None)
+    return pairs
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The baseline run folder's verdicts by (split, scenario, repeat), read bounded and strict
+    (as ``pytest-gaia2 compare`` reads a run): a damaged results.jsonl is an error naming it."""
+
+    path: Path
+    outcomes: dict[Key, str]
+
+    @classmethod
+    def load(cls, path: str | Path) -> Baseline:
+        """Raises :class:`store.StoreError` naming the folder or file when it is no run folder
+        or its results cannot be read."""
+        folder = store.RunFolder.existing(path)
+        records = list(folder.records(strict=True))
+        if not records:
+            raise store.StoreError(f"{folder.results}: no results to compare with")
+        return cls(folder.path, {(r.split, r.scenario_id, r.repeat): r.outcome for r in records})
+
+    def shared(self, planned: Sequence[str]) -> int:
+        """How many planned keys the baseline judged (a pair can only ever come from those)."""
+        keys = planned_keys([key for key in planned if _well_formed(key)])
+        return sum(1 for key in keys if self.outcomes.get(key) in JUDGED)
+
+    def decide(self, order: Sequence[str], current: Iterable[AttemptRecord], level: float) -> Decision | None:
+        """The decision on this run's verdicts so far (``current``, every worker's and every
+        session's), or None while undecided."""
+        latest = {record.key: record for record in current}
+        return first_decision(plan_pairs(order, self.outcomes, latest), level, str(self.path))
+
+
+def _well_formed(key: str) -> bool:
+    try:
+        planned_keys([key])
+    except ValueError:
+        return False
+    return True

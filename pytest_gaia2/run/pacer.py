@@ -10,7 +10,9 @@ rate at all times.
 The state is one small JSON file in the run folder (``pacer.json``), read and written under
 a file lock, so the xdist workers of a session and the sessions of a resume share it; the
 live status shows it. The file is in the run folder, so it is read like any file there:
-bounded, every number range-checked; a damaged one starts the pacer afresh.
+bounded, every number range-checked; a damaged one starts the pacer afresh. A next start
+later than every worker queued one longest interval after the other could be (a forged
+file) is clamped to that, so no file holds a start longer than the pacer itself would.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ INCREASE_SHARE = 1 / 8
 """Each clean attempt adds this share of the rate to recover to."""
 MIN_RATE = 1.0
 """Starts per minute at the deepest slowdown."""
+MAX_INTERVAL_S = 60.0 / MIN_RATE
+"""The longest interval between two starts the pacer ever sets."""
 RATE_MAX = 100_000.0
 """Starts per minute above any real run: a larger number in the file is damage."""
 WINDOW_S = 60.0
@@ -226,11 +230,15 @@ class Pacer:
         folder: Path,
         ceiling: float | None,
         *,
+        workers: int = 1,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.folder = folder
         self.ceiling = ceiling
+        self.horizon = MAX_INTERVAL_S * max(1, workers)
+        """The latest a start can honestly be from now: every worker (of this session) queued, each
+        at most one longest interval after the one before; a next start beyond it is clamped."""
         self.clock = clock
         self.sleep = sleep
         self.lock = FileLock(str(folder / LOCK_FILE), timeout=LOCK_TIMEOUT_S)
@@ -249,10 +257,11 @@ class Pacer:
             return 0.0
 
     def wait_turn(self) -> float:
-        """Take the next free start (later by one interval than the one before) and wait for it."""
+        """Take the next free start (later by one interval than the one before, never later than
+        the horizon) and wait for it."""
 
         def take(state: PacerState, now: float) -> tuple[PacerState, float]:
-            at = max(now, state.next_start) if state.interval else now
+            at = min(max(now, state.next_start), now + self.horizon) if state.interval else now
             return state.started(at), at - now
 
         delay = self._update(take)

@@ -129,7 +129,7 @@ class ScenarioRunner:
         self.container_env = container_env
         self.prices = PriceBook.load(price_file)
         self.ledger = Ledger(folder.path) if folder is not None else None
-        self.pacer = Pacer(folder.path, max_starts_per_minute) if folder is not None else None
+        self.pacer = Pacer(folder.path, max_starts_per_minute, workers=workers) if folder is not None else None
         """The run's pace of starts, shared with every worker and session (:mod:`~pytest_gaia2.run.pacer`)."""
 
     def _budget_reason(self, decide: Callable[[float], str | None]) -> str | None:

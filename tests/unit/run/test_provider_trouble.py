@@ -147,6 +147,19 @@ def test_workers_share_the_pacer_through_the_run_folder(tmp_path: Path) -> None:
     assert read_state(tmp_path).shown(clock[0])["paced"] is True
 
 
+def test_the_horizon_leaves_an_honest_queue_of_workers_alone(tmp_path: Path) -> None:
+    """Two workers at one start a minute: the slot a worker takes while the other waits for its own
+    lies two minutes ahead, inside the horizon (one longest interval per worker), so it is kept."""
+    clock = [1000.0]
+    slept: list[float] = []
+    one, two = (Pacer(tmp_path, 1.0, workers=2, clock=lambda: clock[0], sleep=slept.append) for _ in range(2))
+    one.wait_turn()
+    two.wait_turn()
+    clock[0] += 1
+    one.wait_turn()
+    assert slept == [60.0, 119.0]
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     st.recursive(

@@ -375,10 +375,11 @@ def test_the_secret_one_json_string_deeper_is_masked() -> None:
 # -- the terminal -------------------------------------------------------------------------------
 
 def _forbidden(char: str) -> bool:
-    """What a terminal or an XML file must never get from a container."""
+    """What a terminal or an XML file must never get from a container (a lone surrogate included:
+    no UTF-8 terminal or file can take it)."""
     code = ord(char)
     return ((code < 0x20 and char not in "\n\t") or 0x7F <= code <= 0x9F or char in "\u2028\u2029"
-            or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069)
+            or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069 or 0xD800 <= code <= 0xDFFF)
 
 
 @settings(max_examples=200, deadline=None)

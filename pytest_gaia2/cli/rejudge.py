@@ -39,7 +39,7 @@ from pytest_gaia2.engine.container import Container, LaunchSpec
 from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES
 from pytest_gaia2.report.rates import Rate, percent
-from pytest_gaia2.report.rejudged import REJUDGE_DIR, REJUDGMENTS_FILE
+from pytest_gaia2.report.rejudged import NUMBER_MAX, REJUDGE_DIR, REJUDGMENTS_FILE, number_of
 from pytest_gaia2.store.folder import (
     RUN_CONFIG_FILE,
     RunFolder,
@@ -68,7 +68,6 @@ MEMORY_BYTES = 4 << 30
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_REJUDGE_RUN = re.compile(r"([0-9]{3,9})-")
 
 
 @dataclass(frozen=True)
@@ -299,13 +298,20 @@ def _own_folder(run: RunFolder, *names: str) -> Path:
 
 def new_rejudge_folder(run: RunFolder) -> Path:
     """``rejudge/<NNN>-<UTC time>``: the next number after every earlier re-judge's, created here
-    (never an existing folder), so no re-judge overwrites another."""
+    (never an existing folder), so no re-judge overwrites another. Past :data:`NUMBER_MAX` (a
+    forged folder took it) the re-judge is refused: a longer number would be no re-judge to the
+    readers, and a smaller one would not be the newest."""
     root = _own_folder(run, REJUDGE_DIR)
     root.mkdir(exist_ok=True)
-    taken = [int(m[1]) for entry in root.iterdir() if (m := _REJUDGE_RUN.match(entry.name))]
+    taken = [number for entry in root.iterdir() if (number := number_of(entry.name)) is not None]
     number = max(taken, default=0) + 1
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     while True:
+        if number > NUMBER_MAX:
+            raise CommandError(
+                f"{root} holds a re-judge numbered {NUMBER_MAX}, the highest a re-judge can have; "
+                "rename or remove it to re-judge again; nothing was written"
+            )
         path = _own_folder(run, REJUDGE_DIR, f"{number:03d}-{stamp}")
         try:
             path.mkdir()

@@ -20,7 +20,13 @@ from pytest_gaia2.store import folder as store
 REJUDGE_DIR = "rejudge"
 REJUDGMENTS_FILE = "rejudgments.jsonl"
 """One judge's verdicts, one line per scenario (its own schema: no run record, so not results.jsonl)."""
-_NUMBERED = re.compile(r"([0-9]{3,9})-[0-9A-Za-z]{1,40}")
+NUMBER_DIGITS = 9
+NUMBER_MAX = 10**NUMBER_DIGITS - 1
+"""The highest re-judge number: the one after it would have a digit more, which no reader takes
+for a re-judge (a folder of the run may be forged with any name)."""
+_NUMBER = re.compile(rf"([0-9]{{3,{NUMBER_DIGITS}}})-")
+"""How a re-judge folder's name begins: ``007-``; more digits than NUMBER_DIGITS is no re-judge."""
+_NUMBERED = re.compile(_NUMBER.pattern + r"[0-9A-Za-z]{1,40}")
 SHOWN = 10
 """The latest re-judges the report shows."""
 
@@ -74,6 +80,12 @@ def _verdicts(path: Path) -> dict[str, bool | None]:
         for line in store.read_jsonl(path)
         if isinstance(line.get("key"), str)
     }
+
+
+def number_of(name: str) -> int | None:
+    """The number a re-judge folder's name begins with (at most :data:`NUMBER_MAX`), None for any other name."""
+    match = _NUMBER.match(name)
+    return int(match[1]) if match else None
 
 
 def _numbered(run: Path) -> list[str]:

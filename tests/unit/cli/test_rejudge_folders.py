@@ -9,7 +9,9 @@ import pytest
 from test_compare import write_run
 
 from pytest_gaia2.cli import main as cli
+from pytest_gaia2.cli.main import CommandError
 from pytest_gaia2.cli.rejudge import REJUDGE_DIR, new_rejudge_folder, parse_judge
+from pytest_gaia2.report import rejudged
 from pytest_gaia2.store import folder as store
 
 
@@ -25,21 +27,48 @@ def test_each_rejudge_gets_the_next_number_and_never_an_existing_folder(tmp_path
     assert new_rejudge_folder(run).name.startswith("010-")
 
 
+def test_odd_or_forged_numbers_neither_overflow_nor_hide_the_next_rejudge(tmp_path: Path) -> None:
+    """Issue 24: a folder numbered 999999999 made the next re-judge ``1000000000-...``, a tenth digit
+    no reader takes for a re-judge: it and every later one were invisible to the report and to
+    ``compare --judge``. Past the highest number the re-judge is now refused, nothing written."""
+    run = store.RunFolder(write_run(tmp_path, {"s1": "P"}))
+    root = run.path / REJUDGE_DIR
+    root.mkdir()
+    for odd in ("1000000000-longer", "9" * 40 + "-huge", "\uff11\uff12\uff13-fullwidth", "12-short", "-007-"):
+        (root / odd).mkdir()  # not a re-judge's number: ignored, never parsed into a larger one
+    assert new_rejudge_folder(run).name.startswith("001-")
+    (root / "999999998-forged").mkdir()
+    newest = new_rejudge_folder(run)
+    assert newest.name.startswith("999999999-") and rejudged._numbered(run.path)[-1] == newest.name
+    before = sorted(entry.name for entry in root.iterdir())
+    with pytest.raises(CommandError, match="numbered 999999999, the highest a re-judge can have"):
+        new_rejudge_folder(run)
+    assert sorted(entry.name for entry in root.iterdir()) == before
+
+
 def test_a_chosen_name_is_the_judges_folder() -> None:
     spec = parse_judge("reference,GAIA2_REF_JUDGE_EXACT=1")
     assert spec.slug.startswith("reference+")
     assert spec.__class__(spec.provider, spec.model, spec.settings, "exact-ref").slug == "exact-ref"
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--judge", "reference", "--judge", "openai/gpt", "--judge-name", "one"],
-     "--judge-name: one name per --judge (2), got 1"),
-    (["--judge", "reference", "--judge-name", "../up"], "--judge-name '../up': letters, digits, _ . - only"),
-    (["--judge", "reference", "--judge", "reference,X=1", "--judge-name", "same", "--judge-name", "same"],
-     "--judge: the same judge twice"),
-])
-def test_bad_names_are_refused_before_any_container(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                    args: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--judge", "reference", "--judge", "openai/gpt", "--judge-name", "one"],
+            "--judge-name: one name per --judge (2), got 1",
+        ),
+        (["--judge", "reference", "--judge-name", "../up"], "--judge-name '../up': letters, digits, _ . - only"),
+        (
+            ["--judge", "reference", "--judge", "reference,X=1", "--judge-name", "same", "--judge-name", "same"],
+            "--judge: the same judge twice",
+        ),
+    ],
+)
+def test_bad_names_are_refused_before_any_container(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
     run = write_run(tmp_path, {"s1": "P"})
     code = cli.main(["rejudge", str(run), "--scenarios", str(tmp_path), *args])
     err = capsys.readouterr().err

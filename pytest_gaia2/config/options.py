@@ -26,6 +26,7 @@ from pytest_gaia2.config.values import (
     env_pair,
     fraction,
     image_reference,
+    level,
     non_negative_float,
     non_negative_int,
     parse_shard,
@@ -260,6 +261,20 @@ OPTIONS: tuple[Option, ...] = (
         default=False,
         flag=True,
         parse=boolean,
+    ),
+    Option(
+        "stop-when-decided",
+        "A run folder of an earlier run (or an output folder: its latest run), the baseline: "
+        "no new scenario starts once a sequential test on the pairs judged in both runs decides "
+        "this run is better or worse (the rest are skipped, reason decided; the run is incomplete).",
+        path=True,
+    ),
+    Option(
+        "decision-level",
+        "--gaia2-stop-when-decided: the chance (0..1) of deciding a difference when there is "
+        "none, however often the test looks.",
+        default=0.05,
+        parse=level,
     ),
     Option(
         "preflight-only",

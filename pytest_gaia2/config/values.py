@@ -71,6 +71,14 @@ def positive_int(name: str, raw: str) -> int:
     return value
 
 
+def level(name: str, raw: str) -> float:
+    """A test's error rate: a fraction above 0 and below 1 (0 would never decide, 1 always)."""
+    value = fraction(name, raw)
+    if not 0.0 < value < 1.0:
+        raise OptionError(f"--gaia2-{name}: expected a fraction above 0 and below 1 (e.g. 0.05 for 5%), got {raw!r}")
+    return value
+
+
 def fraction(name: str, raw: str) -> float:
     try:
         value = float(raw)

@@ -15,6 +15,7 @@ from pytest_gaia2.report import stats
 from pytest_gaia2.report import summary as report
 from pytest_gaia2.report.gate import Gate, GateDecision
 from pytest_gaia2.report.rates import Rate, percent
+from pytest_gaia2.report.sequential import DECIDED, Decision
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 
@@ -78,6 +79,8 @@ class ResultBook:
         self.spent_at_stop: float | None = None
         self.end_reason: str | None = None
         """What ended the run early when it was not the items' own doing (Ctrl-C)."""
+        self.decided: Decision | None = None
+        """With --gaia2-stop-when-decided: the sequential test's decision, once made."""
 
     def note_not_started(self, key: str, why: str) -> None:
         """A planned key skipped before it started; the first budget skip fixes the spend at stop."""
@@ -107,6 +110,7 @@ class ResultBook:
             self.spent() if self.budget.limited or reason else None,
             self.spent_at_stop if reason else None,
             not_started,
+            self.decided if reason is not None and reason.startswith(DECIDED) else None,
         )
 
     def add(

@@ -17,6 +17,7 @@ from pytest_gaia2.cost.budget import usd_text
 from pytest_gaia2.report.gate import GateDecision
 from pytest_gaia2.report.rates import Rate, percent, percent_number
 from pytest_gaia2.report.repeats import RepeatStats
+from pytest_gaia2.report.sequential import Decision
 from pytest_gaia2.report.stats import GroupStats, Summary, Timing
 from pytest_gaia2.store.folder import write_text
 
@@ -201,6 +202,8 @@ class Stop:
     spent: float | None = None
     spent_at_stop: float | None = None
     not_started: tuple[tuple[str, str], ...] = ()
+    decided: Decision | None = None
+    """With --gaia2-stop-when-decided, when the decision stopped the run: where and which way."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -211,6 +214,7 @@ class Stop:
             "spent_usd": self.spent,
             "spent_at_stop_usd": self.spent_at_stop,
             "not_started": [{"key": key, "why": why} for key, why in self.not_started],
+            "decided": self.decided.to_dict() if self.decided is not None else None,
         }
 
     def lines(self) -> list[str]:

@@ -30,6 +30,7 @@ from pytest_gaia2.plan import items as plan_mod
 from pytest_gaia2.plan import selection, sequence
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
+from pytest_gaia2.report.sequential import Baseline, Decision
 from pytest_gaia2.run import hooked_env, provenance
 from pytest_gaia2.run.scenario_runs import ScenarioRunner, scenario_dir
 from pytest_gaia2.store import folder as store
@@ -83,6 +84,9 @@ class RunContext:
         """Whether the terminal's last line is unfinished; the plugin sets the real test
         (plugin.private_api.mid_line, a room above this one)."""
         self.probe_keys: set[str] = set()
+        self.order: list[str] = []
+        """The planned keys in start order, on every process: the sequence the stop-when-decided
+        test reads its pairs in (:mod:`~pytest_gaia2.report.sequential`)."""
         self.engines = EnginePool.of_process(
             self.values["engine"],
             worker_input,
@@ -98,6 +102,7 @@ class RunContext:
             if not self.values["preflight_only"]:
                 settings_mod.validate(self.settings)
                 self.items()  # discovery and selection problems surface at start-up
+                _ = self.baseline  # as does a baseline that cannot be read
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -194,6 +199,28 @@ class RunContext:
             raise OptionError(f"--gaia2-sequence runs whole chains; it cannot be combined with {', '.join(clashes)}")
         return sequence.load(self.path(raw))
 
+    @cached_property
+    def baseline(self) -> Baseline | None:
+        """--gaia2-stop-when-decided's run folder, read once per process (bounded, strict)."""
+        raw = self.values["stop_when_decided"]
+        if not raw:
+            return None
+        try:
+            return Baseline.load(self.path(raw))
+        except store.StoreError as exc:
+            raise OptionError(f"--gaia2-stop-when-decided: {exc}") from None
+
+    def decision(self) -> Decision | None:
+        """The comparison with the baseline on every verdict in the run folder so far (every
+        worker's, every session's), in start order; None without a baseline or while undecided."""
+        if self.baseline is None or self.folder is None:
+            return None
+        return self.baseline.decide(self.order, self.folder.records(), self.values["decision_level"])
+
+    def _decided(self) -> str | None:
+        decision = self.decision()
+        return decision.reason if decision is not None else None
+
     def items(self) -> list[plan_mod.PlannedItem]:
         """Every item to collect, identical on every worker: the same files, order and filters."""
         return self._items if self.active else []
@@ -278,8 +305,15 @@ class RunContext:
 
         A failure ends the run with one message instead of one error per test.
         """
+        if planned and not collect_only and not self.order:
+            self.order = list(planned)
         if self.prepared or self.is_worker or collect_only or not (planned or self.values["preflight_only"]):
             return
+        if self.baseline is not None and not self.baseline.shared(planned):
+            raise OptionError(
+                f"--gaia2-stop-when-decided: the baseline {self.baseline.path} judged none of the "
+                f"{len(planned)} planned scenarios; there is nothing to compare"
+            )
         self.prepared = True
         self.book.planned = planned
         if self.values["probe"]:
@@ -428,6 +462,7 @@ class RunContext:
                 hooked_env.adjust, self.config.hook.pytest_gaia2_container_env, self.redactor
             ),
             max_starts_per_minute=self.values["max_starts_per_minute"],
+            decided=self._decided,
         )
 
     @property
@@ -492,6 +527,7 @@ class RunContext:
 
         with interrupts.held():
             self._recover()
+            self.book.decided = self.decision()
             if not self.book.records:
                 return None
             extra = {

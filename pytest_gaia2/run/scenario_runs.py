@@ -113,6 +113,7 @@ class ScenarioRunner:
         only: set[str] | None = None,
         container_env: Callable[[Scenario, dict[str, str]], None] = lambda scenario, env: None,
         max_starts_per_minute: float | None = None,
+        decided: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -127,6 +128,8 @@ class ScenarioRunner:
         self.only = only
         """With --gaia2-probe-only: the probe's keys; every other item is skipped."""
         self.container_env = container_env
+        self.decided = decided
+        """Why no new scenario starts because the comparison with a baseline is decided, or None."""
         self.prices = PriceBook.load(price_file)
         self.ledger = Ledger(folder.path) if folder is not None else None
         self.pacer = Pacer(folder.path, max_starts_per_minute, workers=workers) if folder is not None else None
@@ -244,7 +247,7 @@ class ScenarioRunner:
             return stored
         self._forget_later_checkpoints(item)
         for tried in range(1, self.retries + 2):
-            halted = self._budget_reason(self.budget.halted)
+            halted = self._budget_reason(self.budget.halted) or self.decided()
             if halted:
                 pytest.skip(halted)
             if self.pacer is not None:

@@ -1,0 +1,65 @@
+"""Plugin fixtures shared by more than one module of tests/plugin."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+
+import pytest
+from gaia2_testing import DATA, gaia2_containers
+
+MANY = DATA / "scenarios" / "many" / "search"
+MALFORMED = DATA / "scenarios" / "malformed"
+UNREADABLE = ("not_json.json", "not_object.json", "missing_id.json", "events_not_list.json")
+
+
+@pytest.fixture
+def stored_run(pytester: pytest.Pytester, run_gaia2) -> Callable[..., pytest.RunResult]:
+    """Scenario files plus stored verdicts (``passed`` then ``failed``), ``unstored`` scenario
+    files without one (they would start a container) and ``errors`` unreadable files; returns a
+    runner that resumes them with extra options and checks no container is left."""
+
+    def prepare(passed: int, failed: int, errors: int = 0, unstored: int = 0) -> Callable[..., pytest.RunResult]:
+        split = pytester.path / "scenarios" / "search"
+        split.mkdir(parents=True)
+        for index, source in enumerate(sorted(MANY.glob("*.json"))[: passed + failed]):
+            shutil.copy(source, split)
+            success = index < passed
+            record = {
+                "scenario_id": source.stem,
+                "split": "search",
+                "run": 1,
+                "attempt": 1,
+                "universe": re.search(r"universe_\d+", source.stem).group(0),  # type: ignore[union-attr]
+                "success": success,
+                "outcome": "passed" if success else "failed",
+                "reused": False,
+                "error": None,
+                "error_category": None,
+                "failure_reasons": [] if success else ["stored failure"],
+                "wall_time_s": 3.0,
+                "num_agent_events": 2,
+            }
+            folder = pytester.path / "run" / "search" / source.stem
+            folder.mkdir(parents=True)
+            (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+        for source in sorted(MANY.glob("*.json"))[passed + failed : passed + failed + unstored]:
+            shutil.copy(source, split)
+        (pytester.path / "run" / "run_config.json").write_text(json.dumps({"run_id": "stored"}), encoding="utf-8")
+        broken = pytester.path / "scenarios" / "broken"
+        broken.mkdir()
+        for name in UNREADABLE[:errors]:
+            shutil.copy(MALFORMED / name, broken)
+
+        def run(*args: str) -> pytest.RunResult:
+            result = run_gaia2("--gaia2-scenarios=scenarios", "--gaia2-resume=run", *args)
+            sessions = pytester.path / "run" / "sessions.jsonl"
+            for line in sessions.read_text(encoding="utf-8").splitlines() if sessions.is_file() else []:
+                assert gaia2_containers(json.loads(line)["session_id"]) == []
+            return result
+
+        return run
+
+    return prepare

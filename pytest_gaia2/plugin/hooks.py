@@ -368,7 +368,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     lines = context.summary_lines()
     for line in lines:
         terminalreporter.write_line(line)
-    if not (lines and context.book.records and context.folder is not None):
+    if not (lines and context.book.anything_to_write and context.folder is not None):
         return
     from types import MappingProxyType
 

@@ -88,6 +88,12 @@ class ResultBook:
         if why.startswith("budget") and self.spent_at_stop is None:
             self.spent_at_stop = self.spent()
 
+    @property
+    def anything_to_write(self) -> bool:
+        """Whether this session has something for the run's files: a record, or a planned key it
+        did not start (a resumed session its budget halts before any start still says why)."""
+        return bool(self.records or self.not_started)
+
     def spent(self) -> float | None:
         """The run's spend in its ledger (every session's), None without a run folder."""
         return Ledger(self.folder.path).total() if self.folder is not None else None
@@ -215,7 +221,7 @@ class ResultBook:
 
     def gate_lines(self) -> list[str]:
         """The gate's verdict, for the very end of the output (after pytest's own summary)."""
-        decision = self.decision(self.summary()) if self.records else None
+        decision = self.decision(self.summary()) if self.anything_to_write else None
         return decision.lines if decision else []
 
     def _budget_text(self) -> str | None:

@@ -498,7 +498,7 @@ class RunContext:
     def summary_lines(self) -> list[str]:
         if self.is_worker or not self.active or self.config.option.collectonly:
             return []
-        if not self.book.records:
+        if not self.book.anything_to_write:
             return ["gaia2: no scenario ran"]
         return [self.redactor.redact(line) for line in self.book.lines()]
 
@@ -528,7 +528,7 @@ class RunContext:
         with interrupts.held():
             self._recover()
             self.book.decided = self.decision()
-            if not self.book.records:
+            if not self.book.anything_to_write:
                 return None
             extra = {
                 "run_id": self.run_id,

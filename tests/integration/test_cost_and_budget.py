@@ -18,6 +18,7 @@ from gaia2_testing import (
     run_folder,
     run_id_of,
     scenario_variant,
+    session_prefix,
 )
 
 from pytest_gaia2.cost.budget import LEDGER_FILE, Ledger
@@ -153,3 +154,37 @@ def test_an_unknown_model_gives_tokens_and_one_warning_never_a_guessed_price(
     records = results_of(pytester.path / "out")
     assert [(r["cost_usd"], r["cost_source"], r["usage"]["input_tokens"]) for r in records] == [
         (None, "unknown", 1000)] * 2
+
+
+def test_a_resumed_session_its_halt_stops_at_once_says_why_on_every_page(
+    pytester: pytest.Pytester, run_gaia2: Any, priced: Any
+) -> None:
+    """Issue 23: a resumed session that the halt stops before any start (the run's spend already
+    over it) wrote no summary, so summary.json, the pages and the terminal kept the session before
+    it: a complete run, no stop. Now they say this session stopped at once, and why."""
+    first_id, second_id = _scenarios(pytester, 2)
+    first = priced(run_gaia2, "-k", first_id)
+    first.assert_outcomes(passed=1)
+    folder = run_folder(pytester.path / "out")
+    assert json.loads((folder / "summary.json").read_text())["stop"]["stopped"] is False
+    resumed = priced(
+        run_gaia2,
+        "--gaia2-resume",
+        "--gaia2-resume-mismatch=warn",
+        "-k",
+        second_id,
+        "--gaia2-budget-halt=1.0",
+        "--gaia2-report",
+    )
+    resumed.assert_outcomes(skipped=1)
+    reason = "budget: the run has spent $1.20, its halt is $1.00; no new scenario starts"
+    summary = json.loads((folder / "summary.json").read_text())
+    stop = summary["stop"]
+    assert summary["session_id"].startswith(session_prefix(resumed.stdout.str()))
+    assert (summary["planned"], summary["done"], summary["complete"]) == (1, 0, False)
+    assert stop["stopped"] is True and stop["reason"] == reason
+    assert stop["spent_usd"] == pytest.approx(PER_SCENARIO) and stop["spent_at_stop_usd"] == pytest.approx(PER_SCENARIO)
+    assert [item["key"].endswith(second_id) for item in stop["not_started"]] == [True]
+    resumed.stdout.fnmatch_lines([f"gaia2: stopped: {reason}", "gaia2: 1 not started (budget: *"])
+    for page in ("report.md", "index.html"):
+        assert "its halt is $1.00; no new scenario starts" in (folder / page).read_text(encoding="utf-8"), page

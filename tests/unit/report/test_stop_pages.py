@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from pytest_gaia2.cost.projection import Projection
 from pytest_gaia2.report import run_facts
 from pytest_gaia2.report.document import REPORT_HTML, REPORT_MD, write_report
+from pytest_gaia2.report.sequential import first_decision
 from pytest_gaia2.report.stats import summarise
 from pytest_gaia2.report.summary import Stop, coverage, write_summary_json
 from pytest_gaia2.report.trace_page import write_index
@@ -120,6 +121,23 @@ def test_report_and_index_show_the_stop_the_coverage_and_the_name(tmp_path: Path
 def test_index_counts_done_of_planned_not_rows(tmp_path: Path) -> None:
     shown = _shown(write_index(_halted_folder(tmp_path, _stop())).read_text(encoding="utf-8"))
     assert shown["counts"].startswith("2 of 6 planned scenarios done, 2 row(s)")
+
+
+def test_a_run_stopped_because_decided_says_which_way_with_the_counts_and_the_level(tmp_path: Path) -> None:
+    """--gaia2-stop-when-decided: the pages and summary.json's ``stop.decided`` carry the decision."""
+    decision = first_decision([(True, False)] * 8, 0.05, "/runs/base")
+    assert decision is not None
+    not_run = tuple((key, decision.reason) for key in PLANNED[2:])
+    folder = _halted_folder(tmp_path, Stop(decision.reason, not_started=not_run, decided=decision).to_dict())
+    write_report(folder, index=tmp_path / "index.sqlite")
+    why = ("decided: worse than baseline /runs/base: 0 better, 8 worse of 8 judged pairs "
+           "(sequential test at level 5.0%); no new scenario starts")
+    assert f"Stopped: `{why}`. Do not publish" in (folder / REPORT_MD).read_text(encoding="utf-8")
+    for page in (folder / REPORT_HTML, write_index(folder)):
+        assert why in _shown(page.read_text(encoding="utf-8"))["incomplete"]
+    block = json.loads((folder / store.SUMMARY_FILE).read_text(encoding="utf-8"))["stop"]["decided"]
+    assert (block["direction"], block["worse"], block["better"], block["pairs"], block["level"]) == (
+        "worse", 8, 0, 8, 0.05)
 
 
 def test_a_run_without_summary_says_it_does_not_know_why(tmp_path: Path) -> None:

@@ -7,6 +7,9 @@ silently collected nothing (see ``joined_values.rerun_with_joined_values``). Eac
 forms and compares what every process saw: rootdir, collected ids, the output in the header.
 No engine is needed: a conftest records the collected items, then runs none of them, so
 xdist's workers collect for real (``--collect-only`` would keep xdist from starting them).
+The runs are in this process: the rootdir is chosen from the same arguments there, the rerun
+is in-process anyway, and a subprocess only added a second of start-up to each of 20 runs
+(xdist's workers are processes of their own either way).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _run(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
     """Exit status, the header's output folder, whether the plugin said anything (its header or
     an error naming an option), and per process its rootdir and collected ids."""
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "search_split", *args)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-m", "search_split", *args)
     seen = {}
     for path in sorted(pytester.path.glob("seen-*.json")):
         seen[path.stem.removeprefix("seen-")] = json.loads(path.read_text(encoding="utf-8"))

@@ -313,9 +313,9 @@ def test_alluredir_without_allure_pytest_names_the_extra(pytester: pytest.Pytest
     """As when allure-pytest is not installed: its plugin is off and the fallback adds the option."""
     pytester.makeconftest(FALLBACK_CONFTEST)
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    without = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:allure_pytest")
+    without = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:allure_pytest")
     without.assert_outcomes(passed=1)
-    used = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:allure_pytest", "--alluredir=allure")
+    used = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:allure_pytest", "--alluredir=allure")
     assert used.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ERROR: {ALLURE_MISSING}" in used.errlines
     assert not (pytester.path / "allure").exists()

@@ -77,6 +77,9 @@ class ResultBook:
         self.not_started: dict[str, str] = {}
         """Planned keys that were skipped before any attempt, and why (budget, probe only)."""
         self.spent_at_stop: float | None = None
+        self.scenario_files: dict[str, tuple[str, str | None]] = {}
+        """Each planned key's scenario file and its hash: summary.json names those of the keys
+        that did not run, so the pages can give their apps (they have no record to name it)."""
         self.end_reason: str | None = None
         """What ended the run early when it was not the items' own doing (Ctrl-C)."""
         self.decided: Decision | None = None
@@ -246,6 +249,11 @@ class ResultBook:
                 "cost": spend.summary(self.records.values()),
                 "persistent_errors": self.persistent(),
                 "stop": self.stop().to_dict(),
+                "not_run_files": {
+                    key: {"scenario_file": self.scenario_files[key][0], "scenario_sha256": self.scenario_files[key][1]}
+                    for key in summary.not_run
+                    if key in self.scenario_files
+                },
                 "coverage": report.coverage(summary),
             }
             report.write_summary_json(self.folder.file(store.SUMMARY_FILE), summary, decision, extra=extra)

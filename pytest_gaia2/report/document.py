@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,8 @@ MAX_PROBLEMS = 500
 REASON_CHARS = 300
 """The judge's reason or the error, cut to this many characters in the table."""
 APPS_UNKNOWN = "apps unknown"
-"""The app row of scenarios whose file is gone, changed since the run, or never parsed."""
+"""The app row of scenarios whose file is gone, changed since the run (or since it was planned,
+for one that never ran), never parsed, or not on record (a run folder of an earlier version)."""
 ALLURE_MISSING = "--alluredir needs allure-python-commons: pip install 'pytest-gaia2[allure]'"
 ALLURE_NAME = "gaia2 run report"
 
@@ -98,18 +99,24 @@ class RunReport:
     coverage: dict[str, Any] | None = None
 
 
-def scenario_apps(records: Sequence[AttemptRecord], index: Path | None) -> dict[str, tuple[str, ...] | None]:
-    """Each record key's apps, from its scenario file; None when the file cannot be read any
-    more, no longer parses, or is not the file the verdict was given on (its hash changed, or the
-    record holds none: a path from a results folder is used only for the file it vouches for)."""
-    files = sorted({record.scenario_file for record in records if record.scenario_file})
+def scenario_apps(
+    records: Sequence[AttemptRecord], index: Path | None, not_run: Mapping[str, tuple[str, str]] | None = None
+) -> dict[str, tuple[str, ...] | None]:
+    """Each record key's apps, from its scenario file, and each key that did not run's, from the
+    file summary.json names for it (``not_run``: key to file and hash); None when the file cannot
+    be read any more, no longer parses, or is not the file the verdict was given on or planned
+    with (its hash changed, or none is known: a path from a results folder is used only for the
+    file it vouches for). Only regular files are read (bounded): never a folder's tree."""
+    named = {record.key: (record.scenario_file, record.scenario_sha256) for record in records}
+    named.update({key: file for key, file in (not_run or {}).items() if key not in named})
+    files = sorted({file for file, _ in named.values() if file and os.path.isfile(file)})
     found, _unreadable = scenarios.discover([Path(file) for file in files], index_path=index)
     by_path = {scenario.path: scenario for scenario in found}
     apps: dict[str, tuple[str, ...] | None] = {}
-    for record in records:
-        scenario = by_path.get(Path(record.scenario_file).resolve()) if record.scenario_file else None
-        same = scenario is not None and record.scenario_sha256 == scenario.sha256
-        apps[record.key] = tuple(dict.fromkeys(scenario.apps)) if same and scenario is not None else None
+    for key, (file, sha) in named.items():
+        scenario = by_path.get(Path(file).resolve()) if file else None
+        same = scenario is not None and sha is not None and sha == scenario.sha256
+        apps[key] = tuple(dict.fromkeys(scenario.apps)) if same and scenario is not None else None
     return apps
 
 
@@ -214,12 +221,13 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
     ledger = Ledger(folder.path)
     ledger_usd = ledger.total() if ledger.present else None
     listed = problems(folder.path, records, summary)
+    facts = run_facts.read(folder.path, run_config)
     return RunReport(
         name=folder.path.resolve().name,
         details=environment(run_config),
         command=str(run_config.get("command") or ""),
         summary=summary,
-        apps=app_breakdown(records, planned, scenario_apps(records, index)),
+        apps=app_breakdown(records, planned, scenario_apps(records, index, facts.not_run_files)),
         cost=spend.summary(records),
         ledger_usd=ledger_usd,
         slowest=tuple(timed[:SLOWEST]),
@@ -236,7 +244,7 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
         problems_left_out=max(0, len(listed) - MAX_PROBLEMS),
         money=money(records, ledger_usd),
         rejudges=tuple(rejudged.read(folder.path, judged_verdicts(records))),
-        facts=run_facts.read(folder.path, run_config),
+        facts=facts,
         coverage=coverage(summary),
     )
 

@@ -11,8 +11,9 @@ A value that fails its check is left out, never shown as it is.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ TAG_CHARS = 100
 MAX_TAGS = 50
 KEY_CHARS = 300
 REASON_CHARS = 500
+PATH_CHARS = 4096
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 MAX_NOT_STARTED = 100_000
 USD_MAX = 1e9
 """An amount of a run's budget or spend past this is not believed."""
@@ -86,6 +89,21 @@ def stop_of(document: Mapping[str, Any]) -> Stop | None:
     )
 
 
+def not_run_files_of(document: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """summary.json's ``not_run_files``: each key that did not run, its scenario file and that
+    file's hash, checked; an entry without a well-formed hash is left out (a path is only used
+    for the file its hash vouches for, as a record's)."""
+    block = document.get("not_run_files")
+    found: dict[str, tuple[str, str]] = {}
+    for key, entry in list(block.items())[:MAX_NOT_STARTED] if isinstance(block, dict) else ():
+        if not isinstance(entry, dict) or not isinstance(key, str) or len(key) > KEY_CHARS:
+            continue
+        file, sha = entry.get("scenario_file"), entry.get("scenario_sha256")
+        if isinstance(file, str) and 0 < len(file) <= PATH_CHARS and isinstance(sha, str) and _SHA256.fullmatch(sha):
+            found[key] = (file, sha)
+    return found
+
+
 def _count(value: Any, low: int) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= COUNT_MAX else None
 
@@ -126,6 +144,8 @@ class RunFacts:
     started: _dt.datetime | None
     stop: Stop | None
     probe: Projection | None = None
+    not_run_files: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Each planned key that did not run: its scenario file and hash (summary.json's ``not_run_files``)."""
 
     def probe_only(self, not_run: Sequence[str]) -> bool:
         """Whether the run was a --gaia2-probe-only run that ran its whole probe: every planned
@@ -165,6 +185,7 @@ def read(path: Path, config: Mapping[str, Any] | None = None) -> RunFacts:
         started=started_at(config.get("started_at")),
         stop=stop_of(summary) if isinstance(summary, dict) else None,
         probe=probe_of(summary) if isinstance(summary, dict) else None,
+        not_run_files=not_run_files_of(summary) if isinstance(summary, dict) else {},
     )
 
 

@@ -316,8 +316,13 @@ class RunContext:
             )
         self.prepared = True
         self.book.planned = planned
+        chosen = set(planned)
+        self.book.scenario_files = {
+            item.key: (str(item.scenario.path), item.scenario.sha256)
+            for item in self.items()
+            if item.scenario is not None and item.key in chosen
+        }
         if self.values["probe"]:
-            chosen = set(planned)
             self.choose_probe([item for item in self.items() if item.key in chosen])
         from pytest_gaia2.engine.client import EngineError
         from pytest_gaia2.plan.scenarios import cache_dir

@@ -5,6 +5,7 @@ $1 and $2 per million is $1.20 a scenario."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -188,3 +189,8 @@ def test_a_resumed_session_its_halt_stops_at_once_says_why_on_every_page(
     resumed.stdout.fnmatch_lines([f"gaia2: stopped: {reason}", "gaia2: 1 not started (budget: *"])
     for page in ("report.md", "index.html"):
         assert "its halt is $1.00; no new scenario starts" in (folder / page).read_text(encoding="utf-8"), page
+    # Issue 24: the scenario that never started is named with its file and hash, for its apps on the pages.
+    (key, named), = summary["not_run_files"].items()
+    file = pytester.path / "variants" / "search" / f"{second_id}.json"
+    assert key == stop["not_started"][0]["key"] and named["scenario_file"] == str(file)
+    assert named["scenario_sha256"] == hashlib.sha256(file.read_bytes()).hexdigest()

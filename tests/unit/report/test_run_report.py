@@ -20,6 +20,7 @@ import pytest
 from gaia2_testing import SHIPPED
 
 from pytest_gaia2.cli import main as cli
+from pytest_gaia2.plan import scenarios
 from pytest_gaia2.report import plots
 from pytest_gaia2.report.document import APPS_UNKNOWN, REPORT_HTML, REPORT_MD, write_report
 from pytest_gaia2.report.rates import percent, percent_number
@@ -175,6 +176,38 @@ def test_per_app_from_the_scenario_files_and_unknown_when_gone_or_changed(tmp_pa
         assert _row(markdown, f"`{name}`")[1:4] == ["2", "1", "1"]
     assert _row(markdown, f"`{APPS_UNKNOWN}`")[1:6] == ["2", "2", "0", "0", "1"]  # gone, changed, not run
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_a_planned_scenario_that_never_ran_shows_the_apps_of_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: a planned scenario that never started (a halt, Ctrl-C) went to ``apps unknown``
+    although the run knew its file. summary.json's ``not_run_files`` names it with its hash; the
+    report reads it (a regular file only, bounded) when the hash still matches."""
+    data = json.loads((SHIPPED / "search" / "scenario_universe_21_7kww6e.json").read_text(encoding="utf-8"))
+    data["metadata"]["definition"]["scenario_id"] = "kept"
+    kept = tmp_path / "kept.json"
+    kept.write_text(json.dumps(data), encoding="utf-8")
+    digest = hashlib.sha256(kept.read_bytes()).hexdigest()
+    records = [_record("s_01", "passed", scenario_file=str(kept), scenario_sha256=digest)]
+    planned = ["search/s_01", "search/s_05", "search/s_06", "search/s_07", "search/s_08"]
+    folder = _run_folder(tmp_path, records, planned=planned)
+    summary = json.loads((folder / store.SUMMARY_FILE).read_text(encoding="utf-8"))
+    summary["not_run_files"] = {
+        "search/s_05": {"scenario_file": str(kept), "scenario_sha256": digest},
+        "search/s_06": {"scenario_file": str(kept), "scenario_sha256": "0" * 64},  # changed since planned
+        "search/s_07": {"scenario_file": str(tmp_path), "scenario_sha256": digest},  # a folder: never walked
+        "search/s_08": {"scenario_file": str(kept), "scenario_sha256": None},  # no hash vouches for it
+    }
+    (folder / store.SUMMARY_FILE).write_text(json.dumps(summary), encoding="utf-8")
+    roots: list[list[Path]] = []
+    discover = scenarios.discover
+    monkeypatch.setattr(scenarios, "discover", lambda paths, **kw: roots.append(list(paths)) or discover(paths, **kw))
+    markdown, _, _ = _report(folder, tmp_path)
+    for name in {app["name"] for app in data["apps"]}:
+        assert _row(markdown, f"`{name}`")[1:6] == ["1", "1", "0", "0", "1"]  # s_01 ran, s_05 did not
+    assert _row(markdown, f"`{APPS_UNKNOWN}`")[1:6] == ["0", "0", "0", "0", "3"]
+    assert roots == [[kept]]
 
 
 def test_no_secret_from_the_environment_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

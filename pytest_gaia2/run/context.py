@@ -48,6 +48,14 @@ WORKER_WIND_DOWN = 30.0
 """Seconds an interrupted run waits for its xdist workers to write their records."""
 
 
+def _same(one: Path, other: Path) -> bool:
+    """Whether two paths name the same folder (through links and relative parts)."""
+    try:
+        return one.resolve() == other.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
 class RunContext:
     """Run-wide state and the once-per-run work; the hooks in ``plugin.py`` delegate here."""
 
@@ -309,6 +317,11 @@ class RunContext:
             self.order = list(planned)
         if self.prepared or self.is_worker or collect_only or not (planned or self.values["preflight_only"]):
             return
+        if self.baseline is not None and self.folder is not None and _same(self.baseline.path, self.folder.path):
+            raise OptionError(
+                f"--gaia2-stop-when-decided: {self.baseline.path} is the run folder this run writes into; "
+                "the baseline is an earlier run"
+            )
         if self.baseline is not None and not self.baseline.shared(planned):
             raise OptionError(
                 f"--gaia2-stop-when-decided: the baseline {self.baseline.path} judged none of the "

@@ -106,6 +106,11 @@ def test_the_decision_level_sets_where_it_decides(pytester: pytest.Pytester, sto
             "--gaia2-stop-when-decided=base",
             "ERROR: --gaia2-stop-when-decided: the baseline * judged none of the 2 planned scenarios*",
         ),
+        (
+            "self",
+            "--gaia2-stop-when-decided=run",
+            "ERROR: --gaia2-stop-when-decided: *run is the run folder this run writes into; the baseline is an earlier run",
+        ),
         ("ok", "--gaia2-decision-level=0", "ERROR: --gaia2-decision-level: expected a fraction above 0 and below 1*"),
     ],
 )
@@ -120,6 +125,8 @@ def test_a_baseline_that_cannot_serve_is_one_usage_error_before_anything_starts(
         (base / "results.jsonl").write_text(
             json.dumps({"scenario_id": "other", "split": "search", "run": 1, "attempt": 1, "outcome": "passed"}) + "\n"
         )
+    if setup == "self":
+        (pytester.path / "run" / "results.jsonl").write_text((base / "results.jsonl").read_text())
     result = run(option)
     result.stderr.fnmatch_lines([message])
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from gaia2_records import record
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_gaia2.report.sequential import Baseline, first_decision, log_mixture_ratio, plan_pairs
 from pytest_gaia2.store.folder import StoreError
@@ -193,3 +195,31 @@ def test_a_baseline_that_is_no_run_folder_or_has_damaged_results_is_one_error_na
     empty = write_run(tmp_path / "empty", [])
     with pytest.raises(StoreError, match="no results to compare with"):
         Baseline.load(empty)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.one_of(
+        st.binary(max_size=2000),
+        st.lists(
+            st.dictionaries(
+                st.sampled_from(["scenario_id", "split", "run", "repeat", "attempt", "outcome", "repeats"]),
+                st.one_of(st.text(max_size=20), st.integers(-5, 5), st.none(), st.booleans(), st.floats()),
+            ),
+            max_size=5,
+        ).map(lambda rows: "\n".join(json.dumps(row) for row in rows).encode()),
+    )
+)
+def test_any_baseline_results_file_is_a_baseline_or_one_store_error(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes
+) -> None:
+    """results.jsonl of a baseline comes from anywhere: whatever its bytes, the reader gives
+    verdicts it checked (judged ones among them) or one StoreError naming the file."""
+    folder = write_run(tmp_path_factory.mktemp("base") / "run", [])
+    (folder / "results.jsonl").write_bytes(data)
+    try:
+        baseline = Baseline.load(folder)
+    except StoreError as exc:
+        assert str(folder) in str(exc)
+        return
+    assert baseline.outcomes and all(outcome in ("passed", "failed", "error") for outcome in baseline.outcomes.values())

@@ -32,6 +32,7 @@ from typing import Any
 
 from gaia2_ref_model import SWITCH, ModelCaller, ProviderRefused
 from gaia2_ref_runtime import (
+    AGENT_STOPPED,
     TERMINAL_STATUSES,
     JsonlTail,
     append_event,
@@ -114,14 +115,9 @@ class Agent:
     def run(self) -> None:
         try:
             self._run()
-        except ProviderRefused as exc:
-            self.log.error("Model call failed: %s; the agent gives up", exc)
-            append_event(
-                self.state,
-                make_line(
-                    AUI, SMU, {"content": f"I could not go on: {exc}."}, True, None, read_sim_text(self.faketime)
-                ),
-            )
+        except ProviderRefused as exc:  # like an agent whose LLM client raised: no answer, no judgment
+            self.log.error("Model call failed: %s; the agent stops without answering", exc)
+            write_atomic(self.state / AGENT_STOPPED, json.dumps({"reason": str(exc)}) + "\n")
         except Exception:  # a crashed agent must not take the adapter down with it
             self.log.exception("Agent crashed")
 

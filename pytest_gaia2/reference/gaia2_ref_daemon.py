@@ -27,6 +27,7 @@ from typing import Any
 
 from gaia2_ref_judge import Judge, Judgment, LoggedEvent, split_turns
 from gaia2_ref_runtime import (
+    AGENT_STOPPED,
     JsonlTail,
     append_event,
     append_jsonl,
@@ -302,6 +303,10 @@ class Daemon:
                     log.error("FAULT GAIA2_FAULT_DAEMON_ERROR: ending with status error")
                     self.finish("error", None)
                     return
+            if (self.state / AGENT_STOPPED).exists():
+                log.error("The agent stopped before its task was done (its model call failed); ending unjudged")
+                self.finish("error", None)
+                return
             loop = int(env_float("GAIA2_FAULT_TOOL_LOOP", 0.0))
             if loop and self.num_events - self.smu_count >= loop:
                 log.error("Daemon error: no turn boundary detected after %d agent events", loop)

@@ -4,9 +4,10 @@ With the switch set, the agent asks the model at ``$BASE_URL/chat/completions`` 
 ``$MODEL``, key ``$API_KEY``) once before each action it takes, and writes that call's real
 Format A ``llm_call`` line (``http_status``, ``raw_response``) to ``$GAIA2_TRACE_FILE`` (default
 /tmp/trace.jsonl). A call the provider refuses (any status but 200, or no answer) ends the
-agent's work as a real agent would after its own retries: it tells the user it could not go
-on, so the judge sees an unfinished task. The reply's content is not used: the actions are
-still the oracle's or the script's.
+agent's work as a real agent's would when its LLM client raises after its own retries: it
+answers nobody and the daemon ends the run unjudged (status ``error``), so the host names the
+provider from the trace. The reply's content is not used: the actions are still the oracle's
+or the script's.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ from typing import Any
 from gaia2_ref_scenario import sim_str_to_time, sim_time_to_str
 
 TERMINAL_STATUSES = ("complete", "stopped", "error")
+AGENT_STOPPED = "agent_stopped.json"
+"""Written in the state directory by an agent that stopped for good before its task was done
+(its model provider refused it): the daemon ends the run with status ``error``, unjudged."""
 
 
 def env_float(name: str, default: float) -> float:

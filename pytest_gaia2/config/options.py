@@ -319,6 +319,14 @@ OPTIONS: tuple[Option, ...] = (
         parse=positive_float,
     ),
     Option(
+        "pacing",
+        "The run's pacer: 'adaptive' (default) halves the rate of starts after provider errors "
+        "(429, 5xx) and recovers; 'off' never slows down (it still counts them in progress.json), "
+        "for a comparison or a provider paced elsewhere. --gaia2-max-starts-per-minute applies either way.",
+        default="adaptive",
+        choices=("adaptive", "off"),
+    ),
+    Option(
         "stuck-loop-min-calls",
         "A daemon that ends in error after the agent made N or more model calls since its last "
         "turn boundary is a failure (agent_loop), not an error; 0 disables.",

@@ -481,6 +481,7 @@ class RunContext:
             ),
             max_starts_per_minute=self.values["max_starts_per_minute"],
             decided=self._decided,
+            adaptive_pacing=self.values["pacing"] == "adaptive",
         )
 
     @property

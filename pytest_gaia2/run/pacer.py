@@ -5,7 +5,8 @@ scenarios into it. Every attempt that ends with provider trouble halves the rate
 new attempts start (multiplicative decrease); every attempt that ends without it adds an
 eighth of the rate the run had before the storm (additive increase), until that rate is
 reached again and the run is unpaced (recovered). ``--gaia2-max-starts-per-minute`` caps the
-rate at all times.
+rate at all times. With ``--gaia2-pacing off`` (for a comparison, or a provider paced elsewhere)
+the pacer only counts the provider errors: the ceiling alone sets the rate.
 
 The state is one small JSON file in the run folder (``pacer.json``), read and written under
 a file lock, so the xdist workers of a session and the sessions of a resume share it; the
@@ -89,6 +90,8 @@ class PacerState:
     """The rate the run had before the storm: reaching it again ends the slowdown."""
     ceiling: float | None = None
     """--gaia2-max-starts-per-minute of the latest session."""
+    adaptive: bool = True
+    """--gaia2-pacing of the latest session: False (off) never slows down."""
     next_start: float = 0.0
     last_decrease: float | None = None
     """When the rate was last halved (None: never)."""
@@ -100,8 +103,8 @@ class PacerState:
 
     @property
     def effective(self) -> float | None:
-        """Starts per minute now: the paced rate under the ceiling; None for no limit."""
-        rates = [rate for rate in (self.rate, self.ceiling) if rate is not None]
+        """Starts per minute now: the paced rate (when adaptive) under the ceiling; None for no limit."""
+        rates = [rate for rate in (self.rate if self.adaptive else None, self.ceiling) if rate is not None]
         return min(rates) if rates else None
 
     @property
@@ -120,6 +123,7 @@ class PacerState:
             rate=_rate(data.get("rate")),
             recover_at=_rate(data.get("recover_at")),
             ceiling=_rate(data.get("ceiling")),
+            adaptive=data.get("adaptive") is not False,
             next_start=_epoch(data.get("next_start"), now) or 0.0,
             last_decrease=_epoch(data.get("last_decrease"), now),
             slowdowns=_count(data.get("slowdowns")),
@@ -158,9 +162,12 @@ class PacerState:
         return (*self.history, entry)[-HISTORY_KEPT:]
 
     def ended(self, trouble: bool, now: float) -> PacerState:
-        """After one attempt: slower after provider trouble, faster (and at last unpaced) after none."""
+        """After one attempt: slower after provider trouble, faster (and at last unpaced) after none;
+        with the pacing off, the trouble is only counted."""
         if trouble:
             counted = replace(self, provider_errors=self.provider_errors + 1)
+            if not self.adaptive:
+                return counted
             if self.last_decrease is not None and now - self.last_decrease < max(SAME_STORM_S, self.interval):
                 return counted  # the same storm: one halving is enough
             current = self.effective or self.observed(now)
@@ -173,7 +180,7 @@ class PacerState:
                 slowdowns=self.slowdowns + 1,
                 history=self._noted(now, "slower", rate),
             )
-        if self.rate is None:
+        if self.rate is None or not self.adaptive:
             return self
         target = self.recover_at or MIN_RATE
         rate = self.rate + max(MIN_RATE, target * INCREASE_SHARE)
@@ -197,7 +204,8 @@ class PacerState:
         """For progress.json: paced or not, the rate, the counts and the latest changes."""
         effective = self.effective
         return {
-            "paced": self.rate is not None,
+            "pacing": "adaptive" if self.adaptive else "off",
+            "paced": self.adaptive and self.rate is not None,
             "starts_per_minute": None if effective is None else round(effective, 2),
             "max_starts_per_minute": self.ceiling,
             "next_start_in_s": round(max(0.0, self.next_start - now), 1),
@@ -230,12 +238,14 @@ class Pacer:
         folder: Path,
         ceiling: float | None,
         *,
+        adaptive: bool = True,
         workers: int = 1,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.folder = folder
         self.ceiling = ceiling
+        self.adaptive = adaptive
         self.horizon = MAX_INTERVAL_S * max(1, workers)
         """The latest a start can honestly be from now: every worker (of this session) queued, each
         at most one longest interval after the one before; a next start beyond it is clamped."""
@@ -248,7 +258,7 @@ class Pacer:
         try:
             with self.lock:
                 now = self.clock()
-                state = replace(read_state(self.folder, now), ceiling=self.ceiling)
+                state = replace(read_state(self.folder, now), ceiling=self.ceiling, adaptive=self.adaptive)
                 state, value = change(state, now)
                 store.write_json(self.folder / PACER_FILE, state.to_json())
                 return value

@@ -114,6 +114,7 @@ class ScenarioRunner:
         container_env: Callable[[Scenario, dict[str, str]], None] = lambda scenario, env: None,
         max_starts_per_minute: float | None = None,
         decided: Callable[[], str | None] = lambda: None,
+        adaptive_pacing: bool = True,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -132,7 +133,11 @@ class ScenarioRunner:
         """Why no new scenario starts because the comparison with a baseline is decided, or None."""
         self.prices = PriceBook.load(price_file)
         self.ledger = Ledger(folder.path) if folder is not None else None
-        self.pacer = Pacer(folder.path, max_starts_per_minute, workers=workers) if folder is not None else None
+        self.pacer = (
+            Pacer(folder.path, max_starts_per_minute, workers=workers, adaptive=adaptive_pacing)
+            if folder is not None
+            else None
+        )
         """The run's pace of starts, shared with every worker and session (:mod:`~pytest_gaia2.run.pacer`)."""
 
     def _budget_reason(self, decide: Callable[[float], str | None]) -> str | None:

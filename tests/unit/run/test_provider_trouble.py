@@ -189,3 +189,24 @@ def test_an_unreadable_pacer_file_does_not_stop_a_start(tmp_path: Path) -> None:
     (tmp_path / PACER_FILE).write_bytes(b"\x00" * 100_000)
     assert Pacer(tmp_path, None, sleep=lambda _: None).wait_turn() == 0
     assert read_state(tmp_path).starts  # written afresh
+
+
+def test_with_the_pacing_off_provider_errors_are_counted_but_never_slow_the_starts(tmp_path: Path) -> None:
+    """--gaia2-pacing off: a storm is counted, no start waits; the ceiling still applies, and a
+    session with the pacing on again paces from the shared file as before."""
+    clock = [1000.0]
+    slept: list[float] = []
+    off = Pacer(tmp_path, None, adaptive=False, clock=lambda: clock[0], sleep=slept.append)
+    for _ in range(4):
+        off.wait_turn()
+        off.ended(True)
+    shown = read_state(tmp_path).shown(clock[0])
+    assert (shown["pacing"], shown["paced"], shown["slowdowns"], shown["provider_errors"]) == ("off", False, 0, 4)
+    assert slept == [] and shown["starts_per_minute"] is None
+    capped = Pacer(tmp_path, 30.0, adaptive=False, clock=lambda: clock[0], sleep=slept.append)
+    capped.wait_turn()
+    capped.wait_turn()
+    assert slept == [2.0]
+    on = Pacer(tmp_path, None, clock=lambda: clock[0], sleep=slept.append)
+    on.ended(True)
+    assert read_state(tmp_path).shown(clock[0])["pacing"] == "adaptive" and read_state(tmp_path).rate is not None

@@ -79,6 +79,11 @@ class PlannedItem:
     def universe(self) -> str | None:
         return self.scenario.universe if self.scenario else None
 
+    def marker_names(self) -> frozenset[str]:
+        """The names -m can select this item by among the markers the plugin owns (:meth:`marks`
+        without pytest-timeout's, which is not the plugin's to decide)."""
+        return frozenset(name for name in ("gaia2", self.split_marker, self.universe) if name)
+
     def marks(self) -> list[Any]:
         """``gaia2``, the split marker, the universe marker, and pytest-timeout's bound."""
         marks: list[Any] = [pytest.mark.gaia2, getattr(pytest.mark, self.split_marker)]

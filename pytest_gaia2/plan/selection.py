@@ -13,7 +13,7 @@ import json
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +31,8 @@ FIRST_N_WARNING = (
 """Shown whenever a plain prefix is asked for (upstream's ``limit`` behaves the same way)."""
 
 _MAX_LISTED = 10
+MARK_TRIES = 256
+"""Evaluations of a -m expression spent on the names it leaves open; past them the item is kept."""
 
 
 class SelectionError(OptionError):
@@ -205,6 +207,47 @@ def nothing_selected(option: str, expression: str, markers: Sequence[str], names
     return f"{option} {expression!r} selects no scenario. Markers: {_listed(list(markers))}" + (
         f"; nearest: {', '.join(nearest)}" if nearest else ""
     )
+
+
+class _Open(Exception):
+    """The expression asked for a name no choice has been made for yet."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _matcher(owned: frozenset[str], has: frozenset[str], chosen: dict[str, bool]) -> Callable[..., bool]:
+    def matcher(name: str, /, **kwargs: object) -> bool:
+        if name in owned:
+            return name in has and not kwargs
+        if name not in chosen:
+            raise _Open(name)
+        return chosen[name]
+
+    return matcher
+
+
+def could_match(evaluate: Callable[[Callable[..., bool]], bool], owned: frozenset[str], has: frozenset[str]) -> bool:
+    """Whether a -m expression (``evaluate``: it calls the matcher with each marker name it needs)
+    can select an item that has the markers ``has`` of the ``owned`` ones the plugin sets (a name
+    of ``owned`` it lacks is certainly absent, and the plugin's markers take no arguments),
+    whatever markers outside ``owned`` a conftest may add later: every choice of those names is
+    tried, up to :data:`MARK_TRIES` evaluations, past which the answer is yes. Only a no lets an
+    item go uncreated; pytest's own -m still decides on every item created."""
+    pending: list[dict[str, bool]] = [{}]
+    tries = 0
+    while pending:
+        tries += 1
+        if tries > MARK_TRIES:
+            return True
+        chosen = pending.pop()
+        try:
+            if evaluate(_matcher(owned, has, chosen)):
+                return True
+        except _Open as open_name:
+            pending += [{**chosen, open_name.name: False}, {**chosen, open_name.name: True}]
+    return False
 
 
 def manifest(scenarios: Iterable[tuple[str, str]]) -> dict[str, dict[str, list[str]]]:

@@ -129,6 +129,8 @@ class ScenarioModule(pytest.Module):
     classname ``gaia2.<split>``)."""
 
     split: str = ""
+    planned: list[PlannedItem] = []
+    """The split's planned items -m can select: its items."""
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -140,11 +142,25 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     from pytest_gaia2.plugin import item as scenario_item
 
-    for split in dict.fromkeys(item.split for item in context.items()):
+    selectable = _selectable(config, context.items())
+    for split in dict.fromkeys(item.split for item in selectable):
         nodeid = f"{NODE_PREFIX}/{split}"
         module = ScenarioModule.from_parent(session, path=Path(scenario_item.__file__), nodeid=nodeid, name=nodeid)
         module.obj, module.split = scenario_item, split  # the module object given, not imported by path
+        module.planned = [item for item in selectable if item.split == split]
         items.extend(item for item in session.genitems(module) if isinstance(item, pytest.Item))
+
+
+def _selectable(config: pytest.Config, planned: list[PlannedItem]) -> list[PlannedItem]:
+    """The planned items -m can select: ``-m search_split`` creates no item of another split, so
+    none is collected only to be "deselected" (which reads as lost). pytest's -m still decides."""
+    evaluate = private_api.mark_expression(config.option.markexpr) if config.option.markexpr else None
+    if evaluate is None:
+        return planned
+    from pytest_gaia2.plan.selection import could_match
+
+    owned = frozenset(name for item in planned for name in item.marker_names())
+    return [item for item in planned if could_match(evaluate, owned, item.marker_names())]
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
@@ -201,9 +217,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
     context = _context(metafunc.config)
     module = metafunc.definition.parent
-    split = module.split if isinstance(module, ScenarioModule) else None
-    own = split is not None
-    items = [item for item in (context.items() if context else []) if not own or item.split == split]
+    own = isinstance(module, ScenarioModule)
+    items = module.planned if isinstance(module, ScenarioModule) else context.items() if context else []
     extra = _allure_marks(metafunc.config)
     metafunc.parametrize(
         ITEM_PARAMETER,

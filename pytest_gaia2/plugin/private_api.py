@@ -46,6 +46,24 @@ def mid_line(reporter: Any) -> bool:
     return bool(getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0))
 
 
+def mark_expression(text: str) -> Callable[[Callable[..., bool]], bool] | None:
+    """-m's expression as pytest evaluates it: ``_pytest.mark.expression.Expression.compile(text)
+    .evaluate``, which calls a matcher with each marker name (and arguments) it needs.
+
+    The plugin creates no item -m cannot select (``plan.selection.could_match``), so the split a
+    run does not ask for is not collected and then "deselected"; pytest offers no public way to
+    evaluate -m before the items exist. None when that shape is not there or the text does not
+    compile (pytest's own -m then reports it): every item is created and -m deselects as usual.
+    """
+    try:
+        from _pytest.mark.expression import Expression
+
+        evaluate = Expression.compile(text).evaluate
+    except Exception:  # noqa: BLE001 - any change or refusal: pytest's -m decides alone
+        return None
+    return evaluate if callable(evaluate) else None
+
+
 def junit_property_writer(config: pytest.Config) -> Callable[[str, object], None] | None:
     """``--junitxml``'s run-level property writer: what the public ``record_testsuite_property``
     fixture returns, which only a test can ask for (an xdist controller runs none). It is

@@ -37,6 +37,29 @@ def test_strict_markers_and_split_selection(pytester: pytest.Pytester) -> None:
     assert ids and all(line.startswith("gaia2/ambiguity::") for line in ids)
 
 
+def test_m_creates_no_item_of_a_split_it_cannot_select(pytester: pytest.Pytester) -> None:
+    """``pytest -m search_split --co -q`` said "4/12 tests collected (8 deselected)": the other
+    splits' items were made and then dropped, which reads as scenarios lost. A marker a conftest
+    adds later (not the plugin's) may still select any item, so those are made and -m decides."""
+    _with_shipped(pytester)
+    search = len(list(SHIPPED.glob("search/*.json")))
+    result = pytester.runpytest("--collect-only", "-q", "-m", "search_split", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([f"{search} tests collected in *"])
+    assert "deselected" not in result.stdout.str()
+    pytester.makeconftest("""
+        import pytest
+
+        def pytest_collection_modifyitems(items):
+            for item in items:
+                if "scenario_universe_21_83x6ru" in item.nodeid:
+                    item.add_marker(pytest.mark.chosen)
+    """)
+    pytester.makeini("[pytest]\nmarkers =\n    chosen: picked by the conftest\n")
+    result = pytester.runpytest("--collect-only", "-q", "-m", "search_split or chosen", "-p", "no:cacheprovider")
+    ids = [line for line in result.outlines if line.startswith("gaia2/")]
+    assert len(ids) == search + 1 and "gaia2/ambiguity::test_scenario[scenario_universe_21_83x6ru]" in ids
+
+
 def test_folder_outside_the_splits_gets_its_own_marker(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--collect-only", "-q", "--strict-markers", "-m", "custom_split",
                                 f"--gaia2-scenarios={DATA / 'scenarios' / 'other_split'}", "-p", "no:cacheprovider")

@@ -102,3 +102,26 @@ def test_allure_test_span(pytester: pytest.Pytester) -> None:
     assert [(r["start"], r["stop"]) for r in results] == [(1_000_000, 1_234_500)], (
         f"{version}: the span set on the test result is not the one written (update private_api.set_allure_span)"
     )
+
+
+def test_mark_expression_evaluates_as_pytest_does() -> None:
+    """-m's expression before any item exists: the plugin creates no item it cannot select."""
+    evaluate = private_api.mark_expression("search_split and not universe_21 or tagged(level=2)")
+    assert evaluate is not None, (
+        f"{PYTEST}: _pytest.mark.expression.Expression.compile(...).evaluate is gone; every split's items "
+        "are created again and -m reports the others as deselected (update private_api.mark_expression)"
+    )
+    asked: list[tuple[str, dict[str, object]]] = []
+
+    def matcher(name: str, /, **kwargs: object) -> bool:
+        asked.append((name, kwargs))
+        return name == "search_split"
+
+    assert evaluate(matcher) is True and asked == [("search_split", {}), ("universe_21", {})], (
+        f"{PYTEST}: Expression.evaluate no longer asks the matcher for each name in order ({asked})"
+    )
+    asked.clear()
+    assert evaluate(lambda name, /, **kwargs: asked.append((name, kwargs)) or name == "tagged") is True
+    assert asked[-1] == ("tagged", {"level": 2}), f"{PYTEST}: marker arguments no longer reach the matcher"
+    assert private_api.mark_expression("search_split and (") is None
+

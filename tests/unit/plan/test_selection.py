@@ -15,7 +15,8 @@ import pytest
 from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.plan import selection
 from pytest_gaia2.plan.scenarios import Scenario
-from pytest_gaia2.plan.selection import FIRST_N_WARNING, SelectionError, select
+from pytest_gaia2.plan.selection import FIRST_N_WARNING, SelectionError, could_match, select
+from pytest_gaia2.plugin import private_api
 
 
 def make(split: str, universe: int, tag: str) -> Scenario:
@@ -320,3 +321,39 @@ def test_written_manifest_is_upstream_format_and_feeds_back(tmp_path: Path) -> N
     again = select(all_, subset=path)
     assert again.scenarios == chosen and again.notes == []
     assert not list(path.parent.glob(".*"))
+
+
+@pytest.mark.parametrize(
+    ("expression", "selectable"),
+    [
+        ("search_split", {"search-21"}),
+        ("not search_split", {"time-21", "time-22"}),
+        ("time_split and not universe_21", {"time-22"}),
+        ("search_split or slow", {"search-21", "time-21", "time-22"}),  # slow: a conftest may add it
+        ("slow and not slow", set()),
+        ("time_split and (slow or not slow)", {"time-21", "time-22"}),
+        ("gaia2 and universe_22", {"time-22"}),
+        ("search_split(level=1)", set()),  # the plugin's markers take no arguments
+        ("not gaia2", set()),
+    ],
+)
+def test_could_match_leaves_out_only_what_m_cannot_select(expression: str, selectable: set[str]) -> None:
+    evaluate = private_api.mark_expression(expression)
+    assert evaluate is not None
+    items = {
+        "search-21": frozenset({"gaia2", "search_split", "universe_21"}),
+        "time-21": frozenset({"gaia2", "time_split", "universe_21"}),
+        "time-22": frozenset({"gaia2", "time_split", "universe_22"}),
+    }
+    owned = frozenset().union(*items.values())
+    assert {name for name, has in items.items() if could_match(evaluate, owned, has)} == selectable
+
+
+def test_could_match_says_yes_past_its_tries() -> None:
+    """An expression over more free names than MARK_TRIES evaluations can settle keeps the item."""
+    clauses = [f"(m{2 * n} or m{2 * n + 1})" for n in range(10)]  # 2**10 ways to satisfy them all
+    evaluate = private_api.mark_expression(" and ".join(clauses) + " and not gaia2")
+    assert evaluate is not None and could_match(evaluate, frozenset({"gaia2"}), frozenset({"gaia2"}))
+    small = private_api.mark_expression(" and ".join(clauses[:3]) + " and not gaia2")
+    assert small is not None and not could_match(small, frozenset({"gaia2"}), frozenset({"gaia2"}))
+

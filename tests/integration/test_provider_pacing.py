@@ -1,33 +1,39 @@
-"""Provider trouble on the real engine and reference image: the agent (GAIA2_REF_AGENT_LLM) calls
-a scripted model server on this host that answers HTTP 429 to a storm of first requests and then
-to more than a few requests a second. At -n 2 no scenario is blamed on the agent: the refused
-ones are errors provider_rate_limit, retried with backoff, and the run's pacer slows the starts
-after the storm and recovers, as progress.json shows."""
+"""Provider trouble on the real engine and reference image, with the run's pacer and without.
+
+The agent (GAIA2_REF_AGENT_LLM) makes one model call per search scenario to a scripted server
+on this host that answers HTTP 429 to any call within LOCKOUT_S of the call before it, answered
+or refused (one call per window, and a caller that keeps calling keeps itself locked out). Both
+runs start at most STARTS_PER_MINUTE attempts a minute at -n 4, one start every 3 s: 3 s apart
+the calls lock each other out, 6 s apart they do not. Off, the starts stay 3 s apart and the
+retried scenarios keep refusing each other; adaptive, the pacer halves the rate at the first
+refusal, so after the starts already taken the calls come 6 s apart and pass. Either way no
+scenario is blamed on the agent: the refused attempts are errors provider_rate_limit, retried
+with backoff."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 from gaia2_testing import SHIPPED, gaia2_containers, results_of, run_folder, run_id_of
 
-STORM = 3
-"""The server's first STORM requests are refused (a 429 storm)."""
-PER_SECOND = 4
-"""After the storm, more than PER_SECOND requests within one second are refused too."""
+STARTS_PER_MINUTE = 20
+LOCKOUT_S = 5.0
+"""Between one start interval (3 s) and two (6 s), a second's jitter of the containers' boot
+away from either: off, the calls are refused by structure; paced, they pass by structure."""
 
 
 @pytest.fixture
 def limited_server() -> Iterator[tuple[int, list[int]]]:
     """An OpenAI-compatible server for containers (every interface); (port, statuses answered)."""
     answered: list[int] = []
-    recent: deque[float] = deque()
+    last: list[float] = []
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -38,11 +44,8 @@ def limited_server() -> Iterator[tuple[int, list[int]]]:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with lock:
                 now = time.monotonic()
-                while recent and now - recent[0] > 1.0:
-                    recent.popleft()
-                limited = len(answered) < STORM or len(recent) >= PER_SECOND
-                if not limited:
-                    recent.append(now)
+                limited = bool(last) and now - last[-1] < LOCKOUT_S
+                last.append(now)
                 answered.append(429 if limited else 200)
             body: dict[str, Any] = (
                 {"error": {"type": "rate_limit_exceeded", "message": "Rate limit reached"}}
@@ -63,50 +66,63 @@ def limited_server() -> Iterator[tuple[int, list[int]]]:
 
     server = ThreadingHTTPServer(("", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1], answered
-    server.shutdown()
-    server.server_close()
+    try:
+        yield server.server_address[1], answered
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
-def test_a_429_storm_is_the_providers_is_retried_and_paced(
+def refused_attempts(folder: Path) -> list[dict[str, Any]]:
+    """The run's attempts refused by the provider, each checked: an error named by its trace."""
+    attempts = [json.loads(p.read_text(encoding="utf-8")) for p in folder.rglob("result.json")]
+    refused = [a for a in attempts if a["error_category"] == "provider_rate_limit"]
+    for attempt in refused:
+        assert attempt["outcome"] == "error" and "HTTP 429" in attempt["error"]
+        trace = (folder / attempt["folder"] / "trace.jsonl").read_text(encoding="utf-8").splitlines()
+        assert json.loads(trace[-1])["http_status"] == 429
+    return refused
+
+
+def test_a_429_storm_is_the_providers_is_retried_and_paced_with_fewer_refusals_than_unpaced(
     pytester: pytest.Pytester,
     run_gaia2: Callable[..., pytest.RunResult],
     limited_server: tuple[int, list[int]],
     clean_env: pytest.MonkeyPatch,
 ) -> None:
     port, answered = limited_server
-    result = run_gaia2(
-        "-n",
-        "2",
-        f"--gaia2-scenarios={SHIPPED / 'search'}",
-        f"--gaia2-scenarios={SHIPPED / 'execution'}",
-        f"--gaia2-env=BASE_URL=http://host.docker.internal:{port}/v1",  # the oracle profile passes no model settings
-        "--gaia2-env=GAIA2_REF_AGENT_LLM=1",
-        "--gaia2-retries=4",
-        "--gaia2-skip-endpoint-check",
-    )
-    output = pytester.path / "out"
-    folder = run_folder(output)
-    records = results_of(output)
-    assert len(records) == 6, result.stdout.str()[-3000:]
-    assert [r for r in records if r["outcome"] == "failed"] == []  # nobody blamed on the agent
-    assert {r["error_category"] for r in records if r["outcome"] == "error"} <= {"provider_rate_limit"}
-    result.assert_outcomes(
-        passed=sum(r["outcome"] == "passed" for r in records),
-        errors=len(records) - sum(r["outcome"] == "passed" for r in records),
-    )
-    attempts = [json.loads(p.read_text(encoding="utf-8")) for p in folder.rglob("result.json")]
-    refused = [a for a in attempts if a["error_category"] == "provider_rate_limit"]
-    assert len(refused) >= 2 and answered.count(429) >= STORM
-    for attempt in refused:
-        assert attempt["outcome"] == "error" and "HTTP 429" in attempt["error"]
-        trace = (folder / attempt["folder"] / "trace.jsonl").read_text(encoding="utf-8").splitlines()
-        assert json.loads(trace[-1])["http_status"] == 429
-    assert sum(r["outcome"] == "passed" for r in records) >= 5  # retried after the storm
-    progress = json.loads((folder / "progress.json").read_text(encoding="utf-8"))
-    pacer = progress["pacer"]
-    events = [entry["event"] for entry in pacer["history"]]
-    assert pacer["slowdowns"] >= 1 and pacer["provider_errors"] >= len(refused), pacer
-    assert "slower" in events and events.index("slower") < len(events) - 1, pacer  # it slowed, then sped up
-    assert pacer["recoveries"] >= 1 and pacer["paced"] is False and events[-1] == "recovered", pacer
-    assert gaia2_containers(run_id_of(output)) == []
+    refusals: dict[str, int] = {}
+    pacers: dict[str, dict[str, Any]] = {}
+    for pacing in ("adaptive", "off"):
+        answered.clear()
+        result = run_gaia2(
+            "-n",
+            "4",
+            f"--gaia2-scenarios={SHIPPED / 'search'}",  # one model call each
+            f"--gaia2-env=BASE_URL=http://host.docker.internal:{port}/v1",  # the oracle profile passes no model settings
+            "--gaia2-env=GAIA2_REF_AGENT_LLM=1",
+            "--gaia2-retries=2",
+            f"--gaia2-max-starts-per-minute={STARTS_PER_MINUTE}",
+            f"--gaia2-pacing={pacing}",
+            "--gaia2-skip-endpoint-check",
+            output=pacing,
+        )
+        output = pytester.path / pacing
+        folder = run_folder(output)
+        records = results_of(output)
+        assert len(records) == 4, result.stdout.str()[-3000:]
+        assert [r for r in records if r["outcome"] == "failed"] == []  # nobody blamed on the agent
+        assert {r["error_category"] for r in records if r["outcome"] == "error"} <= {"provider_rate_limit"}
+        passed = sum(r["outcome"] == "passed" for r in records)
+        result.assert_outcomes(passed=passed, errors=len(records) - passed)
+        refused = refused_attempts(folder)
+        assert len(refused) == answered.count(429) >= 3, answered  # one call an attempt
+        pacers[pacing] = json.loads((folder / "progress.json").read_text(encoding="utf-8"))["pacer"]
+        assert pacers[pacing]["pacing"] == pacing and pacers[pacing]["provider_errors"] == len(refused)
+        refusals[pacing] = len(refused)
+        assert gaia2_containers(run_id_of(output)) == []
+    paced, unpaced = pacers["adaptive"], pacers["off"]
+    events = [entry["event"] for entry in paced["history"]]
+    assert paced["slowdowns"] >= 1 and "faster" in events[events.index("slower") :], paced  # slowed, then sped up
+    assert (unpaced["slowdowns"], unpaced["history"], unpaced["paced"]) == (0, [], False), unpaced
+    assert refusals["adaptive"] < refusals["off"], refusals

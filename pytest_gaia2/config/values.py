@@ -71,11 +71,19 @@ def positive_int(name: str, raw: str) -> int:
     return value
 
 
+SMALLEST_LEVEL = 1e-6
+"""The smallest error rate a test is asked for: below about 1e-308 its likelihood ratio threshold
+(1 / level) is no finite double, and far before that no run could ever decide."""
+
+
 def level(name: str, raw: str) -> float:
-    """A test's error rate: a fraction above 0 and below 1 (0 would never decide, 1 always)."""
+    """A test's error rate: a fraction above 0 and below 1 (0 would never decide, 1 always), at
+    least SMALLEST_LEVEL."""
     value = fraction(name, raw)
     if not 0.0 < value < 1.0:
         raise OptionError(f"--gaia2-{name}: expected a fraction above 0 and below 1 (e.g. 0.05 for 5%), got {raw!r}")
+    if value < SMALLEST_LEVEL:
+        raise OptionError(f"--gaia2-{name}: {raw!r} is below {SMALLEST_LEVEL:g}, the smallest level a test decides at")
     return value
 
 

@@ -106,10 +106,11 @@ def scenario_apps(
     file summary.json names for it (``not_run``: key to file and hash); None when the file cannot
     be read any more, no longer parses, or is not the file the verdict was given on or planned
     with (its hash changed, or none is known: a path from a results folder is used only for the
-    file it vouches for). Only regular files are read (bounded): never a folder's tree."""
+    file it vouches for). Only regular files are read (bounded): never a folder's tree, and each
+    once however many spellings (``d/../d/f``, links) a results folder names it by."""
     named = {record.key: (record.scenario_file, record.scenario_sha256) for record in records}
     named.update({key: file for key, file in (not_run or {}).items() if key not in named})
-    files = sorted({file for file, _ in named.values() if file and os.path.isfile(file)})
+    files = sorted({os.path.realpath(file) for file, _ in named.values() if file and os.path.isfile(file)})
     found, _unreadable = scenarios.discover([Path(file) for file in files], index_path=index)
     by_path = {scenario.path: scenario for scenario in found}
     apps: dict[str, tuple[str, ...] | None] = {}

@@ -10,14 +10,22 @@ pins a defence no other test covered (no write through a link at the pacer's fil
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from gaia2_testing import SHIPPED
 
 from pytest_gaia2.config.values import SMALLEST_LEVEL, OptionError, level
+from pytest_gaia2.plan import scenarios
+from pytest_gaia2.report import document
 from pytest_gaia2.report.sequential import first_decision
 from pytest_gaia2.run.pacer import LOCK_FILE, PACER_FILE, Pacer
+
+SEARCH = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
+
 
 # -- --gaia2-decision-level ----------------------------------------------------------------------
 
@@ -57,3 +65,33 @@ def test_the_pacer_writes_nothing_through_a_link_planted_at_its_files(tmp_path: 
     assert waits == []
     if planted == PACER_FILE:  # replaced by the pacer's own file, not written through
         assert not (folder / PACER_FILE).is_symlink() and (folder / PACER_FILE).is_file()
+
+
+# -- summary.json's not_run_files ----------------------------------------------------------------
+
+
+def test_a_scenario_file_is_read_once_however_many_spellings_name_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """summary.json naming one file as ``d/../d/f``, ``d/../d/../d/f`` ... (and a link to it) for
+    each planned key not run: every spelling was read in full (up to 64 MiB each, 100000
+    entries allowed), 200 spellings of a 60 MB file kept ``pytest-gaia2 report`` busy 2 minutes."""
+    data = tmp_path / "data"
+    data.mkdir()
+    file = data / SEARCH.name
+    file.write_bytes(SEARCH.read_bytes())
+    (data / "link.json").symlink_to(file)
+    sha = hashlib.sha256(file.read_bytes()).hexdigest()
+    spellings = [str(data) + "/../data" * depth + "/" + SEARCH.name for depth in range(200)]
+    not_run = {f"search/s{n}": (name, sha) for n, name in enumerate([*spellings, str(data / "link.json")])}
+    reads: list[Path] = []
+    real_read = scenarios.read_regular_file
+
+    def counted(path: Path, **limits: Any) -> bytes:
+        reads.append(path)
+        return real_read(path, **limits)
+
+    monkeypatch.setattr(scenarios, "read_regular_file", counted)
+    apps = document.scenario_apps([], None, not_run)
+    assert len(reads) == 1
+    assert set(apps) == set(not_run) and all(apps.values())  # every spelling still gets the file's apps

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pytest_gaia2.report.rates import Rate
 from pytest_gaia2.report.stats import ErrorGroup, GroupStats
+from pytest_gaia2.store.redact import printable
 
 if TYPE_CHECKING:
     from matplotlib.axis import Axis
@@ -49,8 +50,10 @@ def require() -> None:
 
 
 def plain_label(text: str) -> str:
-    """A category or split name as plain text on a plot: cut to LABEL_CHARS, and every ``$``
-    escaped so matplotlib draws it instead of reading mathtext (``$\\frac{`` would raise)."""
+    """A category or split name as plain text on a plot: control characters escaped (matplotlib
+    warns of a glyph it lacks with the character itself, raw on the terminal), cut to LABEL_CHARS,
+    and every ``$`` escaped so matplotlib draws it instead of reading mathtext (``$\\frac{`` would raise)."""
+    text = printable(text)
     short = text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
     return short.replace("$", r"\$")
 

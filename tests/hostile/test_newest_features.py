@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,16 @@ from gaia2_testing import SHIPPED
 
 from pytest_gaia2.config.values import SMALLEST_LEVEL, OptionError, level
 from pytest_gaia2.plan import scenarios
-from pytest_gaia2.report import document
+from pytest_gaia2.report import document, plots
 from pytest_gaia2.report.sequential import first_decision
+from pytest_gaia2.report.stats import ErrorGroup
 from pytest_gaia2.run.pacer import LOCK_FILE, PACER_FILE, Pacer
 
 SEARCH = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
+
+
+def raw_controls(text: str) -> list[str]:
+    return [char for char in text if ord(char) < 32 and char not in "\n\t" or 0x7F <= ord(char) <= 0x9F]
 
 
 # -- --gaia2-decision-level ----------------------------------------------------------------------
@@ -95,3 +101,28 @@ def test_a_scenario_file_is_read_once_however_many_spellings_name_it(
     apps = document.scenario_apps([], None, not_run)
     assert len(reads) == 1
     assert set(apps) == set(not_run) and all(apps.values())  # every spelling still gets the file's apps
+
+
+# -- report plots --------------------------------------------------------------------------------
+
+
+def test_a_plot_label_sends_no_control_character_to_the_terminal() -> None:
+    """An error category ``ESC[31m...BEL`` from a results folder: matplotlib warned ``Glyph 27
+    (<the raw ESC>) missing from font`` on stderr for each one."""
+    evil = "\x1b[31mEVIL\x1b]0;title\x07\x9b"
+    assert not raw_controls(plots.plain_label(evil)) and "\\x1b[31mEVIL" in plots.plain_label(evil)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plots.errors([ErrorGroup(evil, 2, ("search/a", "search/b"))])
+    assert not [str(warning.message) for warning in caught if raw_controls(str(warning.message))]
+
+
+def test_the_glyph_warning_is_real() -> None:
+    """The control for the test above: an unescaped ESC on a plot does make matplotlib warn
+    with the raw character (so the test above can fail)."""
+    figure = plots._figure()
+    figure.add_subplot().set_title("\x1b")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plots._png(figure)
+    assert any(raw_controls(str(warning.message)) for warning in caught)

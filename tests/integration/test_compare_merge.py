@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +52,18 @@ def scripted_run(folder: Path, right: str, *selection: str) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The four runs at once (each in a folder of its own, as independent runs are): one after
+    the other they took a minute, mostly waiting on their containers."""
     root = tmp_path_factory.mktemp("compare-merge")
-    return {
-        "a": scripted_run(root / "a", RIGHT_IN_A),
-        "b": scripted_run(root / "b", RIGHT_IN_B),
-        "half1": scripted_run(root / "half1", RIGHT_IN_A, "-k", " or ".join(FIRST_HALF)),
-        "half2": scripted_run(root / "half2", RIGHT_IN_A, "-k", " or ".join(SECOND_HALF)),
+    plans = {
+        "a": (RIGHT_IN_A,),
+        "b": (RIGHT_IN_B,),
+        "half1": (RIGHT_IN_A, "-k", " or ".join(FIRST_HALF)),
+        "half2": (RIGHT_IN_A, "-k", " or ".join(SECOND_HALF)),
     }
+    with ThreadPoolExecutor(len(plans)) as pool:
+        started = {name: pool.submit(scripted_run, root / name, *plan) for name, plan in plans.items()}
+        return {name: future.result() for name, future in started.items()}
 
 
 def command(*args: Any) -> subprocess.CompletedProcess[str]:

@@ -221,6 +221,15 @@ def test_export_check_shows_names_of_the_folder_escaped(export: Path) -> None:
     assert done.returncode == 1 and "\\x1b[31mEVIL" in clean(done)
 
 
+def test_export_check_names_a_statistic_no_double_can_hold(export: Path) -> None:
+    """report.json's success_rate as a 401-digit integer (JSON takes up to 4300): math.isclose
+    raised OverflowError, a traceback instead of the field named."""
+    report = export / "report.json"
+    report.write_text(report.read_text().replace('"success_rate": 100.0', '"success_rate": 1' + "0" * 400, 1))
+    done = cli("export", "--check", export)
+    assert done.returncode == 1 and "field 'statistics.per_capability.search.success_rate' is 1000" in clean(done)
+
+
 # -- pytest-gaia2 plan ----------------------------------------------------------------------------
 
 

@@ -210,7 +210,7 @@ def check_row(where: str, values: Any, config: str) -> list[str]:
         problems.append(f"{where}: field 'run_number' must be 1 or more")
     try:
         json.loads(values["run_config"])
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json parses
         problems.append(f"{where}: field 'run_config' is not JSON")
     return problems
 

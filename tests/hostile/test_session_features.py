@@ -230,6 +230,16 @@ def test_export_check_names_a_statistic_no_double_can_hold(export: Path) -> None
     assert done.returncode == 1 and "field 'statistics.per_capability.search.success_rate' is 1000" in clean(done)
 
 
+def test_export_check_refuses_deep_nesting_in_a_rows_run_config(export: Path) -> None:
+    """A row's run_config (JSON inside a JSON string) 100000 deep: json.loads' RecursionError was a traceback."""
+    rows = export / "search" / "validation-00000-of-00001.jsonl"
+    first, *rest = rows.read_text().splitlines()
+    row = {**json.loads(first), "run_config": "[" * 100_000 + "]" * 100_000}
+    rows.write_text("\n".join([json.dumps(row), *rest]) + "\n")
+    done = cli("export", "--check", export)
+    assert done.returncode == 1 and "validation-00000-of-00001.jsonl:1: field 'run_config' is not JSON" in clean(done)
+
+
 # -- pytest-gaia2 plan ----------------------------------------------------------------------------
 
 

@@ -33,6 +33,10 @@ MAX_DATA_BYTES = 16 << 20
 """An attempt's events.jsonl larger than this is left out of its row's ``data`` (and said so)."""
 MAX_EXPORT_FILE = 1 << 30
 """The largest file ``--check`` reads."""
+MAX_PROBLEMS = 1000
+"""``--check`` stops at this many problems: a file of a million bad fields would hold a million
+messages (18 times the file's size in memory)."""
+SHOWN_PROBLEMS = 50
 _SPLIT = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 
@@ -98,6 +102,8 @@ def check(directory: Path, split: str | None = None) -> list[str]:
     if not files:
         return [f"{directory}: no <config>/<split>-*.jsonl file"]
     for path in files:
+        if len(problems) >= MAX_PROBLEMS:
+            break
         relative = path.relative_to(directory).as_posix()
         try:
             data = read_regular_file(path, max_bytes=MAX_EXPORT_FILE, follow_symlinks=False)
@@ -105,6 +111,8 @@ def check(directory: Path, split: str | None = None) -> list[str]:
             problems.append(f"{relative}: cannot be read ({exc})")
             continue
         for number, line in enumerate(data.splitlines(), start=1):
+            if len(problems) >= MAX_PROBLEMS:
+                break
             try:
                 value = loads_bounded(line, max_bytes=MAX_EXPORT_FILE)
             except JsonLimitError as exc:
@@ -116,7 +124,7 @@ def check(directory: Path, split: str | None = None) -> list[str]:
                 rows_by_config.setdefault(path.parent.name, []).append(value)
     if not problems:
         problems = leaderboard.check_report(report, rows_by_config)
-    return problems
+    return problems[:MAX_PROBLEMS]
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -134,10 +142,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.check:
         problems = check(Path(args.check))
-        for problem in problems[:50]:  # names and values from the folder: no escape reaches the terminal
+        for problem in problems[:SHOWN_PROBLEMS]:  # names and values from the folder: no escape reaches the terminal
             print(f"pytest-gaia2 export: {printable(problem)}")
-        if len(problems) > 50:
-            print(f"pytest-gaia2 export: ... and {len(problems) - 50} more")
+        if len(problems) > SHOWN_PROBLEMS:
+            stopped = f" (the check stops at {MAX_PROBLEMS})" if len(problems) >= MAX_PROBLEMS else ""
+            print(f"pytest-gaia2 export: ... and {len(problems) - SHOWN_PROBLEMS} more{stopped}")
         print(f"pytest-gaia2 export: {args.check}: " + ("NOT valid" if problems else "valid"))
         return 1 if problems else 0
     if not args.run or not args.output:

@@ -240,6 +240,16 @@ def test_export_check_refuses_deep_nesting_in_a_rows_run_config(export: Path) ->
     assert done.returncode == 1 and "validation-00000-of-00001.jsonl:1: field 'run_config' is not JSON" in clean(done)
 
 
+def test_export_check_keeps_a_bounded_number_of_problems(export: Path) -> None:
+    """A rows file of a million unknown fields held a message for each (18 times the file's size
+    in memory: a 1 GiB file, the largest --check reads, would need about 18 GB); it stops at 1000."""
+    rows = export / "search" / "validation-00000-of-00001.jsonl"
+    line = json.dumps({str(field): 0 for field in range(2000)}) + "\n"
+    rows.write_text(line * 20)
+    done = cli("export", "--check", export)
+    assert done.returncode == 1 and "... and 950 more (the check stops at 1000)" in clean(done)
+
+
 # -- pytest-gaia2 plan ----------------------------------------------------------------------------
 
 

@@ -303,10 +303,6 @@ class Daemon:
                     log.error("FAULT GAIA2_FAULT_DAEMON_ERROR: ending with status error")
                     self.finish("error", None)
                     return
-            if (self.state / AGENT_STOPPED).exists():
-                log.error("The agent stopped before its task was done (its model call failed); ending unjudged")
-                self.finish("error", None)
-                return
             loop = int(env_float("GAIA2_FAULT_TOOL_LOOP", 0.0))
             if loop and self.num_events - self.smu_count >= loop:
                 log.error("Daemon error: no turn boundary detected after %d agent events", loop)
@@ -316,6 +312,14 @@ class Daemon:
             if rejected is not None:
                 log.info("Judge rejected — fail fast")
                 self.finish("stopped", rejected)
+                return
+            if (self.state / AGENT_STOPPED).exists():  # after the judge: an answer that arrived is judged
+                if self.turn >= self.scenario.nb_turns and len(self.conditions) >= self.scenario.nb_turns - 1:
+                    log.error("The agent stopped after its last answer; judging that answer")
+                    self.complete()
+                    return
+                log.error("The agent stopped before its task was done (its model call failed); ending unjudged")
+                self.finish("error", None)
                 return
             fired_any, waiting = self.fire_due()
             if fired_any:

@@ -24,7 +24,8 @@ from gaia2_ref_scenario import sim_str_to_time, sim_time_to_str
 TERMINAL_STATUSES = ("complete", "stopped", "error")
 AGENT_STOPPED = "agent_stopped.json"
 """Written in the state directory by an agent that stopped for good before its task was done
-(its model provider refused it): the daemon ends the run with status ``error``, unjudged."""
+(its model provider refused it): the daemon judges the turns the agent answered, then ends the
+run with status ``error``, unjudged, unless the last turn was answered (then that is judged)."""
 
 
 def env_float(name: str, default: float) -> float:

@@ -48,3 +48,19 @@ def test_the_daemon_ends_unjudged_when_the_agent_stopped(tmp_path: Path) -> None
     status = json.loads((state / "daemon_status.json").read_text(encoding="utf-8"))
     assert status["status"] == "error" and "judgment" not in status
     assert not (state / "judgments.jsonl").exists()
+
+
+def test_an_answer_that_arrived_before_the_stop_is_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """agent_stopped.json is the agent's own file: written next to a wrong final answer, the daemon
+    saw it first and ended 'error' unjudged, so a failure the judge would give became a retried
+    provider error. The judge goes first: the failure stands."""
+    monkeypatch.setenv("GAIA2_JUDGE_FINAL_TURN", "1")
+    state = tmp_path / "state"
+    state.mkdir()
+    answer = {"t": 0, "app": "AgentUserInterface", "fn": "send_message_to_user", "args": {"content": "no"}, "w": True}
+    (state / "events.jsonl").write_text(json.dumps(answer) + "\n", encoding="utf-8")
+    (state / runtime_mod.AGENT_STOPPED).write_text("{}\n", encoding="utf-8")
+    daemon = daemon_mod.Daemon(scenario_mod.Scenario.load(str(SEARCH)), state, None, 1.0, 0.05)
+    daemon.run()
+    status = json.loads((state / "daemon_status.json").read_text(encoding="utf-8"))
+    assert status["status"] == "stopped" and status["judgment"]["success"] is False

@@ -98,12 +98,14 @@ def _numbered(run: Path) -> list[str]:
 
 
 def latest_verdicts(run: Path, judge: str) -> tuple[str, dict[str, bool | None]] | None:
-    """The newest re-judge of the run with a judge of this name: (its folder, verdicts by key)."""
+    """The newest re-judge of the run with a judge of this name: (its folder, verdicts by key).
+    A numbered folder that leads outside the run (a planted link) is passed over, as :func:`read`
+    passes it: it hides no older re-judge."""
     for name in reversed(_numbered(run)):
         try:
             path = store.inside(run, REJUDGE_DIR, name, judge, REJUDGMENTS_FILE)
         except store.StoreError:
-            return None
+            continue
         verdicts = _verdicts(path)
         if verdicts:
             return name, verdicts

@@ -21,7 +21,7 @@ from gaia2_testing import SHIPPED
 
 from pytest_gaia2.config.values import SMALLEST_LEVEL, OptionError, level
 from pytest_gaia2.plan import scenarios
-from pytest_gaia2.report import document, plots
+from pytest_gaia2.report import document, plots, rejudged
 from pytest_gaia2.report.sequential import first_decision
 from pytest_gaia2.report.stats import ErrorGroup
 from pytest_gaia2.run.pacer import LOCK_FILE, PACER_FILE, Pacer
@@ -101,6 +101,20 @@ def test_a_scenario_file_is_read_once_however_many_spellings_name_it(
     apps = document.scenario_apps([], None, not_run)
     assert len(reads) == 1
     assert set(apps) == set(not_run) and all(apps.values())  # every spelling still gets the file's apps
+
+
+# -- compare --judge ------------------------------------------------------------------------------
+
+
+def test_a_link_at_a_newer_rejudge_number_hides_no_older_rejudge(tmp_path: Path) -> None:
+    """``rejudge/999-evil`` a link out of the run: ``compare --judge`` stopped at it and said the
+    run had no re-judge by that judge, though ``001-x`` holds one (the report passed over it)."""
+    run, outside = tmp_path / "run", tmp_path / "outside"
+    for root in (run / "rejudge" / "001-x", outside):
+        (root / "jj").mkdir(parents=True)
+        (root / "jj" / "rejudgments.jsonl").write_text(json.dumps({"key": "search/a", "success": True}) + "\n")
+    (run / "rejudge" / "999-evil").symlink_to(outside)
+    assert rejudged.latest_verdicts(run, "jj") == ("001-x", {"search/a": True})
 
 
 # -- report plots --------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from pytest_gaia2.report.markdown import code_span, plain
 from pytest_gaia2.report.plots import MissingLibrary, Plot
 from pytest_gaia2.report.rates import Rate, percent, percent_number
 from pytest_gaia2.report.rows import natural_key
-from pytest_gaia2.report.run_facts import RunFacts, run_plan
+from pytest_gaia2.report.run_facts import Plan, RunFacts
 from pytest_gaia2.report.summary import coverage
 from pytest_gaia2.report.trace_page import TRACE_FILE
 from pytest_gaia2.store import folder as store
@@ -97,6 +97,8 @@ class RunReport:
     # issue 23: the run's name and tags, why it stopped (summary.json) and what ran per stratum
     facts: RunFacts | None = None
     coverage: dict[str, Any] | None = None
+    plan: Plan | None = None
+    """Where the planned keys came from (summary.json's plan, or why not)."""
 
 
 def scenario_apps(
@@ -212,7 +214,9 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
     run_config = store.read_json(folder.file(store.RUN_CONFIG_FILE))
     run_config = run_config if isinstance(run_config, dict) else {}
     records = list(folder.records(strict=True))
-    planned = run_plan(run_config, records)
+    facts = run_facts.read(folder.path, run_config)
+    plan = facts.plan(records)
+    planned = plan.keys
     summary = stats.summarise([record.to_json() for record in records], planned)
     timed = sorted(
         (record for record in records if record.wall_time_s is not None),
@@ -222,7 +226,6 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
     ledger = Ledger(folder.path)
     ledger_usd = ledger.total() if ledger.present else None
     listed = problems(folder.path, records, summary)
-    facts = run_facts.read(folder.path, run_config)
     return RunReport(
         name=folder.path.resolve().name,
         details=environment(run_config),
@@ -247,6 +250,7 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
         rejudges=tuple(rejudged.read(folder.path, judged_verdicts(records))),
         facts=facts,
         coverage=coverage(summary),
+        plan=plan,
     )
 
 

@@ -98,6 +98,11 @@ def latest_rows(records: Iterable[Mapping[str, Any]]) -> list[ResultRow]:
 _PLANNED_KEY = re.compile(r"([^/]+)/(.+?)(?:/run_(\d+))?")
 
 
+def is_key(key: Any) -> bool:
+    """Whether ``key`` (from any file) is a ``<split>/<scenario_id>[/run_<k>]`` key :func:`planned_keys` takes."""
+    return isinstance(key, str) and _PLANNED_KEY.fullmatch(key) is not None
+
+
 def planned_keys(keys: Sequence[str]) -> dict[tuple[str, str, int], str]:
     """``<split>/<scenario_id>[/run_<k>]`` keys (as test ids and records spell them) by
     (split, scenario, run), the identity ``latest_rows`` keeps records by."""

@@ -1,6 +1,6 @@
 """What a run folder says about itself beyond its records: its name, tags and start
-(run_config.json) and why it stopped (summary.json's ``stop`` block), for the pages and the
-``list`` command.
+(run_config.json), why it stopped (summary.json's ``stop`` block) and what it planned
+(:meth:`RunFacts.plan`), for the pages and the ``list`` command.
 
 Both files may come from anywhere (a copied, edited or hostile folder): they are read bounded
 (a regular file, no link, size- and depth-limited) and every value is checked: text is a string
@@ -11,6 +11,7 @@ A value that fails its check is left out, never shown as it is.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 from pytest_gaia2.cost.budget import usd_text
 from pytest_gaia2.cost.projection import Projection
 from pytest_gaia2.cost.usage import usd_amount
+from pytest_gaia2.report.rows import is_key, natural_key
 from pytest_gaia2.report.summary import PROBE_ONLY, Stop
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
@@ -134,6 +136,47 @@ def probe_of(document: Mapping[str, Any]) -> Projection | None:
     return Projection(planned, probed, hours=hours, workers=workers, **checked)
 
 
+def keys_of(value: Any) -> tuple[str, ...] | None:
+    """A list of planned keys from a file, checked: None unless it is a list of at most
+    MAX_NOT_STARTED distinct, well-formed keys of at most KEY_CHARS (one bad key and the list is
+    not believed, as a record with a bad field is not)."""
+    if not isinstance(value, list) or len(value) > MAX_NOT_STARTED:
+        return None
+    if not all(is_key(key) and len(key) <= KEY_CHARS for key in value) or len(set(value)) != len(value):
+        return None
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class SummaryPlan:
+    """summary.json's plan, checked: how many keys the session that wrote it planned and how many
+    of them are done, and those not run."""
+
+    planned: int
+    done: int
+    not_run: tuple[str, ...]
+
+
+def summary_plan_of(document: Mapping[str, Any]) -> SummaryPlan | None:
+    """summary.json's ``planned``, ``done`` and ``not_run``; None when any fails its check or
+    they do not add up (planned = done + not run)."""
+    planned, done = _count(document.get("planned"), 0), _count(document.get("done"), 0)
+    not_run = keys_of(document.get("not_run"))
+    if planned is None or done is None or not_run is None or planned != done + len(not_run):
+        return None
+    return SummaryPlan(planned, done, not_run)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The keys a run planned, as every page and ``list`` count them."""
+
+    keys: tuple[str, ...] | None
+    """None: no plan on record at all (every result is then planned and done)."""
+    note: str | None = None
+    """Where the plan came from instead, and why, for the pages (None: from summary.json)."""
+
+
 @dataclass(frozen=True)
 class RunFacts:
     """A run's name, tags and start from run_config.json, and its stop from summary.json
@@ -146,6 +189,32 @@ class RunFacts:
     probe: Projection | None = None
     not_run_files: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     """Each planned key that did not run: its scenario file and hash (summary.json's ``not_run_files``)."""
+    last_plan: SummaryPlan | None = None
+    """summary.json's plan: the latest session's, when that session wrote its summary."""
+    first_plan: tuple[str, ...] | None = None
+    """run_config.json's ``planned``: the first session's plan (the only one that writes the file)."""
+    summary_problem: str | None = "summary.json is missing"
+    """Why summary.json has no plan to give (None when it has one)."""
+
+    def plan(self, records: Sequence[AttemptRecord]) -> Plan:
+        """What the run planned: the latest session's plan, the keys that run has a result for
+        and those summary.json lists as not run, so every page and ``list`` count what
+        summary.json counts. When summary.json is missing or damaged, or does not fit
+        results.jsonl (a later session is running, or was killed), the first session's plan
+        plus every key with a record, and why."""
+        keys = {record.key for record in records}
+        last = self.last_plan
+        problem = self.summary_problem
+        if last is not None and (len(keys) != last.done or not keys.isdisjoint(last.not_run)):
+            last, problem = None, "summary.json does not fit results.jsonl (a later session is running, or was killed)"
+        if last is not None:
+            return Plan(tuple(sorted(keys | set(last.not_run), key=natural_key)))
+        if self.first_plan is None:
+            return Plan(None, f"planned: every result, no plan on record ({problem}, run_config.json has none)")
+        return Plan(
+            self.first_plan + tuple(sorted(keys - set(self.first_plan), key=natural_key)),
+            f"planned: the first session's plan (run_config.json) and every result, as {problem}",
+        )
 
     def probe_only(self, not_run: Sequence[str]) -> bool:
         """Whether the run was a --gaia2-probe-only run that ran its whole probe: every planned
@@ -168,6 +237,13 @@ def config_of(path: Path) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
+def _summary_problem(path: Path, summary: Any) -> str | None:
+    if not isinstance(summary, dict):
+        there = os.path.lexists(path / store.SUMMARY_FILE)
+        return "summary.json cannot be read" if there else "summary.json is missing"
+    return None if summary_plan_of(summary) is not None else "summary.json's plan is damaged"
+
+
 def read(path: Path, config: Mapping[str, Any] | None = None) -> RunFacts:
     """The facts of the run folder at ``path`` (``config``: its run_config.json, when already read)."""
     config = config_of(path) if config is None else config
@@ -186,14 +262,7 @@ def read(path: Path, config: Mapping[str, Any] | None = None) -> RunFacts:
         stop=stop_of(summary) if isinstance(summary, dict) else None,
         probe=probe_of(summary) if isinstance(summary, dict) else None,
         not_run_files=not_run_files_of(summary) if isinstance(summary, dict) else {},
+        last_plan=summary_plan_of(summary) if isinstance(summary, dict) else None,
+        first_plan=keys_of(config.get("planned")),
+        summary_problem=_summary_problem(path, summary),
     )
-
-
-def run_plan(run_config: Mapping[str, Any], records: Sequence[AttemptRecord]) -> list[str] | None:
-    """The run's plan (run_config.json) plus every key that has a record: a resumed session may
-    have planned more than the first, and a result outside the plan would make done > planned."""
-    planned = run_config.get("planned")
-    if not isinstance(planned, list):
-        return None
-    keys = [str(key) for key in planned]
-    return keys + sorted({record.key for record in records} - set(keys))

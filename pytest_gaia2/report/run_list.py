@@ -47,6 +47,8 @@ class RunRow:
     """``complete``, or ``incomplete: <why>``, or why the folder could not be read."""
     pages: tuple[tuple[str, str], ...] = ()
     """(name, href relative to the output folder) of the run's own pages."""
+    plan_note: str | None = None
+    """Where planned came from when not from summary.json, and why (:class:`run_facts.Plan`)."""
 
     @property
     def complete(self) -> bool:
@@ -90,8 +92,7 @@ def _pages(output: Path, path: Path) -> tuple[tuple[str, str], ...]:
 
 def row(output: Path, path: Path) -> RunRow:
     """The row of the run folder at ``path``; never raises on what the folder holds."""
-    config = run_facts.config_of(path)
-    facts = run_facts.read(path, config)
+    facts = run_facts.read(path)
     make = functools.partial(
         RunRow, folder=shown(path.name), facts=facts, sessions=_sessions(path), pages=_pages(output, path)
     )
@@ -100,7 +101,8 @@ def row(output: Path, path: Path) -> RunRow:
     except store.ResultsError as exc:
         reason = shown(str(exc).replace(str(path), path.name))[: run_facts.REASON_CHARS]
         return make(planned=None, done=None, strict=None, cost_usd=None, status=f"unreadable: {reason}")
-    summary = stats.summarise([record.to_json() for record in records], run_facts.run_plan(config, records))
+    plan = facts.plan(records)
+    summary = stats.summarise([record.to_json() for record in records], plan.keys)
     ledger = Ledger(path)
     priced = spend.summary(records)
     spent = ledger.read() if ledger.present else None
@@ -117,6 +119,7 @@ def row(output: Path, path: Path) -> RunRow:
         strict=summary.overall.strict,
         cost_usd=cost,
         status=status,
+        plan_note=plan.note,
     )
 
 
@@ -153,7 +156,8 @@ def cost_text(value: float | None) -> str:
 
 
 def lines(found: list[RunRow]) -> list[str]:
-    """The terminal's table: one line per run, then its status when it is not complete."""
+    """The terminal's table: one line per run, then its status (and where its plan came from
+    when not from summary.json)."""
     header = ["run", "name", "tags", "started", "sessions", "done/planned", "strict [95% interval]", "cost"]
     table = [
         [
@@ -172,7 +176,7 @@ def lines(found: list[RunRow]) -> list[str]:
     out = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip()]
     for item, cells in zip(found, table, strict=True):
         out.append("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip())
-        out.append(f"    {item.status}")
+        out.append(f"    {item.status}" + (f"; {item.plan_note}" if item.plan_note else ""))
     return out
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.report.rates import percent
-from pytest_gaia2.report.rows import planned_keys
+from pytest_gaia2.report.rows import is_key, planned_keys
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 
@@ -149,7 +149,7 @@ class Baseline:
 
     def shared(self, planned: Sequence[str]) -> int:
         """How many planned keys the baseline judged (a pair can only ever come from those)."""
-        keys = planned_keys([key for key in planned if _well_formed(key)])
+        keys = planned_keys([key for key in planned if is_key(key)])
         return sum(1 for key in keys if self.outcomes.get(key) in JUDGED)
 
     def decide(self, order: Sequence[str], current: Iterable[AttemptRecord], level: float) -> Decision | None:
@@ -157,11 +157,3 @@ class Baseline:
         session's), or None while undecided."""
         latest = {record.key: record for record in current}
         return first_decision(plan_pairs(order, self.outcomes, latest), level, str(self.path))
-
-
-def _well_formed(key: str) -> bool:
-    try:
-        planned_keys([key])
-    except ValueError:
-        return False
-    return True

@@ -402,11 +402,13 @@ def index_context(run_folder: Path) -> dict[str, Any]:
 def stop_context(run_folder: Path, records: list[AttemptRecord]) -> dict[str, Any]:
     """What index.html shows of the plan (issue 23): planned and done, the run's name and tags,
     why it stopped (summary.json, read checked) and ran vs planned per stratum."""
-    config = run_facts.config_of(run_folder)
-    summary = stats.summarise([record.to_json() for record in records], run_facts.run_plan(config, records))
+    facts = run_facts.read(run_folder)
+    plan = facts.plan(records)
+    summary = stats.summarise([record.to_json() for record in records], plan.keys)
     return {
         "summary": summary,
-        "facts": run_facts.read(run_folder, config),
+        "facts": facts,
+        "plan": plan,
         "coverage": coverage(summary) if not summary.complete else None,
     }
 

@@ -51,6 +51,7 @@ def _interrupted_copy(output: Path, source: Path) -> Path:
     config.update(started_at="2030-01-01T00:00:00+00:00", name=None, tags=[], planned=config["planned"] + missing)
     (copy / "run_config.json").write_text(json.dumps(config), encoding="utf-8")
     summary = json.loads((copy / "summary.json").read_text(encoding="utf-8"))
+    summary.update(planned=summary["planned"] + len(missing), not_run=missing, not_run_count=len(missing), complete=False)
     summary["stop"] = {"stopped": True, "reason": INTERRUPTED, "halt_usd": None, "cap_usd": None, "spent_usd": 6.0,
                        "spent_at_stop_usd": None, "not_started": [{"key": key, "why": INTERRUPTED} for key in missing]}
     (copy / "summary.json").write_text(json.dumps(summary), encoding="utf-8")

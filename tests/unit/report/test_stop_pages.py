@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -40,16 +42,19 @@ def _record(key: str) -> AttemptRecord:
         split=split, universe=f"universe_{sid[-1]}", outcome=outcome_of(True), run_id="r" * 32, cost_usd=0.003)
 
 
-def _halted_folder(root: Path, stop: dict[str, Any] | None, config: dict[str, Any] | None = None) -> Path:
-    """Two of six planned scenarios done (both of split search), as a halted run leaves them."""
+def _halted_folder(
+    root: Path, stop: dict[str, Any] | None, config: dict[str, Any] | None = None, planned: list[str] = PLANNED
+) -> Path:
+    """Two of six planned scenarios done (both of split search), as a halted run leaves them
+    (``planned``: another plan, in run_config.json and summary.json both)."""
     folder = store.RunFolder.create(root / "out", "0123456789abcdef", STARTED)
     records = [_record("search/s_0"), _record("search/s_1")]
     store.write_json(folder.file(store.RUN_CONFIG_FILE), {
-        "run_id": "0123456789abcdef", "started_at": STARTED.isoformat(), "planned": PLANNED,
+        "run_id": "0123456789abcdef", "started_at": STARTED.isoformat(), "planned": planned,
         "name": "baseline", "tags": ["nightly", "gpt"], **(config or {})})
     for record in records:
         store.append_jsonl(folder.results, record.to_json())
-    summary = summarise([record.to_json() for record in records], PLANNED)
+    summary = summarise([record.to_json() for record in records], planned)
     extra = {"stop": stop, "coverage": coverage(summary)} if stop is not None else {}
     write_summary_json(folder.file(store.SUMMARY_FILE), summary, None, extra=extra)
     return folder.path
@@ -151,7 +156,7 @@ def test_a_run_without_summary_says_it_does_not_know_why(tmp_path: Path) -> None
 
 
 def test_a_complete_run_has_no_stop_section_without_a_budget(tmp_path: Path) -> None:
-    folder = _halted_folder(tmp_path, None, {"planned": ["search/s_0", "search/s_1"], "name": None, "tags": []})
+    folder = _halted_folder(tmp_path, None, {"name": None, "tags": []}, planned=["search/s_0", "search/s_1"])
     write_report(folder, index=tmp_path / "index.sqlite")
     markdown = (folder / REPORT_MD).read_text(encoding="utf-8")
     assert "INCOMPLETE" not in markdown and "Stop and coverage" not in markdown and "Run name" not in markdown
@@ -267,3 +272,77 @@ def test_probe_of_any_json_is_checked(block: dict[str, Any], other: Any) -> None
         money = (found.usd, found.low, found.high, found.halt, found.cap)
         assert all(value is None or 0 <= value <= run_facts.USD_MAX for value in money)
         assert "\x1b" not in found.line() and "\n" not in found.line()  # finite numbers: the line always forms
+
+
+def test_the_plan_is_the_latest_sessions_from_summary_json(tmp_path: Path) -> None:
+    """run_config.json keeps the first session's plan (here three keys); summary.json the latest
+    session's (six): every page counts summary.json's."""
+    folder = _halted_folder(tmp_path, _stop(), {"planned": PLANNED[:3]})
+    facts = run_facts.read(folder)
+    records = list(store.RunFolder(folder).records())
+    assert facts.first_plan == tuple(PLANNED[:3]) and facts.plan(records) == run_facts.Plan(tuple(PLANNED))
+    write_report(folder, index=tmp_path / "index.sqlite")
+    assert "- planned: 6 scenarios, done: 2, not run: 4\n" in (folder / REPORT_MD).read_text(encoding="utf-8")
+    for page in (folder / REPORT_HTML, write_index(folder)):
+        shown = _shown(page.read_text(encoding="utf-8"))
+        assert shown["incomplete"].startswith("INCOMPLETE: 2 of 6 planned scenarios done") and "plan-note" not in shown
+
+
+FIRST_PLAN_NOTE = "planned: the first session's plan (run_config.json) and every result, as "
+
+
+@pytest.mark.parametrize(("damage", "why"), [
+    (lambda path: path.unlink(), "summary.json is missing"),
+    (lambda path: path.write_text("{", encoding="utf-8"), "summary.json cannot be read"),
+    (lambda path: store.write_json(path, {**json.loads(path.read_text()), "done": 3}), "summary.json's plan is damaged"),
+    (lambda path: store.write_json(path, {**json.loads(path.read_text()), "not_run": ["<b>"] * 4}),
+     "summary.json's plan is damaged"),
+    (lambda path: store.append_jsonl(path.with_name(store.RESULTS_FILE), _record("time/s_0").to_json()),
+     "summary.json does not fit results.jsonl (a later session is running, or was killed)"),
+], ids=["missing", "unreadable", "counts", "keys", "later-session"])
+def test_without_summary_jsons_plan_the_pages_fall_back_and_say_so(
+    tmp_path: Path, damage: Callable[[Path], Any], why: str
+) -> None:
+    """The first session's plan (run_config.json: three keys) and every key with a result, as before."""
+    folder = _halted_folder(tmp_path, _stop(), {"planned": PLANNED[:3]})
+    damage(folder / store.SUMMARY_FILE)
+    records = list(store.RunFolder(folder).records())
+    plan = run_facts.read(folder).plan(records)
+    assert plan.note == FIRST_PLAN_NOTE + why
+    assert plan.keys == (*PLANNED[:3], *sorted({record.key for record in records} - set(PLANNED[:3])))
+    write_report(folder, index=tmp_path / "index.sqlite")
+    assert f"- {FIRST_PLAN_NOTE}{why}\n" in (folder / REPORT_MD).read_text(encoding="utf-8")
+    for page in (folder / REPORT_HTML, write_index(folder)):
+        assert _shown(page.read_text(encoding="utf-8"))["plan-note"] == FIRST_PLAN_NOTE + why
+
+
+def test_a_run_config_plan_with_a_bad_key_is_no_plan(tmp_path: Path) -> None:
+    """One key that is no <split>/<scenario_id> and the list is not believed (it used to stop the pages)."""
+    folder = _halted_folder(tmp_path, _stop(), {"planned": ["search/s_0", "no-split"]})
+    (folder / store.SUMMARY_FILE).unlink()
+    plan = run_facts.read(folder).plan(list(store.RunFolder(folder).records()))
+    assert plan == run_facts.Plan(None, "planned: every result, no plan on record (summary.json is missing, "
+                                        "run_config.json has none)")
+    write_report(folder, index=tmp_path / "index.sqlite")
+    assert "- planned: 2 scenarios, done: 2, not run: 0\n" in (folder / REPORT_MD).read_text(encoding="utf-8")
+
+
+KEYS = st.lists(st.sampled_from(["search/s_0", "time/s_1/run_2", "s_0", "", "a/b/c", 3, None]) | st.text(max_size=8),
+                max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(("planned", "done", "not_run")), JSON | KEYS | st.integers(-2, 8)), KEYS | JSON)
+def test_the_plan_of_any_summary_and_run_config_is_checked(summary: dict[str, Any], planned: Any) -> None:
+    facts = run_facts.RunFacts(
+        None, (), None, None, last_plan=run_facts.summary_plan_of(summary), first_plan=run_facts.keys_of(planned)
+    )
+    last = facts.last_plan
+    if last is not None:
+        assert 0 <= last.done <= last.planned == last.done + len(last.not_run) <= run_facts.COUNT_MAX
+    records = [_record("search/s_0")]
+    plan = facts.plan(records)
+    assert plan.keys is None or len(set(plan.keys)) == len(plan.keys)
+    assert (plan.note is None) == (last is not None and last.done == 1 and "search/s_0" not in last.not_run)
+    counted = summarise([record.to_json() for record in records], plan.keys)  # never a key summarise refuses
+    assert counted.done == 1 and (last is None or plan.note is not None or counted.planned == last.planned)

@@ -2,20 +2,24 @@
 
 A value from a results folder may hold a newline (a new table row, a heading), a pipe (a new
 cell), backticks, brackets (a link) or HTML (a script in a renderer that allows it). These two
-helpers put such text on one line with every one of those characters shown, not obeyed.
+helpers put such text on one line with every one of those characters shown, not obeyed, and
+every control character as its escape (``\\x1b``): ``cat report.md`` sends no escape sequence.
 """
 
 from __future__ import annotations
 
 import re
 
+from pytest_gaia2.store.redact import printable
+
 _MARKUP = re.compile(r"([\\`*\[\]|<>&])")
 _ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 
 def one_line(text: object) -> str:
-    """Every run of whitespace (newlines, tabs, other line separators) as one space."""
-    return " ".join(str(text).split())
+    """Every run of whitespace (newlines, tabs, other line separators) as one space, every other
+    control character escaped."""
+    return printable(" ".join(str(text).split()))
 
 
 def plain(text: object) -> str:

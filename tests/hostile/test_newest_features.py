@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 from gaia2_testing import SHIPPED
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_gaia2.config.values import SMALLEST_LEVEL, OptionError, level
 from pytest_gaia2.plan import scenarios
-from pytest_gaia2.report import document, plots, rejudged
+from pytest_gaia2.report import document, markdown, plots, rejudged
 from pytest_gaia2.report.sequential import first_decision
 from pytest_gaia2.report.stats import ErrorGroup
 from pytest_gaia2.run.pacer import LOCK_FILE, PACER_FILE, Pacer
@@ -140,3 +142,30 @@ def test_the_glyph_warning_is_real() -> None:
         warnings.simplefilter("always")
         plots._png(figure)
     assert any(raw_controls(str(warning.message)) for warning in caught)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_markdown_free_text_carries_no_control_character(text: str) -> None:
+    """A failure reason ``ESC[31m...BEL`` went into report.md raw (only the terminal's lines were
+    escaped): ``cat report.md`` obeyed it."""
+    for shown in (markdown.plain(text), markdown.code_span(text)):
+        assert not raw_controls(shown) and not any("\u202a" <= char <= "\u202e" for char in shown)
+
+
+def test_report_md_shows_a_hostile_category_and_folder_name_as_text(tmp_path: Path) -> None:
+    """The run folder's name and each error category went into report.md raw (the category not
+    even in a code span): an ESC sequence reached ``cat report.md``, a ``|`` or newline broke the table."""
+    evil = "\x1b[31mEVIL\x07|x\n# heading"
+    folder = tmp_path / "\x1b]0;title\x07run"
+    folder.mkdir()
+    record = {"scenario_id": "scenario_universe_21_7kww6e", "split": "search", "success": None, "outcome": "error",
+              "error": evil, "error_category": evil, "repeat": 1, "repeats": 1, "attempt": 1}  # fmt: skip
+    (folder / "run_config.json").write_text(json.dumps({"planned": ["search/scenario_universe_21_7kww6e"]}))
+    (folder / "results.jsonl").write_text(json.dumps(record) + "\n")
+    document.write_report(folder, index=tmp_path / "index.json")
+    text = (folder / document.REPORT_MD).read_text(encoding="utf-8")
+    assert not raw_controls(text)
+    rows = [line for line in text.splitlines() if "EVIL" in line]
+    assert rows and all(line.startswith("|") and line.endswith("|") for line in rows)
+    assert "# heading" not in [line.strip() for line in text.splitlines()]

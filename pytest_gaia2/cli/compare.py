@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.cli.main import CommandError, create_file
-from pytest_gaia2.report import power, rejudged, settings_diff, stats
+from pytest_gaia2.report import power, rejudged, run_facts, settings_diff, stats
 from pytest_gaia2.report import summary as report
 from pytest_gaia2.report.markdown import code_span, plain
 from pytest_gaia2.report.paired import AnalysisExtraMissing, PairedTable, pattern, pattern_counts
@@ -95,12 +95,21 @@ def read_run_config(folder: store.RunFolder) -> tuple[dict[str, Any], list[str]]
     return config, planned
 
 
+def latest_plan(folder: store.RunFolder, config: Mapping[str, Any], records: Sequence[AttemptRecord]) -> list[str]:
+    """The keys the run planned as its pages count them (:meth:`run_facts.RunFacts.plan`): the
+    latest session's, from summary.json, else run_config.json's plus every key with a record."""
+    keys = run_facts.read(folder.path, config).plan(records).keys
+    return list(keys) if keys is not None else []
+
+
 def load_arm(label: str, path: str | Path, judge: str | None = None) -> Arm:
     """The run folder named on the command line (or the ``latest`` of an output folder); with
     ``judge``, every verdict its judge gave is replaced by that re-judge's (no verdict: error)."""
     folder = store.RunFolder.existing(path)
-    config, planned = read_run_config(folder)
-    records = {(record.split, record.scenario_id, record.repeat): record for record in folder.records(strict=True)}
+    config, _ = read_run_config(folder)
+    stored = list(folder.records(strict=True))
+    planned = latest_plan(folder, config, stored)
+    records = {(record.split, record.scenario_id, record.repeat): record for record in stored}
     outcomes: dict[Key, str] = {key: record.outcome for key, record in records.items()}
     if judge is not None:
         found = rejudged.latest_verdicts(folder.path, judge)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_gaia2.cli.compare import read_run_config
+from pytest_gaia2.cli.compare import latest_plan, read_run_config
 from pytest_gaia2.cli.main import CommandError, check_new_place, create_file
 from pytest_gaia2.report import leaderboard
 from pytest_gaia2.report.rows import natural_key
@@ -58,9 +58,11 @@ def _data(folder: store.RunFolder, relative: str) -> str | None:
 
 def build(folder: store.RunFolder, with_data: bool) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """The rows by config and the JSON report of one run folder."""
-    config, planned = read_run_config(folder)
+    config, _ = read_run_config(folder)
     shown_config = json.dumps({key: value for key, value in config.items() if key != "planned"}, sort_keys=True)
-    latest = {record.key: record for record in folder.records(strict=True)}
+    stored = list(folder.records(strict=True))
+    planned = latest_plan(folder, config, stored)
+    latest = {record.key: record for record in stored}
     rows: dict[str, list[dict[str, Any]]] = {}
     for key in sorted(latest, key=natural_key):
         record = latest[key]

@@ -13,6 +13,8 @@ import pytest
 
 from pytest_gaia2.cli import main as cli
 from pytest_gaia2.report import power
+from pytest_gaia2.report.stats import summarise
+from pytest_gaia2.report.summary import write_summary_json
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 
@@ -109,6 +111,23 @@ def test_keys_in_one_run_only_are_listed_and_not_run_counts_as_not_passed(
     assert data["comparisons"][0]["judged"]["n"] == 2
     _, text, _ = compare(capsys, a, b)
     assert "- missing from A (1, not compared): search/s4" in text
+
+
+def test_a_resumed_run_is_compared_on_its_latest_sessions_plan(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """run_config.json keeps the first session's plan (s1); summary.json the resume's (s1 to s3):
+    compare and export count s3 as planned and not run, as the run's summary and pages do."""
+    a = write_run(tmp_path / "a", {"s1": "P", "s2": "P"}, planned=["search/s1"])
+    records = list(store.RunFolder(a).records())
+    summary = summarise([record.to_json() for record in records], ["search/s1", "search/s2", "search/s3"])
+    write_summary_json(a / store.SUMMARY_FILE, summary, None)
+    b = write_run(tmp_path / "b", {"s1": "P", "s2": "P", "s3": "P"})
+    data = as_json(capsys, a, b)
+    assert [run["planned"] for run in data["runs"]] == [3, 3] and data["matched"] == 3
+    assert data["comparisons"][0]["strict"]["cells"]["only_b_passed"] == ["search/s3"]  # planned in A, never run
+    assert cli.main(["export", str(a), "--output", str(tmp_path / "export")]) == 0
+    report = json.loads((tmp_path / "export" / "report.json").read_text(encoding="utf-8"))
+    assert report["metadata"]["not_run"] == 1
 
 
 def test_three_runs_give_pattern_strings_and_their_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

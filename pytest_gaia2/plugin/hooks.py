@@ -39,11 +39,14 @@ NODE_PREFIX = "gaia2"
 
 @contextmanager
 def _usage_errors() -> Iterator[None]:
-    """A value that can never work stops the run as pytest's usage error, with the same words."""
+    """A value that can never work stops the run as pytest's usage error, with the same words
+    (escaped: they may name a folder or quote a file from anywhere)."""
     try:
         yield
     except OptionError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        from pytest_gaia2.store.redact import printable
+
+        raise pytest.UsageError(printable(str(exc))) from None
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -33,6 +33,7 @@ from pytest_gaia2.report.rates import percent
 from pytest_gaia2.report.rows import is_key, planned_keys
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
+from pytest_gaia2.store.redact import printable
 
 Key = tuple[str, str, int]
 """(split, scenario id, repeat): what a pair is matched by, as ``pytest-gaia2 compare`` matches."""
@@ -71,7 +72,7 @@ class Decision:
     def reason(self) -> str:
         """The reason each scenario not started gives, and the run's stop."""
         return (
-            f"{DECIDED}: {self.direction} than baseline {self.baseline}: {self.better} better, {self.worse} worse "
+            f"{DECIDED}: {self.direction} than baseline {printable(self.baseline)}: {self.better} better, {self.worse} worse "
             f"of {self.pairs} judged pairs (sequential test at level {percent(self.level)}); no new scenario starts"
         )
 

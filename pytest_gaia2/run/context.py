@@ -301,8 +301,8 @@ class RunContext:
                 self.run_id = str(stored.get("run_id") or self.session_id)
             else:
                 self.folder = store.RunFolder(self.output / store.run_folder_name(self.run_id, self.started))
-        except store.StoreError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        except store.StoreError as exc:  # it names a folder from anywhere: no escape reaches the terminal
+            raise pytest.UsageError(printable(str(exc))) from None
         self.book.folder = self.folder
 
     def engine(self) -> Engine:

@@ -52,6 +52,12 @@ def test_at_the_smallest_level_a_long_one_way_run_decides_with_a_finite_ratio() 
     json.dumps(decision.to_dict(), allow_nan=False)
 
 
+def test_the_decided_reason_shows_the_baseline_escaped() -> None:
+    """The reason every scenario not started gives (pytest prints skip reasons raw) names the baseline."""
+    decision = first_decision([(True, False)] * 8, 0.05, "/out/\x1b]0;pwned\x07run")
+    assert decision is not None and not raw_controls(decision.reason) and "\\x1b]0;pwned" in decision.reason
+
+
 # -- pacer.json and pacer.json.lock --------------------------------------------------------------
 
 

@@ -131,3 +131,18 @@ def test_a_baseline_that_cannot_serve_is_one_usage_error_before_anything_starts(
     result.stderr.fnmatch_lines([message])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert not (pytester.path / "run" / "summary.json").exists()
+
+
+def test_a_baseline_named_with_escapes_reaches_the_terminal_escaped(pytester: pytest.Pytester, stored_run) -> None:
+    """An output folder whose latest run is named ``...ESC]0;pwned BEL...`` (its ``latest`` link
+    says so): the usage error naming it set the terminal's title (pytest prints a usage error
+    raw), and so would every skipped scenario's reason once decided."""
+    run = stored_run(passed=2, failed=0)
+    output = pytester.path / "out"
+    output.mkdir()
+    base = baseline(pytester.path, ["passed"] * 2).rename(output / "20260101T000000Z-\x1b]0;pwned\x07x")
+    (output / "latest").symlink_to(base.name)
+    (base / "results.jsonl").write_text("{not json\n")
+    result = run(f"--gaia2-stop-when-decided={output}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "\x1b" not in result.stderr.str() and "\\x1b]0;pwned\\x07x/results.jsonl: line 1" in result.stderr.str()

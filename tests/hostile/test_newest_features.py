@@ -1,11 +1,13 @@
-"""The stop-when-decided test, the pacer's files and the report's reads against hostile input:
-a decision level too small for a double, links planted at pacer.json and its lock, a
-summary.json that names one big scenario file by a thousand spellings, and a category name
-that sends an escape through a plot's glyph warning.
+"""The newest features against hostile input: the stop-when-decided test (a decision level too
+small for a double, a baseline path with escapes in the reason), the pacer's files (links planted
+at pacer.json and its lock), the report's reads (one big scenario file named by a thousand
+spellings in summary.json; control characters in a plot label, in report.md's free text and its
+title and categories) and ``compare --judge`` (a link at a newer re-judge number).
 
 Each test drives the reader or writer directly (no container); each fails on the code before
-its fix (a traceback mid-run, a file read a thousand times, a raw escape on the terminal), or
-pins a defence no other test covered (no write through a link at the pacer's files).
+its fix (a traceback mid-run, a file read a thousand times, a raw escape on the terminal or in
+report.md, a re-judge hidden), or pins a defence no other test covered (no write through a link
+at the pacer's files).
 """
 
 from __future__ import annotations

@@ -197,6 +197,22 @@ def test_a_baseline_that_is_no_run_folder_or_has_damaged_results_is_one_error_na
         Baseline.load(empty)
 
 
+def test_a_baseline_of_errors_only_or_of_verdicts_rewritten_by_later_lines_shares_what_its_last_lines_judged(
+    tmp_path: Path,
+) -> None:
+    """A baseline whose verdicts are all errors makes no pair (the run refuses it before anything
+    starts); a key written twice counts its last line only, as a resume's retry would have left it:
+    a forged earlier 'passed' under a later 'error' makes no pair either."""
+    errors = Baseline.load(write_run(tmp_path / "errors", [("a", "error"), ("b", "error")]))
+    assert errors.shared(["search/a", "search/b"]) == 0
+    twice = write_run(tmp_path / "twice", [("a", "passed"), ("b", "failed")])
+    with (twice / "results.jsonl").open("a") as results:
+        results.write(json.dumps(record("a", "error")) + "\n" + json.dumps(record("b", "passed")) + "\n")
+    baseline = Baseline.load(twice)
+    assert baseline.outcomes == {("search", "a", 1): "error", ("search", "b", 1): "passed"}
+    assert baseline.shared(["search/a", "search/b"]) == 1
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     data=st.one_of(

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pytest_gaia2.cli.compare import COMPARED_FIELDS, provenance_warnings, read_run_config
+from pytest_gaia2.cli.compare import COMPARED_FIELDS, latest_plan, provenance_warnings, read_run_config
 from pytest_gaia2.cli.main import CommandError, enclosing_run
 from pytest_gaia2.plan import selection
 from pytest_gaia2.report import settings_diff
@@ -56,26 +56,26 @@ HOW_IT_RAN = ("provenance.", "settings.")
 
 @dataclass(frozen=True)
 class Piece:
-    """One run folder being merged: its run_config, records by key, and session lines."""
+    """One run folder being merged: its run_config, records by key, and what it planned (its
+    latest session's plan, as its pages count it: a resumed piece planned more than run_config.json says)."""
 
     index: int
     folder: store.RunFolder
     config: dict[str, Any]
     records: dict[str, AttemptRecord]
+    planned: list[str]
 
     @property
     def name(self) -> str:
         return str(self.folder.path)
 
-    @property
-    def planned(self) -> list[str]:
-        return list(self.config.get("planned") or [])
-
 
 def load_piece(index: int, path: str) -> Piece:
     folder = store.RunFolder(store.RunFolder.existing(path).path.resolve())
     config, _ = read_run_config(folder)
-    return Piece(index, folder, config, {record.key: record for record in folder.records(strict=True)})
+    records = list(folder.records(strict=True))
+    planned = latest_plan(folder, config, records)
+    return Piece(index, folder, config, {record.key: record for record in records}, planned)
 
 
 def check_places(out: Path, pieces: Sequence[Piece]) -> None:

@@ -12,6 +12,7 @@ from test_compare import write_run
 
 from pytest_gaia2.cli import main as cli
 from pytest_gaia2.report import stats
+from pytest_gaia2.report.summary import write_summary_json
 from pytest_gaia2.store import folder as store
 
 
@@ -71,6 +72,21 @@ def test_two_shards_merge_into_one_run_folder(tmp_path: Path, capsys: pytest.Cap
     assert not list(tmp_path.glob(".merged.merging-*"))
     # The merged folder is a run folder like any other: compare reads it.
     assert cli.main(["compare", str(out), str(first), "--format", "json"]) == 0
+
+
+def test_a_resumed_piece_brings_its_latest_sessions_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A piece whose resume planned s4 to s6 (summary.json) while its first session planned s4
+    (run_config.json): the merged run plans s6 too, and says it did not run."""
+    first = write_run(tmp_path / "one", {"s1": "P"}, shard="1/2")
+    second = write_run(tmp_path / "two", {"s4": "P", "s5": "F"}, planned=["search/s4"], minute=5, shard="2/2")
+    records = [record.to_json() for record in store.RunFolder(second).records()]
+    write_summary_json(second / store.SUMMARY_FILE, stats.summarise(records, ["search/s4", "search/s5", "search/s6"]), None)
+    out = tmp_path / "merged"
+    code, text, err = merge(capsys, out, first, second)
+    assert code == 0, err
+    summary = read(out / store.SUMMARY_FILE)
+    assert (summary["planned"], summary["done"], summary["not_run"]) == (4, 3, ["search/s6"])
+    assert [piece["planned_count"] for piece in read(out / store.RUN_CONFIG_FILE)["merged_from"]] == [1, 3]
 
 
 def test_different_verdicts_are_refused_unless_told_which_wins(

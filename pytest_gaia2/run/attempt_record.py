@@ -77,6 +77,7 @@ def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> A
         loop_calls=evidence.loop_calls,
         stuck_loop_min_calls=facts.stuck_loop_min_calls,
         provider=Fault(trouble.last, trouble.message) if (trouble := evidence.provider).last else None,
+        rejected=evidence.last_judgment is False,
     )
     message = redact.redact(verdict.message)
     if verdict.outcome == "error" and verdict.category != "container_start":

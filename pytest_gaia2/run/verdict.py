@@ -100,14 +100,19 @@ def decide(
     loop_calls: int = 0,
     stuck_loop_min_calls: int = 0,
     provider: Fault | None = None,
+    rejected: bool = False,
 ) -> Verdict:
     """The verdict for one attempt, from the judge's record (daemon_status.json) and the facts
     of the attempt. An exception that stopped the attempt outranks everything (pytest reports
     it, and the record must say the same); a conflict between the judgment's sources outranks
     any judgment. The judge's own judgment stands either way: the provider evidence comes from
-    the agent's trace, which the agent could write to turn a judged failure into an error. Short
-    of a judgment, an agent whose last model call failed at its provider (``provider``) is not
-    looping or idle: the provider's trouble is the verdict."""
+    the agent's trace, which the agent could write to turn a judged failure into an error. So does
+    a rejection the judge logged (``rejected``: the last line of daemon_judgments.jsonl says fail)
+    when daemon_status.json records no judgment: the judge appends that line before it records,
+    and a status rewritten to an unjudged end would otherwise make the failure a retried error
+    (a forged rejection gains an agent nothing). Short of a judgment, an agent whose last model
+    call failed at its provider (``provider``) is not looping or idle: the provider's trouble is
+    the verdict."""
     for outranking in (stop, conflict):
         if outranking is not None:
             return Verdict("error", outranking.message, category=outranking.category)
@@ -117,6 +122,12 @@ def decide(
     if judgment is not None:  # the judge's record stands: a trace (the agent's own file) cannot undo it
         reason = judgment.get("failure_reason")
         reason = reason if isinstance(reason, str) and reason else "judge rejected the run (no reason given)"
+        return Verdict("failed", reason, failure_reason=reason)
+    if rejected:
+        reason = (
+            f"the judge rejected the run (the last line of daemon_judgments.jsonl says fail), though "
+            f"daemon_status.json records no judgment (status: {state_of(status)})"
+        )
         return Verdict("failed", reason, failure_reason=reason)
     if provider is not None and (fault is None or fault.category in PROVIDER_MASKED):
         return Verdict("error", provider.message, category=provider.category)

@@ -51,6 +51,10 @@ with newline.txt" ;;
       kill_daemon
       printf '{"status": "complete", "turn": 1, "nb_turns": 1, "num_events": 1, "judgment": {"success": true, "failure_reason": ""}}\n' > "$S/daemon_status.json.tmp"
       mv "$S/daemon_status.json.tmp" "$S/daemon_status.json" ;;
+    hide)
+      kill_daemon
+      printf '{"status": "error", "turn": 1, "nb_turns": 1, "num_events": 1}\n' > "$S/daemon_status.json.tmp"
+      mv "$S/daemon_status.json.tmp" "$S/daemon_status.json" ;;
     nested)
       kill_daemon
       python3 -c 'import sys; sys.stdout.write("[" * 300000 + "]" * 300000)' > "$S/daemon_status.json.tmp"
@@ -133,6 +137,20 @@ def test_a_forged_pass_against_the_judges_rejection_is_a_verdict_conflict(tmp_pa
     assert record["verdict_sources"]["daemon_judgments.jsonl (last line)"] is False
     assert record["verdict_sources"]["daemon_status.json"]["success"] is True
     assert "[verdict_conflict]" in done.stdout and "0 passed" in done.stdout
+
+
+def test_a_rejection_hidden_under_an_unjudged_error_status_stays_a_failure(tmp_path: Path, hostile_image: str) -> None:
+    """The judge logs its rejection, then the agent (same user in the container) kills it and
+    writes an unjudged ``error`` status: that was an error daemon_error, retried (a later attempt
+    could pass). The logged rejection stands: one attempt, failed."""
+    done, _ = _run(tmp_path, f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}", f"--gaia2-image={hostile_image}",
+                   "--gaia2-env=HOSTILE=hide", "--gaia2-env=GAIA2_FAULT_JUDGE_DELAY=5", "--gaia2-retries=2",
+                   "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
+    assert done.returncode == 1, done.stdout + done.stderr
+    record = _one_record(tmp_path, JUDGE_FAIL)
+    assert (record["outcome"], record["error_category"]) == ("failed", None), record
+    assert "daemon_judgments.jsonl says fail" in record["failure_reasons"][0]
+    assert record["daemon_status"]["status"] == "error"
 
 
 def test_a_status_file_nested_too_deep_ends_as_an_error_with_a_record(tmp_path: Path, hostile_image: str) -> None:

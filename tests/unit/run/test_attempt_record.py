@@ -90,8 +90,12 @@ def _record(endpoint: dict[str, Any] | None, on_file: dict[str, Any] | None, las
         (None, FAIL, True, "error", "verdict_conflict"),
         # a judgment in a status that is not terminal is not the judge's record
         (None, {**RUNNING, "judgment": {"success": True}}, True, "error", "no_judgment"),
-        # no recorded judgment, nothing claimed: the earlier rules; a line alone decides nothing
+        # no recorded judgment, nothing claimed: the earlier rules; a pass line alone decides nothing
         (RUNNING, RUNNING, True, "error", "no_judgment"),
+        # ... but a rejection the judge logged stands: a status rewritten to an unjudged end
+        # (by the agent, same user in the container) made it a retried error
+        (None, {"status": "error"}, False, "failed", None),
+        (RUNNING, RUNNING, False, "failed", None),
         (None, COMPLETE_NO_JUDGMENT, None, "error", "no_judgment"),
         (None, {"status": "error"}, None, "error", "daemon_error"),
         (MALFORMED, None, None, "error", "no_judgment"),
@@ -148,7 +152,8 @@ def _expected(endpoint: dict[str, Any] | None, on_file: dict[str, Any] | None, l
     """The contract's rules, stated once more from the sources' side: only a terminal
     daemon_status.json with a boolean judgment records one; a recorded pass needs the last line's
     success, a recorded rejection must not meet one; a judgment /status claims must be the
-    recorded one (none recorded included). Without a recorded judgment, the status decides."""
+    recorded one (none recorded included). Without a recorded judgment, a rejection on the last
+    line fails the run, else the status decides."""
     def judgment(status: dict[str, Any] | None) -> bool | None:
         claimed = (status or {}).get("judgment")
         success = claimed.get("success") if isinstance(claimed, dict) else None
@@ -163,6 +168,8 @@ def _expected(endpoint: dict[str, Any] | None, on_file: dict[str, Any] | None, l
         return "error", "verdict_conflict"
     if recorded is not None:
         return ("passed" if recorded else "failed"), None
+    if last_line is False:
+        return "failed", None
     shown = on_file if on_file is not None else endpoint
     return "error", "daemon_error" if (shown or {}).get("status") == "error" else "no_judgment"
 
@@ -211,6 +218,7 @@ LINE_PASS, LINE_FAIL = json.dumps({"success": True}) + "\n", json.dumps({"succes
         (json.dumps(PASS), '{"success": "true"}\n', "error", "verdict_conflict"),
         (json.dumps(PASS), LINE_FAIL + LINE_PASS + "\n\n", "passed", None),  # blank lines are no lines
         (json.dumps(RUNNING), LINE_PASS, "error", "no_judgment"),  # an earlier turn's pass decides nothing
+        (json.dumps({"status": "error"}), LINE_PASS + LINE_FAIL, "failed", None),  # a logged rejection stands
         (None, LINE_PASS, "error", "no_judgment"),
         ("[" + json.dumps(PASS) + "]", LINE_PASS, "error", "no_judgment"),  # not an object: no status at all
         (json.dumps(PASS)[:-1], LINE_PASS, "error", "no_judgment"),

@@ -90,6 +90,11 @@ def test_provider_trouble_outranks_a_loop_and_idleness_but_not_a_judgment_or_a_b
     assert decide(None, timed_out=False, timeout_seconds=9, duration=None, fault=cap, provider=trouble).category == (
         "budget_cap"
     )
+    # the judge's logged rejection under a status the agent rewrote to an unjudged 'error'
+    hidden = decide(
+        {"status": "error"}, timed_out=False, timeout_seconds=9, duration=None, provider=trouble, rejected=True
+    )
+    assert (hidden.outcome, hidden.category) == ("failed", None) and "says fail" in (hidden.failure_reason or "")
 
 
 def test_backoff_doubles_with_jitter_and_is_capped() -> None:

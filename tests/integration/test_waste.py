@@ -7,18 +7,27 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia2_testing import SHIPPED, gaia2_containers, results_of, run_folder, run_id_of
+from gaia2_testing import SHIPPED, engine_events, gaia2_containers, results_of, run_folder, run_id_of, session_prefix
 
+from pytest_gaia2.engine.client import RUN_LABEL
 from pytest_gaia2.run.evidence import calls_since_answer
 
 ONE = "scenario_universe_21_7kww6e"  # one turn, one answer
 TWO_TURNS = "scenario_universe_21_83x6ru"  # ambiguity: two turns
+
+
+def _created(since: float, session: str) -> list[dict[str, Any]]:
+    """Containers the session (its id starts with ``session``) created since ``since``: the
+    other tests' runs on the same engine, at the same time, are not its."""
+    events = engine_events(since, label=RUN_LABEL, event="create")
+    return [event for event in events if event["Actor"]["Attributes"][RUN_LABEL].startswith(session)]
 
 
 def _run(
@@ -121,7 +130,7 @@ def test_a_wrong_judge_model_id_stops_the_run_before_any_container(
 ) -> None:
     url, paths = model_server
     clean_env.setenv("MY_JUDGE_KEY", "sk-judge")
-    before = {container.id for container in gaia2_containers()}
+    since = time.time()
     judge = (f"--gaia2-judge-base-url={url}", "--gaia2-judge-provider=openai", "--gaia2-judge-api-key-env=MY_JUDGE_KEY")
     result = run_gaia2(
         f"--gaia2-scenarios={SHIPPED / 'search' / f'{ONE}.json'}", *judge, "--gaia2-judge-model=judge-model"
@@ -136,7 +145,7 @@ def test_a_wrong_judge_model_id_stops_the_run_before_any_container(
     )
     assert paths == ["/v1/chat/completions", "/v1/models"]
     assert not (pytester.path / "out").exists() or not list((pytester.path / "out").iterdir())
-    assert {container.id for container in gaia2_containers()} <= before
+    assert _created(since, session_prefix(result.stdout.str())) == []
 
     skipped = run_gaia2(
         f"--gaia2-scenarios={SHIPPED / 'search' / f'{ONE}.json'}",

@@ -112,15 +112,30 @@ def scenario_apps(
     once however many spellings (``d/../d/f``, links) a results folder names it by."""
     named = {record.key: (record.scenario_file, record.scenario_sha256) for record in records}
     named.update({key: file for key, file in (not_run or {}).items() if key not in named})
-    files = sorted({os.path.realpath(file) for file, _ in named.values() if file and os.path.isfile(file)})
-    found, _unreadable = scenarios.discover([Path(file) for file in files], index_path=index)
+    identity = {file: _regular_file(file) for file in {file for file, _ in named.values() if file}}
+    first: dict[tuple[int, int], str] = {}  # one name per file: the first in sorted order
+    for file, found_id in sorted(identity.items()):
+        if found_id is not None:
+            first.setdefault(found_id, file)
+    found, _unreadable = scenarios.discover([Path(file) for file in sorted(first.values())], index_path=index)
     by_path = {scenario.path: scenario for scenario in found}
+    by_identity = {found_id: by_path.get(Path(file).resolve()) for found_id, file in first.items()}
     apps: dict[str, tuple[str, ...] | None] = {}
     for key, (file, sha) in named.items():
-        scenario = by_path.get(Path(file).resolve()) if file else None
+        found_id = identity.get(file) if file else None
+        scenario = by_identity.get(found_id) if found_id is not None else None
         same = scenario is not None and sha is not None and sha == scenario.sha256
         apps[key] = tuple(dict.fromkeys(scenario.apps)) if same and scenario is not None else None
     return apps
+
+
+def _regular_file(file: str) -> tuple[int, int] | None:
+    """The (device, inode) of a regular file (one ``stat``, links followed), None for anything else."""
+    try:
+        info = os.stat(file)
+    except (OSError, ValueError):  # ValueError: a NUL in the name
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
 
 
 def app_breakdown(

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from gaia2_testing import (
 from llm_server import chat_server
 
 from pytest_gaia2.cli.rejudge import REJUDGE_DIR, REJUDGMENTS_FILE
+from pytest_gaia2.engine.client import PID_LABEL, RUN_LABEL
 
 IMAGE = "pytest-gaia2-test/rejudge-oracle:1"
 NO_JUDGE_IMAGE = "pytest-gaia2-test/rejudge-nojudge-oracle:1"
@@ -76,11 +78,28 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_folder(folder / "out")
 
 
-def rejudge(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+@dataclass
+class Rejudged:
+    """A finished ``pytest-gaia2 rejudge``: its exit status and output, and its process id, which
+    labels every container it started."""
+
+    pid: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def rejudge(folder: Path, *args: str, env: dict[str, str] | None = None) -> Rejudged:
     clean = {name: value for name, value in os.environ.items() if name not in HOST_SETTINGS}
-    return subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", "rejudge", str(folder), "--scenarios", str(SHIPPED),
-                           *args],
-                          check=False, capture_output=True, text=True, env={**clean, **(env or {})}, timeout=300)
+    with subprocess.Popen([sys.executable, "-m", "pytest_gaia2.cli", "rejudge", str(folder), "--scenarios",
+                           str(SHIPPED), *args],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**clean, **(env or {})}) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    return Rejudged(process.pid, process.returncode, stdout, stderr)
 
 
 def latest(folder: Path) -> Path:
@@ -93,8 +112,11 @@ def verdicts(folder: Path, slug: str) -> dict[str, Any]:
     return {row["key"]: row for row in rows}
 
 
-def no_rejudge_containers() -> bool:
-    return not [c for c in gaia2_containers() if c.labels["org.pytest-gaia2.run"].startswith("rejudge-")]
+def no_rejudge_containers(done: Rejudged) -> bool:
+    """No container of that re-judge is left; the other tests' re-judges, at the same time on
+    another xdist worker, are not its."""
+    return not [c for c in gaia2_containers()
+                if c.labels[RUN_LABEL].startswith("rejudge-") and c.labels.get(PID_LABEL) == str(done.pid)]
 
 
 def test_reference_judge_reproduces_the_in_container_verdicts(run: Path) -> None:
@@ -113,7 +135,7 @@ def test_reference_judge_reproduces_the_in_container_verdicts(run: Path) -> None
     assert "reference: 3 passed, 1 failed, 0 errors" in done.stdout
     after = file_sums(run)
     assert {name: digest for name, digest in after.items() if not name.startswith("rejudge/")} == before
-    assert no_rejudge_containers()
+    assert no_rejudge_containers(done)
 
 
 def test_exact_judge_flips_the_answer_in_capitals(run: Path) -> None:
@@ -163,7 +185,7 @@ def test_model_judges_on_a_local_server_with_a_retried_error(run: Path) -> None:
     leaks = [p for p in run.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
     assert leaks == []
     assert CANARY not in done.stdout + done.stderr
-    assert no_rejudge_containers()
+    assert no_rejudge_containers(done)
     # A later re-judge gets a folder of its own: the model judges' paid verdicts stay as they were.
     paid = latest(run)
     kept = file_sums(paid)
@@ -198,7 +220,7 @@ def test_image_without_an_offline_judge_is_refused_by_name(run: Path, tmp_path: 
     assert done.returncode == 2
     assert f"image {NO_JUDGE_IMAGE!r} has no offline judge" in done.stderr
     assert not (copy / "rejudge").exists()
-    assert no_rejudge_containers()
+    assert no_rejudge_containers(done)
 
 
 def test_a_tag_that_moved_since_the_run_is_refused_unless_the_image_is_given(run: Path, tmp_path: Path) -> None:
@@ -230,4 +252,4 @@ def test_an_image_whose_init_would_end_the_container_is_still_rejudged(run: Path
     done = rejudge(copy, "--judge", "reference", "--image", dying)
     assert done.returncode == 0, done.stderr
     assert {key: row["success"] for key, row in verdicts(copy, "reference").items()} == IN_CONTAINER
-    assert no_rejudge_containers()
+    assert no_rejudge_containers(done)

@@ -95,9 +95,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker in universe_markers(context.items()):
         config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios of {marker}")
     if context.active:
-        from pytest_gaia2.run.interrupts import WindDown
+        from pytest_gaia2.run.interrupts import FORWARD_ECHO, WindDown
 
-        config.stash[WIND_DOWN_KEY] = WindDown.install()
+        config.stash[WIND_DOWN_KEY] = WindDown.install(echo=FORWARD_ECHO if context.is_worker else 0.0)
     if context.active and getattr(config.option, "allure_report_dir", None):
         from pytest_gaia2.plugin import allure as allure_report
 
@@ -409,7 +409,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from pytest_gaia2.plugin.reports import add_junit_properties
 
-    status = context.finish(int(exitstatus))
+    wind_down = session.config.stash.get(WIND_DOWN_KEY, None)
+    status = context.finish(int(exitstatus), signum=wind_down.first if wind_down is not None else None)
     add_junit_properties(session.config, context)
     if status is not None:
         session.exitstatus = status

@@ -521,14 +521,15 @@ class RunContext:
             return ["gaia2: no scenario ran"]
         return [self.redactor.redact(line) for line in self.book.lines()]
 
-    def finish(self, exitstatus: int) -> int | None:
+    def finish(self, exitstatus: int, signum: int | None = None) -> int | None:
         """Write results.jsonl, summary.json and the run's pages, remove what is left of the
         session, and let the gate decide the exit status.
 
         The files come first and are held against a further signal, and the sweep never raises
         out: a double Ctrl-C or an engine failure in the sweep still leaves the run's summary.
         An interrupted run first lets its xdist workers finish the records of the attempts they
-        were running, so every scenario in flight gets its line."""
+        were running, so every scenario in flight gets its line; ``signum``, the signal that
+        interrupted it, is forwarded to them first (a signal to the controller alone reaches none)."""
         if self.is_worker or not self.prepared:
             self._sweep()
             return None
@@ -536,6 +537,8 @@ class RunContext:
             self.book.end_reason = "interrupted (Ctrl-C, SIGTERM or a collection error) before they started"
         try:
             if exitstatus == pytest.ExitCode.INTERRUPTED and self.config.pluginmanager.has_plugin("dsession"):
+                if signum is not None:
+                    self._forward(signum)
                 self._wait_for_workers()
             return self._write_run_files(exitstatus)
         finally:
@@ -577,6 +580,15 @@ class RunContext:
         ):
             return None
         return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
+
+    def _forward(self, signum: int) -> None:
+        """The controller's signal to the workers with an attempt in flight, as a terminal's Ctrl-C
+        would have signalled them: they end those attempts now instead of at WORKER_WIND_DOWN."""
+        from pytest_gaia2.run import interrupts
+        from pytest_gaia2.store.phases import busy_pids
+
+        if self.folder is not None:
+            interrupts.forward(signum, busy_pids(self.folder.path))
 
     def _wait_for_workers(self) -> None:
         """Until no attempt of any worker is in flight (an attempt leaves the progress board once

@@ -9,6 +9,7 @@ run needs to show a scenario that has been on turn 3 for twenty minutes.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from pytest_gaia2.store import folder as store
 
 BOARD_GLOB = "progress.*.json"
+PID_MAX = 1 << 22
+"""Linux's largest process id: a board's pid outside 1..PID_MAX is no process's."""
 
 
 class PhaseBoard:
@@ -49,7 +52,9 @@ class PhaseBoard:
 
     def _write(self) -> None:
         try:
-            store.write_json(self.path, {"worker": self.worker, "running": list(self.running.values())})
+            store.write_json(
+                self.path, {"worker": self.worker, "pid": os.getpid(), "running": list(self.running.values())}
+            )
         except OSError:
             pass  # the live status is a view: a full disk must not cost the scenario its verdict
 
@@ -62,6 +67,23 @@ def running(run_root: Path) -> list[dict[str, Any]]:
         if isinstance(data, dict) and isinstance(data.get("running"), list):
             entries += [entry for entry in data["running"] if isinstance(entry, dict) and "key" in entry]
     return sorted(entries, key=lambda entry: entry.get("started", 0))
+
+
+def busy_pids(run_root: Path) -> set[int]:
+    """The process ids the boards name for the processes with a scenario in flight.
+
+    Only a hint of which xdist workers to forward a signal to: a board is the run folder's,
+    so anyone able to write there can name any pid; the caller signals only its own children.
+    """
+    pids: set[int] = set()
+    for path in sorted(run_root.glob(BOARD_GLOB)):
+        data = store.read_json(path, max_bytes=1 << 20)
+        if not isinstance(data, dict) or not data.get("running"):
+            continue
+        pid = data.get("pid")
+        if isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid <= PID_MAX:
+            pids.add(pid)
+    return pids
 
 
 def phase_of(status: dict[str, Any]) -> str:

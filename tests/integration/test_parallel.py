@@ -28,6 +28,7 @@ from gaia2_testing import (
 
 from pytest_gaia2.engine import client as engine
 from pytest_gaia2.engine.ports import worker_slice
+from pytest_gaia2.run.context import WORKER_WIND_DOWN
 
 SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
 SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
@@ -65,15 +66,23 @@ def test_forty_scenarios_on_four_workers_each_through_its_own_port(pytester: pyt
 
 @pytest.mark.parametrize("how", ["SIGINT to pytest", "SIGINT to the process group (Ctrl-C)", "SIGTERM to pytest"])
 def test_interrupted_run_leaves_no_container(start_gaia2: Callable[..., BackgroundRun], how: str) -> None:
+    """However the run is signalled, each scenario in flight gets one record and no container is
+    left, well before WORKER_WIND_DOWN: a signal to the controller alone is forwarded to its workers."""
     run = start_gaia2("-n", "2", *SEARCH, *HANG)
     containers = run.wait_for_containers(2)
     assert _workers(containers) == {"gw0", "gw1"}
+    in_flight = {c.labels[engine.SCENARIO_LABEL] for c in containers}
+    signalled = time.monotonic()
     if how.startswith("SIGINT to the process group"):
         os.killpg(run.process.pid, signal.SIGINT)
     else:
         os.kill(run.process.pid, signal.SIGINT if how.startswith("SIGINT") else signal.SIGTERM)
     assert run.wait(90) == pytest.ExitCode.INTERRUPTED, run.text()
+    took = time.monotonic() - signalled
     assert gaia2_containers(run.run_id()) == []
+    ids = [record["scenario_id"] for record in run.results()]
+    assert all(ids.count(scenario) == 1 for scenario in in_flight), (in_flight, ids)
+    assert took < WORKER_WIND_DOWN / 2, f"the interrupted run took {took:.1f} s to end"
 
 
 def test_killed_worker_containers_are_removed_by_the_controller(start_gaia2: Callable[..., BackgroundRun]) -> None:

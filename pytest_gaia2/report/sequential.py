@@ -24,6 +24,7 @@ decision, once made, stays made however the scenarios still in flight end.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +33,9 @@ from typing import Any
 from pytest_gaia2.report.rates import percent
 from pytest_gaia2.report.rows import is_key, planned_keys
 from pytest_gaia2.store import folder as store
-from pytest_gaia2.store.record import AttemptRecord
+from pytest_gaia2.store.record import AttemptRecord, RecordError, verdict_of
 from pytest_gaia2.store.redact import printable
+from pytest_gaia2.store.safejson import JsonLimitError, JsonReadError
 
 Key = tuple[str, str, int]
 """(split, scenario id, repeat): what a pair is matched by, as ``pytest-gaia2 compare`` matches."""
@@ -130,23 +132,69 @@ def plan_pairs(
     return pairs
 
 
+BASELINE_MAX_KEYS = 800 * 32
+"""The most scenario runs a baseline may hold: Gaia2's 800 scenarios at 32 repeats each (a
+pass@32 of the whole benchmark, some $14,000 at the $0.55 a run docs/scale.md measures). Each
+costs the reader about 0.2 KB in every process that holds the baseline."""
+BASELINE_MAX_LINES = 8 * BASELINE_MAX_KEYS
+"""The most results.jsonl lines read: one per attempt, so room for the lines retries and
+resumes append before a run's end rewrites the file to one a key. Reading one costs about
+10 µs, so this bounds the time (about 2 s), as the keys bound the memory."""
+BASELINE_MAX_BYTES = 256 * 2**20
+"""The largest baseline results.jsonl read: those lines at the 1 to 2 KB a record takes."""
+
+
 @dataclass(frozen=True)
 class Baseline:
-    """The baseline run folder's verdicts by (split, scenario, repeat), read bounded and strict
-    (as ``pytest-gaia2 compare`` reads a run): a damaged results.jsonl is an error naming it."""
+    """The baseline run folder's verdicts by (split, scenario, repeat): each results.jsonl line
+    must be a record whose identity and outcome check (a damaged file is an error naming it, as
+    ``pytest-gaia2 compare`` reads a run), and only those are kept, within the bounds above."""
 
     path: Path
     outcomes: dict[Key, str]
 
     @classmethod
     def load(cls, path: str | Path) -> Baseline:
-        """Raises :class:`store.StoreError` naming the folder or file when it is no run folder
-        or its results cannot be read."""
+        """Raises :class:`store.StoreError` naming the folder or file when it is no run folder,
+        its results cannot be read or hold more than a Gaia2 run can (the bounds above)."""
         folder = store.RunFolder.existing(path)
-        records = list(folder.records(strict=True))
-        if not records:
-            raise store.StoreError(f"{folder.results}: no results to compare with")
-        return cls(folder.path, {(r.split, r.scenario_id, r.repeat): r.outcome for r in records})
+        results, outcomes = folder.results, dict[Key, str]()
+        try:
+            for number, row in store.numbered_lines(results, max_bytes=BASELINE_MAX_BYTES):
+                if number > BASELINE_MAX_LINES:
+                    raise store.StoreError(
+                        f"{results}: more than the {BASELINE_MAX_LINES} lines a baseline may hold "
+                        f"(Gaia2's 800 scenarios x 32 repeats, {BASELINE_MAX_LINES // BASELINE_MAX_KEYS} attempts each)"
+                    )
+                try:
+                    if isinstance(row, JsonLimitError):
+                        raise RecordError(None, str(row))
+                    key, outcome = verdict_of(row)
+                except RecordError as exc:
+                    raise store.StoreError(f"{results}: line {number}: {exc}") from None
+                outcomes[key] = outcome
+                if len(outcomes) > BASELINE_MAX_KEYS:
+                    raise store.StoreError(
+                        f"{results}: more than the {BASELINE_MAX_KEYS} scenario runs a baseline may hold "
+                        "(Gaia2's 800 scenarios x 32 repeats)"
+                    )
+        except JsonReadError as exc:
+            if os.path.lexists(results):
+                raise store.StoreError(f"{results}: {exc}") from None
+        if not outcomes:
+            raise store.StoreError(f"{results}: no results to compare with")
+        return cls(folder.path, outcomes)
+
+    def shipped(self) -> list[Any]:
+        """The baseline as the controller hands it to xdist workers (``workerinput``), so no
+        worker reads the file again: the path and one [split, id, repeat, outcome] per key."""
+        return [str(self.path), [[*key, outcome] for key, outcome in self.outcomes.items()]]
+
+    @classmethod
+    def unshipped(cls, shipment: Sequence[Any]) -> Baseline:
+        """The controller's :meth:`shipped` baseline, on a worker."""
+        path, rows = shipment
+        return cls(Path(path), {(split, sid, repeat): outcome for split, sid, repeat, outcome in rows})
 
     def shared(self, planned: Sequence[str]) -> int:
         """How many planned keys the baseline judged (a pair can only ever come from those)."""

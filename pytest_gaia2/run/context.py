@@ -209,10 +209,14 @@ class RunContext:
 
     @cached_property
     def baseline(self) -> Baseline | None:
-        """--gaia2-stop-when-decided's run folder, read once per process (bounded, strict)."""
+        """--gaia2-stop-when-decided's run folder, read once on the controller (bounded, strict);
+        xdist workers get the controller's through ``workerinput``."""
         raw = self.values["stop_when_decided"]
         if not raw:
             return None
+        shipment = (getattr(self.config, "workerinput", None) or {}).get("gaia2_baseline")
+        if shipment is not None:
+            return Baseline.unshipped(shipment)
         try:
             return Baseline.load(self.path(raw))
         except store.StoreError as exc:
@@ -276,6 +280,7 @@ class RunContext:
             "gaia2_folder": str(self.folder.path) if self.folder else "",
             **self.engines.handover(worker),
             "gaia2_discovered": shipped(*self.discovered) if self.active else None,
+            "gaia2_baseline": self.baseline.shipped() if self.active and self.baseline else None,
         }
 
     # -- once per run, on the controller -----------------------------------------------------

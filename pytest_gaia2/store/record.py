@@ -9,6 +9,7 @@ read ours; the rest is pytest-gaia2's: identity, provenance and what the harness
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, get_args
@@ -236,6 +237,28 @@ class AttemptRecord:
     def reused_by(self, session_id: str) -> AttemptRecord:
         """The record as a later session reports it: the same verdict, marked reused."""
         return replace(self, reused=self.session_id != session_id)
+
+
+_ANNOTATIONS = {spec.name: str(spec.type) for spec in fields(AttemptRecord)}
+
+
+def verdict_of(data: Any) -> tuple[tuple[str, str, int], str]:
+    """A record's (split, scenario id, repeat) and outcome from its JSON form, each checked and
+    defaulted as :meth:`AttemptRecord.from_json` does (a :class:`RecordError` names a bad one);
+    the other fields are left unread. What a comparison keeps of a record, at a fraction of the
+    whole record's cost in time and memory (split and outcome are interned)."""
+    if not isinstance(data, Mapping):
+        raise RecordError(None, f"expected a JSON object, got {type(data).__name__}")
+
+    def kept(name: str, default: Any) -> Any:
+        return checked(name, _ANNOTATIONS[name], data[name]) if name in data else default
+
+    scenario_id = kept("scenario_id", "unknown")
+    if scenario_id == "":
+        raise RecordError("scenario_id", "must not be empty")
+    legacy_run = checked("run", "int", data["run"]) if "repeat" not in data and _integer(data.get("run")) else 1
+    outcome = kept("outcome", None) or outcome_of(kept("success", None))
+    return (sys.intern(kept("split", "")), scenario_id, kept("repeat", legacy_run)), sys.intern(outcome)
 
 
 def outcome_of(success: bool | None) -> Outcome:

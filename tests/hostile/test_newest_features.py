@@ -1,13 +1,14 @@
 """The newest features against hostile input: the stop-when-decided test (a decision level too
-small for a double, a baseline path with escapes in the reason), the pacer's files (links planted
-at pacer.json and its lock), the report's reads (one big scenario file named by a thousand
-spellings in summary.json; control characters in a plot label, in report.md's free text and its
-title and categories) and ``compare --judge`` (a link at a newer re-judge number).
+small for a double, a baseline path with escapes in the reason, a baseline larger than a Gaia2
+run), the pacer's files (links planted at pacer.json and its lock), the report's reads (one big
+scenario file named by a thousand spellings in summary.json; control characters in a plot
+label, in report.md's free text and its title and categories) and ``compare --judge`` (a link
+at a newer re-judge number).
 
 Each test drives the reader or writer directly (no container); each fails on the code before
-its fix (a traceback mid-run, a file read a thousand times, a raw escape on the terminal or in
-report.md, a re-judge hidden), or pins a defence no other test covered (no write through a link
-at the pacer's files).
+its fix (a traceback mid-run, a file read a thousand times, a baseline held whole at 2 KB a
+record, a raw escape on the terminal or in report.md, a re-judge hidden), or pins a defence no
+other test covered (no write through a link at the pacer's files).
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
+import tracemalloc
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +31,16 @@ from hypothesis import strategies as st
 from pytest_gaia2.config.values import SMALLEST_LEVEL, OptionError, level
 from pytest_gaia2.plan import scenarios
 from pytest_gaia2.report import document, markdown, plots, rejudged
-from pytest_gaia2.report.sequential import first_decision
+from pytest_gaia2.report.sequential import (
+    BASELINE_MAX_BYTES,
+    BASELINE_MAX_KEYS,
+    BASELINE_MAX_LINES,
+    Baseline,
+    first_decision,
+)
 from pytest_gaia2.report.stats import ErrorGroup
 from pytest_gaia2.run.pacer import LOCK_FILE, PACER_FILE, Pacer
+from pytest_gaia2.store.folder import StoreError
 
 SEARCH = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
 
@@ -59,6 +70,81 @@ def test_the_decided_reason_shows_the_baseline_escaped() -> None:
     """The reason every scenario not started gives (pytest prints skip reasons raw) names the baseline."""
     decision = first_decision([(True, False)] * 8, 0.05, "/out/\x1b]0;pwned\x07run")
     assert decision is not None and not raw_controls(decision.reason) and "\\x1b]0;pwned" in decision.reason
+
+
+# -- a baseline's size ------------------------------------------------------------------------------
+
+
+def baseline_run(folder: Path, lines: Iterator[str]) -> Path:
+    """A baseline run folder whose results.jsonl is ``lines``, written as they come."""
+    folder.mkdir()
+    (folder / "run_config.json").write_text("{}")
+    with (folder / "results.jsonl").open("w") as results:
+        results.writelines(lines)
+    return folder
+
+
+def read_measured(folder: Path) -> tuple[Baseline | StoreError, float, int]:
+    """Baseline.load's result (or refusal), its seconds, and its peak of allocated bytes in a
+    second read (tracing slows the reader several times over)."""
+
+    def read() -> Baseline | StoreError:
+        try:
+            return Baseline.load(folder)
+        except StoreError as exc:
+            return exc
+
+    started = time.perf_counter()
+    result = read()
+    seconds = time.perf_counter() - started
+    tracemalloc.start()
+    read()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return result, seconds, peak
+
+
+def test_a_baseline_of_a_whole_gaia2_run_is_read_keeping_only_its_verdicts(tmp_path: Path) -> None:
+    """800 scenarios x 32 repeats of records of about 1.5 KB each (44 MB): every process held
+    about 2 KB a record (110 us each) with the whole-record reader; now the verdicts alone."""
+    padding = "x" * 1400
+    lines = (
+        json.dumps(
+            {
+                "scenario_id": f"s{index // 32}",
+                "repeat": index % 32 + 1,
+                "repeats": 32,
+                "outcome": "passed",
+                "agent_response": padding,
+            }
+        )
+        + "\n"
+        for index in range(BASELINE_MAX_KEYS)
+    )
+    read, seconds, peak = read_measured(baseline_run(tmp_path / "base", lines))
+    assert isinstance(read, Baseline) and len(read.outcomes) == BASELINE_MAX_KEYS
+    assert peak < 16 * 2**20, peak  # the whole records: over 50 MB
+    assert seconds < 10, seconds
+
+
+@pytest.mark.parametrize("kind", ["keys", "lines", "bytes"])
+def test_a_baseline_larger_than_a_gaia2_run_is_refused_quickly_in_bounded_memory(tmp_path: Path, kind: str) -> None:
+    """More scenario runs than 800 x 32, more lines than their attempts or more bytes than their
+    records: one error naming the file, before the rest is read (a 75 MB file of small
+    records took 68 s and 1.27 GB in every process; the 1 GiB a results file may be, 18 GB)."""
+    folder = tmp_path / "base"
+    if kind == "keys":
+        baseline_run(folder, (f'{{"scenario_id": "s{index}"}}\n' for index in range(BASELINE_MAX_KEYS + 2)))
+    elif kind == "lines":
+        baseline_run(folder, ('{"scenario_id": "s"}\n' for _ in range(BASELINE_MAX_LINES + 2)))
+    else:
+        baseline_run(folder, iter(()))
+        os.truncate(folder / "results.jsonl", BASELINE_MAX_BYTES + 1)
+    read, seconds, peak = read_measured(folder)
+    assert isinstance(read, StoreError) and str(read).startswith(f"{folder / 'results.jsonl'}: "), read
+    assert {"keys": "scenario runs", "lines": "lines", "bytes": "bytes allowed"}[kind] in str(read)
+    assert peak < 16 * 2**20, peak
+    assert seconds < 10, seconds
 
 
 # -- pacer.json and pacer.json.lock --------------------------------------------------------------

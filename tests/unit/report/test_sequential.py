@@ -9,6 +9,7 @@ import math
 import random
 from pathlib import Path
 
+import execnet
 import pytest
 from gaia2_records import record
 from hypothesis import given, settings
@@ -183,6 +184,12 @@ def test_the_baseline_decides_on_the_current_runs_records(tmp_path: Path) -> Non
     decision = baseline.decide(order, records(*((sid, "failed") for sid in ids[:8])), 0.05)
     assert decision is not None and (decision.direction, decision.worse, decision.pairs) == ("worse", 8, 8)
     assert decision.baseline == str(tmp_path / "base")
+
+
+def test_the_baseline_a_worker_gets_through_workerinput_is_the_one_the_controller_read(tmp_path: Path) -> None:
+    """Workers read no baseline file: the controller's crosses xdist's channel (execnet's serializer)."""
+    baseline = Baseline.load(write_run(tmp_path / "base", [("a", "passed"), ("b", "failed"), ("c", "error")]))
+    assert Baseline.unshipped(execnet.loads(execnet.dumps(baseline.shipped()))) == baseline
 
 
 def test_a_baseline_that_is_no_run_folder_or_has_damaged_results_is_one_error_naming_it(tmp_path: Path) -> None:

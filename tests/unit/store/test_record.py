@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
-from pytest_gaia2.store.record import RUNNER_KEYS, AttemptRecord, is_judged, scenario_key
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_gaia2.store.record import (
+    OUTCOMES,
+    RUNNER_KEYS,
+    AttemptRecord,
+    RecordError,
+    is_judged,
+    scenario_key,
+    verdict_of,
+)
 
 
 def _record(**extra: object) -> AttemptRecord:
@@ -38,3 +50,31 @@ def test_keys_are_spelled_once() -> None:
     assert scenario_key("search", "s", 1, 2) == "search/s/run_1"
     assert _record().message == "nope"
     assert _record(outcome="error", success=None, error="[x] y").message == "[x] y"
+
+
+VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(), st.text(max_size=8), st.sampled_from(OUTCOMES)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.dictionaries(
+            st.sampled_from(["scenario_id", "split", "repeat", "run", "outcome", "success", "attempt"]), VALUES
+        ),
+        VALUES,
+    )
+)
+def test_a_verdict_read_alone_is_the_whole_records_verdict(data: object) -> None:
+    """verdict_of checks only identity and outcome, so it refuses no more than from_json does,
+    and whatever from_json reads, it reads the same key and outcome from (a baseline's reader
+    keeps these alone)."""
+    try:
+        record = AttemptRecord.from_json(data)  # type: ignore[arg-type]
+    except RecordError:
+        with contextlib.suppress(RecordError):
+            verdict_of(data)
+        return
+    assert verdict_of(data) == ((record.split, record.scenario_id, record.repeat), record.outcome)
+

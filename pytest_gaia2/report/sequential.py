@@ -116,15 +116,20 @@ def first_decision(pairs: Iterable[tuple[bool, bool] | None], level: float, base
 
 
 def plan_pairs(
-    order: Sequence[str], baseline: Mapping[Key, str], current: Mapping[str, AttemptRecord]
+    order: Sequence[str],
+    baseline: Mapping[Key, str],
+    current: Mapping[str, AttemptRecord],
+    hashes: Mapping[str, str | None] | None = None,
 ) -> list[tuple[bool, bool] | None]:
     """The pairs of the longest prefix of the plan ``order`` (keys as the records spell them)
     whose verdicts are all in ``current``: it ends at the first key without one (still running,
-    or not started)."""
+    or not started), or whose record was made from another scenario file than the plan's
+    (``hashes``, by key): a resume runs that scenario again, so its old verdict is none yet."""
     pairs: list[tuple[bool, bool] | None] = []
+    hashes = hashes or {}
     for key in order:
         record = current.get(key)
-        if record is None:
+        if record is None or not record.made_from(hashes.get(key)):
             break
         before = baseline.get((record.split, record.scenario_id, record.repeat))
         judged = before in JUDGED and record.outcome in JUDGED
@@ -201,8 +206,15 @@ class Baseline:
         keys = planned_keys([key for key in planned if is_key(key)])
         return sum(1 for key in keys if self.outcomes.get(key) in JUDGED)
 
-    def decide(self, order: Sequence[str], current: Iterable[AttemptRecord], level: float) -> Decision | None:
+    def decide(
+        self,
+        order: Sequence[str],
+        current: Iterable[AttemptRecord],
+        level: float,
+        hashes: Mapping[str, str | None] | None = None,
+    ) -> Decision | None:
         """The decision on this run's verdicts so far (``current``, every worker's and every
-        session's), or None while undecided."""
+        session's, each counted only if made from the plan's scenario file, ``hashes`` by key),
+        or None while undecided."""
         latest = {record.key: record for record in current}
-        return first_decision(plan_pairs(order, self.outcomes, latest), level, str(self.path))
+        return first_decision(plan_pairs(order, self.outcomes, latest, hashes), level, str(self.path))

@@ -227,7 +227,8 @@ class RunContext:
         worker's, every session's), in start order; None without a baseline or while undecided."""
         if self.baseline is None or self.folder is None:
             return None
-        return self.baseline.decide(self.order, self.folder.records(), self.values["decision_level"])
+        hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario is not None}
+        return self.baseline.decide(self.order, self.folder.records(), self.values["decision_level"], hashes)
 
     def _decided(self) -> str | None:
         decision = self.decision()

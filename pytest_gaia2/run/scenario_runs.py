@@ -52,9 +52,7 @@ def scenario_dir(folder: RunFolder, item: PlannedItem) -> Path:
 def reusable(record: AttemptRecord | None, scenario_sha256: str | None) -> bool:
     """Whether a stored record is the item's final verdict: a judgment (pass or fail) is never
     re-run, unless both hashes are known and the scenario file changed since; an error is."""
-    if record is None or not is_judged(record):
-        return False
-    return not (record.scenario_sha256 and scenario_sha256 and record.scenario_sha256 != scenario_sha256)
+    return record is not None and is_judged(record) and record.made_from(scenario_sha256)
 
 
 def retried(record: AttemptRecord, tried: int, retries: int) -> bool:

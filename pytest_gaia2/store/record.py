@@ -238,6 +238,11 @@ class AttemptRecord:
         """The record as a later session reports it: the same verdict, marked reused."""
         return replace(self, reused=self.session_id != session_id)
 
+    def made_from(self, scenario_sha256: str | None) -> bool:
+        """Whether the record may stand for the scenario file of hash ``scenario_sha256``: yes
+        unless both hashes are known and differ (the file changed since, so a resume runs it again)."""
+        return not (self.scenario_sha256 and scenario_sha256 and self.scenario_sha256 != scenario_sha256)
+
 
 _ANNOTATIONS = {spec.name: str(spec.type) for spec in fields(AttemptRecord)}
 

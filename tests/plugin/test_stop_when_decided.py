@@ -146,3 +146,24 @@ def test_a_baseline_named_with_escapes_reaches_the_terminal_escaped(pytester: py
     result = run(f"--gaia2-stop-when-decided={output}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "\x1b" not in result.stderr.str() and "\\x1b]0;pwned\\x07x/results.jsonl: line 1" in result.stderr.str()
+
+
+@pytest.mark.docker
+def test_verdicts_a_resume_runs_again_decide_nothing(pytester: pytest.Pytester, stored_run) -> None:
+    """The earlier session judged both scenarios failed, on scenario files since changed (their
+    records' scenario_sha256 is another; the resume is told to go on): it runs both again, so those verdicts make no
+    pair. Before, they decided 'worse' against the baseline's two passes at level 90% (likelihood
+    ratio 4/3 >= 1/0.9) and neither scenario started; now both run (the oracle passes) and nothing
+    is decided."""
+    base = baseline(pytester.path, ["passed"] * 2)
+    run = stored_run(passed=0, failed=2)
+    stale = []
+    for stored in sorted((pytester.path / "run").glob("search/*/result.json")):
+        stale.append(json.dumps({**json.loads(stored.read_text()), "scenario_sha256": "0" * 64}))
+        stored.write_text(stale[-1])
+    (pytester.path / "run" / "results.jsonl").write_text("\n".join(stale) + "\n")
+    options = ("--gaia2-decision-level=0.9", "--gaia2-order=file", "--gaia2-resume-mismatch=warn")
+    result = run(f"--gaia2-stop-when-decided={base}", *options)
+    result.assert_outcomes(passed=2)
+    assert "decided" not in result.stdout.str()
+    assert json.loads((pytester.path / "run" / "summary.json").read_text())["stop"]["decided"] is None

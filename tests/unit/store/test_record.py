@@ -78,3 +78,9 @@ def test_a_verdict_read_alone_is_the_whole_records_verdict(data: object) -> None
         return
     assert verdict_of(data) == ((record.split, record.scenario_id, record.repeat), record.outcome)
 
+
+def test_a_record_stands_for_a_scenario_file_unless_both_hashes_are_known_and_differ() -> None:
+    known = _record(scenario_sha256="a" * 64)
+    assert known.made_from("a" * 64) and known.made_from(None)
+    assert not known.made_from("b" * 64)
+    assert _record().made_from("b" * 64)

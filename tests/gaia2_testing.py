@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +38,37 @@ def gaia2_containers(run_id: str | None = None) -> list[Any]:
         return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
     finally:
         client.close()
+
+
+def owned_containers(pid: int) -> list[Any]:
+    """pytest-gaia2's containers whose owner is process ``pid`` (the engine's owner pid label):
+    a command's own, not the other tests' on the same engine at the same time."""
+    from pytest_gaia2.engine.client import PID_LABEL
+
+    return [c for c in gaia2_containers() if (c.labels or {}).get(PID_LABEL) == str(pid)]
+
+
+@dataclass
+class Finished:
+    """A finished command: its exit status and output, and its process id, which labels every
+    container it started."""
+
+    pid: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_command(argv: list[str], *, env: Mapping[str, str] | None = None, timeout: float) -> Finished:
+    """``subprocess.run`` that also keeps the process id, to find the command's own containers."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                          env=None if env is None else dict(env)) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    return Finished(process.pid, process.returncode, stdout, stderr)
 
 
 def engine_answers() -> str | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from bad_records import BAD_FIELDS
-from gaia2_testing import REPO, SHIPPED, file_sums, gaia2_containers, run_folder, run_pytest
+from gaia2_testing import REPO, SHIPPED, Finished, file_sums, owned_containers, run_command, run_folder, run_pytest
 
 COMMAND = REPO / ".venv" / "bin" / "pytest-gaia2"
 SCENARIO = "scenario_universe_21_7kww6e"
@@ -53,7 +53,13 @@ def cli(*args: Any, timeout: float = PROMPT) -> subprocess.CompletedProcess[str]
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def refused(done: subprocess.CompletedProcess[str], *expected: str) -> str:
+def rejudge(run: Path) -> Finished:
+    """``pytest-gaia2 rejudge`` with the reference judge; its process id labels its containers."""
+    return run_command([str(COMMAND), "rejudge", str(run), "--judge", "reference", "--scenarios", str(SHIPPED)],
+                       timeout=PROMPT)
+
+
+def refused(done: subprocess.CompletedProcess[str] | Finished, *expected: str) -> str:
     """The one error line of a refusal (exit 2, no traceback), checked to contain ``expected``."""
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
@@ -143,10 +149,11 @@ def test_rejudge_never_reads_a_scenario_file_the_record_names_outside(run: Path,
                              ({"scenario_file": "/dev/zero", "scenario_sha256": "0" * 64}, "no file under --scenarios")):
         damage(run, **fields)
         sums = file_sums(tmp_path)
-        refused(cli("rejudge", run, "--judge", "reference", "--scenarios", SHIPPED), expected)
+        done = rejudge(run)
+        refused(done, expected)
         assert file_sums(tmp_path) == sums
+        assert owned_containers(done.pid) == []  # its own: the other tests' re-judges run at the same time
     assert not (run / "rejudge").exists()
-    assert not [c for c in gaia2_containers() if c.name.startswith("gaia2-rejudge-")]
 
 
 def test_rejudge_never_follows_a_linked_user_details_file(run: Path, tmp_path: Path) -> None:
@@ -155,10 +162,10 @@ def test_rejudge_never_follows_a_linked_user_details_file(run: Path, tmp_path: P
     details = run / "search" / SCENARIO / "user_details.json"
     details.unlink(missing_ok=True)
     details.symlink_to(outside)
-    refused(cli("rejudge", run, "--judge", "reference", "--scenarios", SHIPPED),
-            f"{details}: (user details) is a symbolic link, not followed")
+    done = rejudge(run)
+    refused(done, f"{details}: (user details) is a symbolic link, not followed")
     assert not (run / "rejudge").exists()
-    assert not [c for c in gaia2_containers() if c.name.startswith("gaia2-rejudge-")]
+    assert owned_containers(done.pid) == []
 
 
 def test_merge_copies_no_link_and_lists_it(run: Path, tmp_path: Path) -> None:

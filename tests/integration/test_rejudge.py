@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +20,18 @@ import pytest
 from gaia2_testing import (
     HOST_SETTINGS,
     SHIPPED,
+    Finished,
     derived_image,
     file_sums,
-    gaia2_containers,
+    owned_containers,
     results_of,
+    run_command,
     run_folder,
     run_pytest,
 )
 from llm_server import chat_server
 
 from pytest_gaia2.cli.rejudge import REJUDGE_DIR, REJUDGMENTS_FILE
-from pytest_gaia2.engine.client import PID_LABEL, RUN_LABEL
 
 IMAGE = "pytest-gaia2-test/rejudge-oracle:1"
 NO_JUDGE_IMAGE = "pytest-gaia2-test/rejudge-nojudge-oracle:1"
@@ -78,28 +77,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_folder(folder / "out")
 
 
-@dataclass
-class Rejudged:
-    """A finished ``pytest-gaia2 rejudge``: its exit status and output, and its process id, which
-    labels every container it started."""
-
-    pid: int
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def rejudge(folder: Path, *args: str, env: dict[str, str] | None = None) -> Rejudged:
+def rejudge(folder: Path, *args: str, env: dict[str, str] | None = None) -> Finished:
     clean = {name: value for name, value in os.environ.items() if name not in HOST_SETTINGS}
-    with subprocess.Popen([sys.executable, "-m", "pytest_gaia2.cli", "rejudge", str(folder), "--scenarios",
-                           str(SHIPPED), *args],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**clean, **(env or {})}) as process:
-        try:
-            stdout, stderr = process.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise
-    return Rejudged(process.pid, process.returncode, stdout, stderr)
+    return run_command([sys.executable, "-m", "pytest_gaia2.cli", "rejudge", str(folder), "--scenarios", str(SHIPPED),
+                        *args], env={**clean, **(env or {})}, timeout=300)
 
 
 def latest(folder: Path) -> Path:
@@ -112,11 +93,10 @@ def verdicts(folder: Path, slug: str) -> dict[str, Any]:
     return {row["key"]: row for row in rows}
 
 
-def no_rejudge_containers(done: Rejudged) -> bool:
+def no_rejudge_containers(done: Finished) -> bool:
     """No container of that re-judge is left; the other tests' re-judges, at the same time on
     another xdist worker, are not its."""
-    return not [c for c in gaia2_containers()
-                if c.labels[RUN_LABEL].startswith("rejudge-") and c.labels.get(PID_LABEL) == str(done.pid)]
+    return owned_containers(done.pid) == []
 
 
 def test_reference_judge_reproduces_the_in_container_verdicts(run: Path) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 import docker
 import pytest
+from filelock import FileLock
 from gaia2_testing import (
     REPO,
     SHIPPED,
@@ -39,22 +41,41 @@ SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
 SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
 
 
+SECOND_ENGINE_LOCK = Path(tempfile.gettempdir()) / "pytest-gaia2-tests-second-engine.lock"
+"""Held by each test of this module while it uses the second engine: the tests on other xdist
+workers would otherwise start runs there, copy or remove the image, while it reads the engine's
+events or expects the copy."""
+
+
 @pytest.fixture(scope="module")
-def second_engine() -> Iterator[str]:
-    """The second engine, up, without the reference image (so the run's pre-flight copies it)."""
+def second_engine_up() -> str:
+    """The second engine, up (started once by whichever worker comes first)."""
     if os.geteuid() != 0:
         pytest.skip("a second dockerd needs root")
-    done = subprocess.run(["bash", str(REPO / "scripts" / "start-second-engine.sh")], capture_output=True, text=True)
+    with FileLock(str(SECOND_ENGINE_LOCK)):
+        done = subprocess.run(["bash", str(REPO / "scripts" / "start-second-engine.sh")], capture_output=True,
+                              text=True)
     if done.returncode != 0:
         pytest.skip(f"the second engine did not start: {(done.stderr or done.stdout).strip()[-300:]}")
-    client = docker.DockerClient(base_url=SECOND)
+    return SECOND
+
+
+@pytest.fixture
+def second_engine(second_engine_up: str) -> Iterator[str]:
+    """The second engine, this test's alone while it runs."""
+    with FileLock(str(SECOND_ENGINE_LOCK)):
+        yield second_engine_up
+
+
+def _without_the_image(url: str) -> None:
+    """The reference image removed from the engine, so the run's pre-flight copies it."""
+    client = docker.DockerClient(base_url=url)
     try:
         client.images.remove(build.image_name(), force=True)
     except docker.errors.ImageNotFound:
         pass
     finally:
         client.close()
-    yield SECOND
 
 
 def _on(url: str, run_id: str) -> list[Any]:
@@ -106,6 +127,7 @@ def _check_spread(path: Path, result: pytest.RunResult, since: float) -> tuple[l
 
 
 def test_scenarios_spread_over_both_engines(second_engine: str, tmp_path: Path) -> None:
+    _without_the_image(second_engine)
     since = time.time()
     result = run_pytest(tmp_path, "-n", "2", *SEARCH, f"--gaia2-engine={FIRST}#1", f"--gaia2-engine={second_engine}#1")
     text = "\n".join(result.outlines)
@@ -134,6 +156,8 @@ def test_a_bad_engine_url_stops_the_run_before_any_container(second_engine: str,
     assert len(errors) == 1 and "password" in errors[0], text
     assert "hunter2" not in text
     assert not (tmp_path / "out").exists()
+    # Every creation on the second engine: this test holds it (SECOND_ENGINE_LOCK), and the run
+    # was refused before its session had an id to filter by.
     client = docker.DockerClient(base_url=second_engine)
     try:
         created = list(client.events(since=int(since), until=int(time.time()) + 1, decode=True,

@@ -92,8 +92,10 @@ def test_odd_ids_and_output_dot_touch_nothing_outside_the_run_folder(project: Pa
     runs = {folder.name for folder in run_folders(project)}
     after = {name: digest for name, digest in file_sums(project).items() if name.split("/")[0] not in runs}
     assert after == before  # the project's own files, byte for byte
-    assert gaia2_containers() == [] or all(
-        not any(run in (c.labels or {}).get("org.pytest-gaia2.run", "") for run in runs) for c in gaia2_containers())
+    # Every session's own containers (their run label is the session id, not the folder's name).
+    sessions = [json.loads(line)["session_id"] for folder in run_folders(project)
+                for line in (folder / "sessions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(sessions) == 2 and all(gaia2_containers(session) == [] for session in sessions), sessions
 
 
 def test_an_unwritable_output_is_one_message(project: Path) -> None:

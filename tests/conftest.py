@@ -18,6 +18,7 @@ from gaia2_testing import (
     engine_answers,
     gaia2_containers,
     http_server,
+    record_engine_events,
     run_folder,
     run_id_of,
 )
@@ -68,6 +69,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if problem:
             for item in needing:
                 item.add_marker(pytest.mark.skip(reason=f"no container engine: {problem}"))
+        else:
+            record_engine_events()
 
 
 @pytest.fixture

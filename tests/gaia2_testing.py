@@ -3,6 +3,7 @@ the run folder of an output, the run's containers on the real engine, derived im
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import json
@@ -185,9 +186,65 @@ def derived_image(tag: str, *lines: str, files: Mapping[str, bytes] | None = Non
         client.close()
 
 
+class _EventRecorder:
+    """Every container event of the engine from a live stream, kept in this process: the engine
+    itself keeps only its last 256 events, which the other xdist workers' runs push out within
+    minutes, so a query after a long run missed the run's first events."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._client = docker.from_env()
+        self._stream = self._client.events(decode=True, filters={"type": "container"})
+        self.started = time.time()  # the engine answered: subscribed
+        threading.Thread(target=self._read, name="gaia2-test-engine-events", daemon=True).start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(Exception):  # the engine went away: later queries ask it directly
+            for event in self._stream:
+                self.events.append(event)
+        self.started = float("inf")
+
+    def since(self, since: float, **filters: str) -> list[dict[str, Any]]:
+        """The events from ``since`` until now matching ``filters`` as the engine matches them."""
+        time.sleep(1)  # events of the last moment arrive
+        return [event for event in list(self.events) if event.get("time", 0) >= int(since) and _matches(event, filters)]
+
+
+def _matches(event: dict[str, Any], filters: Mapping[str, str]) -> bool:
+    """The engine's filters ``label`` (key or key=value), ``event`` and ``container`` (id or name)."""
+    actor = event.get("Actor") or {}
+    attributes = actor.get("Attributes") or {}
+    for name, wanted in filters.items():
+        if name == "label":
+            key, has_value, value = wanted.partition("=")
+            matched = key in attributes and (not has_value or attributes[key] == value)
+        elif name == "event":
+            matched = str(event.get("Action", "")).split(":")[0] == wanted
+        elif name == "container":
+            matched = wanted in (actor.get("ID"), attributes.get("name"))
+        else:
+            raise ValueError(f"no such event filter here: {name}")
+        if not matched:
+            return False
+    return True
+
+
+_RECORDER: _EventRecorder | None = None
+
+
+def record_engine_events() -> None:
+    """Start keeping the engine's container events in this process (before any test starts a run)."""
+    global _RECORDER
+    if _RECORDER is None:
+        _RECORDER = _EventRecorder()
+
+
 def engine_events(since: float, **filters: str) -> list[dict[str, Any]]:
     """The engine's container events from ``since`` until now matching ``filters`` (``label=``,
-    ``image=``): each names its container and carries every label, even after removal."""
+    ``event=``, ``container=``): each names its container and carries every label,
+    even after removal. From this process's recording when it covers ``since``, else the engine's."""
+    if _RECORDER is not None and _RECORDER.started <= since:
+        return _RECORDER.since(since, **filters)
     client = docker.from_env()
     try:
         return list(client.events(since=int(since), until=int(time.time()) + 1, decode=True,

@@ -9,9 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import docker
 import pytest
-from gaia2_testing import DATA, SHIPPED, gaia2_containers, results_of, run_id_of
+from gaia2_testing import DATA, SHIPPED, engine_events, gaia2_containers, results_of, run_id_of
 
 from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL
 
@@ -29,13 +28,8 @@ ONE = "scenario_universe_21_7kww6e"
 
 def scenario_containers_created(run_id: str, since: float) -> list[str]:
     """Scenario ids of the containers a run created (pre-flight's image probe is not a scenario)."""
-    client = docker.from_env()
-    try:
-        events = client.events(since=int(since), until=int(time.time()) + 1, decode=True,
-                               filters={"type": "container", "event": "create", "label": f"{RUN_LABEL}={run_id}"})
-        scenarios = [event["Actor"]["Attributes"].get(SCENARIO_LABEL) for event in events]
-    finally:
-        client.close()
+    events = engine_events(since, event="create", label=f"{RUN_LABEL}={run_id}")
+    scenarios = [event["Actor"]["Attributes"].get(SCENARIO_LABEL) for event in events]
     return [scenario for scenario in scenarios if scenario != "preflight"]
 
 

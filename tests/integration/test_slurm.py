@@ -9,25 +9,23 @@ cluster in turn (a file lock), and a cluster this module started is stopped afte
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 from filelock import FileLock
 from gaia2_testing import (
     REPO,
     SHIPPED,
+    engine_events,
     gaia2_containers,
     results_of,
     run_folder,
@@ -36,7 +34,7 @@ from gaia2_testing import (
     scenario_variant,
 )
 
-from pytest_gaia2.engine.client import SCENARIO_LABEL
+from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL
 
 CLUSTER = REPO / "scripts" / "start-slurm-cluster.sh"
 SUBMIT = REPO / "examples" / "slurm" / "submit.sh"
@@ -123,32 +121,6 @@ def _counts(summary: dict[str, Any]) -> dict[str, Any]:
             "judged": summary["judged"]["value"], "errors_by_category": summary["errors_by_category"]}
 
 
-class Created:
-    """The scenario label of every container the engine creates while this is open, from a live
-    stream of its events: the engine keeps only its last few hundred events for a later query, and
-    other tests create containers all the time."""
-
-    def __init__(self) -> None:
-        self.scenarios: list[str] = []
-        self._client = docker.from_env()
-        self._stream = self._client.events(decode=True, filters={"type": "container", "event": "create"})
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        # The stream ends with an error when close() cuts it.
-        with contextlib.suppress(Exception):
-            for event in self._stream:
-                self.scenarios.append(event["Actor"]["Attributes"].get(SCENARIO_LABEL, ""))
-
-    def close(self) -> list[str]:
-        time.sleep(1)  # events of the last moment arrive
-        self._stream.close()
-        self._client.close()
-        self._thread.join(10)
-        return self.scenarios
-
-
 def test_array_of_two_shards_and_merge_equal_a_serial_run(slurm: list[str], tmp_path: Path) -> None:
     """The serial run starts alongside the array: on 2 cores the node runs both shards at once."""
     with (tmp_path / "serial.log").open("wb") as serial_log:
@@ -195,9 +167,16 @@ def test_scancel_leaves_no_container_and_resubmitting_finishes_only_the_rest(slu
     shared = tmp_path / "shared"
     submit = ("--shards", "1", "--shared", str(shared), "--scenarios", str(scenarios))
 
+    output = shared / "shard-1"
+
+    def slow_running() -> bool:
+        """The shard's own container for the slow scenario is there (its run label: the shard's session)."""
+        return (run_folder(output) / "sessions.jsonl").is_file() and any(
+            c.labels.get(SCENARIO_LABEL) == slow for c in gaia2_containers(run_id_of(output)))
+
     array, merge, _ = _submit(slurm, tmp_path, *submit, "--", "--gaia2-order=file")  # the quick ones first
     deadline = time.monotonic() + 180
-    while not [c for c in gaia2_containers() if (c.labels or {}).get(SCENARIO_LABEL) == slow]:
+    while not slow_running():
         assert time.monotonic() < deadline and _queued(array), f"no container for {slow}:\n{_logs(shared)}"
         time.sleep(0.3)
     cancelled = time.monotonic()
@@ -206,19 +185,19 @@ def test_scancel_leaves_no_container_and_resubmitting_finishes_only_the_rest(slu
     print(f"slurm: the cancelled task was gone {time.monotonic() - cancelled:.1f} s after scancel")
 
     assert _states(array) == ["CANCELLED"], _logs(shared)
-    output = shared / "shard-1"
     assert gaia2_containers(run_id_of(output)) == [], "the cancelled task left containers"
     first = {r["scenario_id"]: r for r in results_of(output)}
     assert first[slow]["error_category"] == "interrupted", _logs(shared)
     assert [first[q]["outcome"] for q in quick if q in first] == ["passed", "passed"], first
 
     _wait_ended([merge], timeout=60)  # the first merge (of the interrupted shard) reads shard-1: let it finish
-    created = Created()
-    try:
-        array2, merge2, merged = _submit(slurm, tmp_path, *submit, "--resume")
-        _wait_ended([array2, merge2], timeout=240)
-    finally:
-        ours = [s for s in created.close() if s in (*quick, slow)]
+    since = time.time()
+    array2, merge2, merged = _submit(slurm, tmp_path, *submit, "--resume")
+    _wait_ended([array2, merge2], timeout=240)
+    # The resumed session's own containers (its id is the run label), pre-flight's probe left out.
+    created = engine_events(since, event="create", label=f"{RUN_LABEL}={run_id_of(output)}")
+    ours = [e["Actor"]["Attributes"].get(SCENARIO_LABEL) for e in created]
+    ours = [scenario for scenario in ours if scenario != "preflight"]
     assert _states(array2) == ["COMPLETED"], _logs(shared)
     assert _states(merge2) == ["COMPLETED"], _logs(shared)
     assert len(run_folders(output)) == 1, "the resubmitted shard did not continue its run folder"

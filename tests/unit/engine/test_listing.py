@@ -1,0 +1,27 @@
+"""The engine's container list, read as it comes (one list call, no inspect per container)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_gaia2.engine.client import RUN_LABEL, Listed
+
+
+@given(st.dictionaries(st.sampled_from(["Id", "Names", "Labels", "State"]),
+                       st.one_of(st.none(), st.text(max_size=5), st.lists(st.text(max_size=5), max_size=2),
+                                 st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2))))
+def test_a_listed_container_is_read_from_any_list_entry(entry: dict[str, Any]) -> None:
+    """The engine's list entry becomes strings only, whatever its shape (no inspect call to fill gaps)."""
+    listed = Listed.of(entry)
+    assert isinstance(listed.id, str) and isinstance(listed.name, str)
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in listed.labels.items())
+    if isinstance(entry.get("Names"), list) and entry["Names"]:
+        assert listed.name == entry["Names"][0].lstrip("/")
+
+
+def test_a_listed_container_keeps_its_name_and_labels() -> None:
+    entry = {"Id": "abc", "Names": ["/gaia2-x"], "Labels": {RUN_LABEL: "r1"}}
+    assert Listed.of(entry) == Listed("abc", "gaia2-x", {RUN_LABEL: "r1"})

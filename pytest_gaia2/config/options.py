@@ -189,9 +189,17 @@ OPTIONS: tuple[Option, ...] = (
     # Time limits.
     Option(
         "timeout",
-        "Per-scenario timeout in seconds; the effective timeout is the larger of this and the scenario duration + 60.",
+        "Per-scenario timeout in seconds; the effective timeout is the larger of this and the scenario's "
+        "declared duration + --gaia2-duration-slack.",
         default=600.0,
         parse=positive_float,
+    ),
+    Option(
+        "duration-slack",
+        "Seconds a scenario that declares a duration may run past it before it fails as too slow "
+        "(upstream's rule is 60).",
+        default=60.0,
+        parse=non_negative_float,
     ),
     Option("health-timeout", "Seconds to wait for the adapter's /health.", default=120.0, parse=positive_float),
     Option(

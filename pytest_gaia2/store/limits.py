@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-DURATION_SLACK = 60.0
-"""Upstream's rule: a scenario with a declared duration gets that duration plus 60 s."""
 HARD_TIMEOUT_SLACK = 60.0
 """pytest-timeout's bound over every phase's limit: copying files out and engine latency."""
 LOG_DIR_IGNORE_LIMIT = 16 * 2**20
@@ -34,6 +32,8 @@ class Limits:
     """Time bounds (seconds), caps on files copied out (bytes) and container limits."""
 
     timeout: float
+    duration_slack: float
+    """Seconds past a scenario's declared duration before it fails as too slow (upstream: 60)."""
     health_timeout: float
     judge_grace: float
     stop_timeout: float
@@ -53,6 +53,7 @@ class Limits:
         """From ``options.read`` values (defaults already applied there)."""
         return cls(
             timeout=float(values["timeout"]),
+            duration_slack=float(values["duration_slack"]),
             health_timeout=float(values["health_timeout"]),
             judge_grace=float(values["judge_grace"]),
             stop_timeout=float(values["stop_timeout"]),
@@ -67,8 +68,8 @@ class Limits:
         )
 
     def effective_timeout(self, duration: float | None) -> float:
-        """The larger of the scenario duration + 60 s and the configured timeout (upstream)."""
-        return max(self.timeout, duration + DURATION_SLACK) if duration else self.timeout
+        """The larger of the scenario duration + the slack and the configured timeout (upstream)."""
+        return max(self.timeout, duration + self.duration_slack) if duration else self.timeout
 
     def hard_timeout(self, duration: float | None, attempts: int) -> float:
         """What pytest-timeout enforces even if an attempt hangs: every phase, every attempt."""

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -62,20 +64,26 @@ def test_ten_runs_into_one_output_keep_every_verdict(project: Path) -> None:
 
 
 def test_two_runs_at_once_get_a_folder_each_and_resuming_a_held_folder_is_refused(project: Path) -> None:
-    first = _pytest(project, "--gaia2-output=results", "--gaia2-env=GAIA2_FAULT_JUDGE_DELAY=4", "-k", ONE)
-    second = _pytest(project, "--gaia2-output=results", "-k", TWO)
-    assert _finish(second)[0] == 0
-    # The first run still holds its folder: a resume into it stops at once, naming the holder.
-    while len(run_folders(project / "results")) < 2 or not any(
+    """The first run holds its folder for as long as it lives (its agent hangs), whatever the
+    machine's load, until it is interrupted as a terminal's Ctrl-C would."""
+    first = _pytest(project, "--gaia2-output=results", "--gaia2-env=GAIA2_FAULT_HANG=1", "-k", ONE)
+    deadline = time.monotonic() + 120
+    while not (project / "results").is_dir() or not any(
             (folder / ".gaia2.lock.json").is_file() for folder in run_folders(project / "results")):
-        assert first.poll() is None, first.communicate()[0]
-    held = next(folder for folder in run_folders(project / "results") if (folder / ".gaia2.lock.json").is_file())
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()[0]
+        time.sleep(0.1)
+    (held,) = run_folders(project / "results")
+    code, out = _finish(_pytest(project, "--gaia2-output=results", "-k", TWO))
+    assert code == 0 and first.poll() is None, out  # the second ran, beside the first, in a folder of its own
     code, out = _finish(_pytest(project, "--gaia2-output=results", f"--gaia2-resume={held}",
                                 "--gaia2-resume-mismatch=warn", "-k", ONE))
     assert code != 0 and f"run folder {held} is in use by" in out and "pid" in out, out
-    assert _finish(first)[0] == 0
+    first.send_signal(signal.SIGINT)
+    code, out = _finish(first)
+    assert code == 2 and "interrupted" in out, out
     verdicts = _verdicts(project / "results")
     assert sorted(tuple(v) for v in verdicts.values()) == [(ONE,), (TWO,)]
+    assert not (held / ".gaia2.lock.json").exists()
 
 
 def test_odd_ids_and_output_dot_touch_nothing_outside_the_run_folder(project: Path) -> None:

@@ -64,6 +64,9 @@ def _quiet_children(config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "docker: needs a running container engine (skipped with the reason otherwise)")
+    config.addinivalue_line(
+        "markers", "slow: half a minute or more of waiting on containers by design; such tests start first"
+    )
     _quiet_children(config)
 
 
@@ -86,6 +89,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or SUBPROCESS_RUNS & set(getattr(item, "fixturenames", ()))
         ):
             item.add_marker(pytest.mark.docker)
+    # The slow tests first (a stable sort): under xdist a long test taken last keeps one worker
+    # busy while the others are done; taken first, it overlaps the rest of the suite.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     needing = [item for item in items if item.get_closest_marker("docker")]
     if needing:
         problem = engine_answers()

@@ -58,6 +58,7 @@ def test_a_scenario_that_needs_the_carried_home_fails_alone(
     assert record["universe_position"] is None
 
 
+@pytest.mark.slow
 def test_a_chain_carries_the_home_and_resumes_at_its_first_scenario_without_a_verdict(
     pytester: pytest.Pytester,
     start_gaia2: Callable[..., BackgroundRun],

@@ -72,6 +72,7 @@ def command(*args: Any) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_compare_finds_exactly_the_discordant_ids(runs: dict[str, Path], tmp_path: Path) -> None:
     report = tmp_path / "compare.json"
     done = command("compare", runs["a"], runs["b"], "--format", "json", "--output", report)

@@ -132,6 +132,7 @@ def tree(root: Path) -> dict[str, int]:
     return found
 
 
+@pytest.mark.slow
 def test_copy_out_of_a_hostile_state_folder_keeps_normal_files_and_lists_the_rest(
     engine: Engine, tmp_path: Path
 ) -> None:

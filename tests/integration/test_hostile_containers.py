@@ -94,6 +94,7 @@ def _one_record(folder: Path, scenario_id: str) -> dict[str, Any]:
     return record
 
 
+@pytest.mark.slow
 def test_hostile_state_files_are_skipped_and_listed_and_the_verdict_kept(tmp_path: Path, hostile_image: str) -> None:
     done, peak = _run(tmp_path, f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", ONE, f"--gaia2-image={hostile_image}",
                       "--gaia2-env=HOSTILE=files", "--gaia2-env=GAIA2_FAULT_JUDGE_DELAY=3",

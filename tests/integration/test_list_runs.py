@@ -58,6 +58,7 @@ def _interrupted_copy(output: Path, source: Path) -> Path:
     return copy
 
 
+@pytest.mark.slow
 def test_list_shows_five_runs_newest_first_on_the_terminal_and_in_a_browser(
     pytester: pytest.Pytester, run_gaia2: Any
 ) -> None:

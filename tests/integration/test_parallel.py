@@ -39,6 +39,7 @@ def _workers(containers: list[Any]) -> set[str]:
     return {c.labels[engine.WORKER_LABEL] for c in containers}
 
 
+@pytest.mark.slow
 def test_forty_scenarios_on_four_workers_each_through_its_own_port(pytester: pytest.Pytester, run_gaia2) -> None:
     """Containers start at the same moment on four workers; every host port comes from the engine."""
     many = DATA / "scenarios" / "many"

@@ -85,6 +85,7 @@ def refused_attempts(folder: Path) -> list[dict[str, Any]]:
     return refused
 
 
+@pytest.mark.slow
 def test_a_429_storm_is_the_providers_is_retried_and_paced_with_fewer_refusals_than_unpaced(
     pytester: pytest.Pytester,
     run_gaia2: Callable[..., pytest.RunResult],

@@ -187,6 +187,7 @@ def _check_junit_properties(run: Run) -> None:
     assert found == {sid: (outcome, category or "") for sid, (_, outcome, category) in EXPECTED.items()}
 
 
+@pytest.mark.slow
 def test_resumed_run_files_agree(tmp_path: Path) -> None:
     """One pair of real runs, every file checked (one test, so parallel workers never repeat the runs)."""
     run = _resumed_run(tmp_path)
@@ -195,6 +196,7 @@ def test_resumed_run_files_agree(tmp_path: Path) -> None:
     _check_junit_properties(run)
 
 
+@pytest.mark.slow
 def test_repeat_shows_pass_at_k_and_flips(tmp_path: Path) -> None:
     """--gaia2-repeat 2 for real, then a resumed session after one stored verdict was changed,
     as a flaky agent would have produced it: the flip is named."""

@@ -47,6 +47,7 @@ def _verdicts(output: Path) -> dict[str, dict[str, bool]]:
     return found
 
 
+@pytest.mark.slow
 def test_ten_runs_into_one_output_keep_every_verdict(project: Path) -> None:
     sums_before: dict[str, str] = {}
     for n in range(10):

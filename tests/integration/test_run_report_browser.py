@@ -160,6 +160,7 @@ def _check_allure(folder: Path, name: str) -> None:
     assert {case["name"] for case in cases} >= {JUDGE_FAIL, INVALID}  # the scenarios are still there
 
 
+@pytest.mark.slow
 def test_report_of_a_real_run_renders_in_a_browser_and_in_allure(tmp_path: Path) -> None:
     result = run_pytest(
         tmp_path, "-n", "2", f"--gaia2-scenarios={SHIPPED}", f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}",

@@ -121,6 +121,7 @@ def _counts(summary: dict[str, Any]) -> dict[str, Any]:
             "judged": summary["judged"]["value"], "errors_by_category": summary["errors_by_category"]}
 
 
+@pytest.mark.slow
 def test_array_of_two_shards_and_merge_equal_a_serial_run(slurm: list[str], tmp_path: Path) -> None:
     """The serial run starts alongside the array: on 2 cores the node runs both shards at once."""
     with (tmp_path / "serial.log").open("wb") as serial_log:
@@ -154,6 +155,7 @@ def test_array_of_two_shards_and_merge_equal_a_serial_run(slurm: list[str], tmp_
     assert merged_ids == SHIPPED_IDS
 
 
+@pytest.mark.slow
 def test_scancel_leaves_no_container_and_resubmitting_finishes_only_the_rest(slurm: list[str], tmp_path: Path) -> None:
     """One shard: two quick scenarios, then a slow one (the oracle answers 20 s in). scancel while the
     slow one's container runs; then submit again with --resume."""
@@ -210,6 +212,7 @@ def test_scancel_leaves_no_container_and_resubmitting_finishes_only_the_rest(slu
     assert (summary["total"], summary["passed"], summary["complete"]) == (3, 3, True), summary
 
 
+@pytest.mark.slow
 def test_time_limit_ends_the_task_like_scancel(slurm: list[str], tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
     """A two-minute limit and SIGTERM to pytest 70 s before it: slurmctld checks every 30 s and
     signals at the first check less than 70 + 30 s before the limit, so 20 to 50 s in. The scenario

@@ -147,6 +147,27 @@ def run_pytest(path: Path, *args: str, output: str = "out", timeout: float = 600
                             time.monotonic() - started)
 
 
+PEAK_RSS_PROBE = (
+    "import pytest, re, resource, sys\n"
+    "status = pytest.main(sys.argv[1:])\n"
+    "try:\n"
+    "    kib = int(re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1))\n"
+    "except (OSError, AttributeError):\n"
+    "    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "print('PEAK_RSS_MB', kib // 1024)\n"
+    "sys.exit(int(status))\n"
+)
+"""``python -c`` code running pytest, then printing its own peak RSS: VmHWM, the peak of this
+process's own memory. ``ru_maxrss`` is not that on Linux: a child started by vfork inherits the
+parent's high-water mark at exec, so a run started from a 500 MB xdist worker read 504 MB."""
+
+
+def peak_rss_mb(stdout: str) -> int:
+    """The peak a :data:`PEAK_RSS_PROBE` run printed."""
+    assert "PEAK_RSS_MB" in stdout, stdout
+    return int(stdout.rsplit("PEAK_RSS_MB", 1)[1].split()[0])
+
+
 KEY_VARIABLES = (
     "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY",
     "OPENAI_COMPAT_API_KEY", "OPENAI_COMPLETIONS_API_KEY", "API_KEY", "GAIA2_JUDGE_API_KEY",

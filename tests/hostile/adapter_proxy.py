@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gaia2_testing import derived_image, gaia2_containers, results_of, run_folder, run_id_of
+from gaia2_testing import (
+    PEAK_RSS_PROBE,
+    derived_image,
+    gaia2_containers,
+    peak_rss_mb,
+    results_of,
+    run_folder,
+    run_id_of,
+)
 
 PROXY_IMAGE = "pytest-gaia2-test/hostile-adapter-proxy-oracle:1"
 """Its name says oracle: the profile that needs no agent model."""
@@ -159,17 +167,12 @@ class MeasuredRun:
 
 
 def run_measured(folder: Path, *args: str) -> MeasuredRun:
-    code = ("import pytest, resource, sys\n"
-            "status = pytest.main(sys.argv[1:])\n"
-            "print('PEAK_RSS_MB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
-            "sys.exit(int(status))\n")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", code, "-p", "no:cacheprovider", "--gaia2-output=out",
+    done = subprocess.run([sys.executable, "-c", PEAK_RSS_PROBE, "-p", "no:cacheprovider", "--gaia2-output=out",
                            "--gaia2-judge-provider=none", "--gaia2-judge-model=none", *args],
                           cwd=folder, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     seconds = time.monotonic() - started
-    assert "PEAK_RSS_MB" in done.stdout, done.stdout + done.stderr
-    return MeasuredRun(done, int(done.stdout.rsplit("PEAK_RSS_MB", 1)[1].split()[0]), seconds)
+    return MeasuredRun(done, peak_rss_mb(done.stdout + done.stderr), seconds)
 
 
 def only_record(folder: Path, split: str, scenario_id: str) -> dict[str, Any]:

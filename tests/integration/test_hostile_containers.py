@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 from gaia2_testing import (
     DATA,
+    PEAK_RSS_PROBE,
     SHIPPED,
     derived_image,
     gaia2_containers,
+    peak_rss_mb,
     results_of,
     run_folder,
     run_id_of,
@@ -76,14 +78,9 @@ def hostile_image() -> str:
 
 def _run(folder: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], int]:
     """pytest in a process of its own that reports its own peak RSS (MB) when it ends."""
-    code = ("import pytest, resource, sys\n"
-            "status = pytest.main(sys.argv[1:])\n"
-            "print('PEAK_RSS_MB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
-            "sys.exit(int(status))\n")
-    done = subprocess.run([sys.executable, "-c", code, "-p", "no:cacheprovider", "--gaia2-output=out", *args],
+    done = subprocess.run([sys.executable, "-c", PEAK_RSS_PROBE, "-p", "no:cacheprovider", "--gaia2-output=out", *args],
                           cwd=folder, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
-    peak = int(done.stdout.rsplit("PEAK_RSS_MB", 1)[1].split()[0])
-    return done, peak
+    return done, peak_rss_mb(done.stdout + done.stderr)
 
 
 def _one_record(folder: Path, scenario_id: str) -> dict[str, Any]:

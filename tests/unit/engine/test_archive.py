@@ -214,7 +214,9 @@ def test_a_large_file_within_the_caps_is_streamed_to_disk_with_memory_bounded(tm
         tracemalloc.stop()
     assert report.written == [("state/large.bin", 64 * MB)]
     assert (tmp_path / "state" / "large.bin").stat().st_size == 64 * MB
-    assert peak < 8 * MB, f"peak {peak / MB:.1f} MiB"
+    # A quarter of the file: held whole it would be 64 MiB. tracemalloc counts every thread of
+    # the process (an xdist worker's I/O thread too), 8.5 MiB once on a machine under load.
+    assert peak < 16 * MB, f"peak {peak / MB:.1f} MiB"
 
 
 def test_reading_a_small_file_stops_at_the_cap_without_reading_the_rest() -> None:

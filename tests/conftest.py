@@ -22,12 +22,8 @@ from gaia2_testing import (
     run_folder,
     run_id_of,
 )
-from hypothesis import settings as hypothesis_settings
 
 pytest_plugins = ["pytester"]
-hypothesis_settings.register_profile("busy", deadline=None)
-"""For a machine busy with other work (CI runs the fast lane beside the engine tests):
-Hypothesis's per-example deadline measures the machine's load there, not the code."""
 SUBPROCESS_RUNS = {"run_gaia2", "start_gaia2"}
 """Fixtures that run the plugin past collection in a subprocess: pre-flight needs the engine."""
 

@@ -328,19 +328,27 @@ def sleeper(reference: str) -> str:
                          files={"sleeper.sh": SLEEPER.encode()})
 
 
+def settled(container: Container, timeout: float = 30.0) -> Container:
+    """Wait until the sleeper's script has run to its last line (its gaia2 process is started);
+    a fixed sleep was too short when six workers share two cores."""
+    deadline = time.monotonic() + timeout
+    while container.logs(tail=1) != "line 1000\n":
+        assert time.monotonic() < deadline, container.logs()
+        time.sleep(0.1)
+    return container
+
+
 def test_each_capability_is_what_one_init_step_needs(
     engine: Engine, sleeper: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    container = launch(engine, sleeper)
-    time.sleep(0.5)  # the gaia2 process is started
+    container = settled(launch(engine, sleeper))
     for name, command in CAPABILITY_CHECKS.items():
         assert container.exec(["bash", "-c", command]) == (0, ""), name
     assert container.exec(["su", "-s", "/usr/bin/bash", "gaia2", "-c", "id -un"]) == (0, "gaia2\n")  # Meta's images
     engine.remove(container)
     for name, command in CAPABILITY_CHECKS.items():
         monkeypatch.setattr(engine_mod, "CAPABILITIES", tuple(cap for cap in CAPABILITIES if cap != name))
-        container = launch(engine, sleeper)
-        time.sleep(0.5)
+        container = settled(launch(engine, sleeper))
         code, output = container.exec(["bash", "-c", command])
         assert code != 0 and re.search("not permitted|denied", output), (name, code, output)
         engine.remove(container)
@@ -361,9 +369,8 @@ def test_no_new_privileges_disables_the_setuid_tool_wrapper_of_agent_images(
 def test_teardown_kills_at_once_unless_graceful_and_logs_are_saved_bounded_and_masked(
     engine: Engine, sleeper: str, tmp_path: Path
 ) -> None:
-    container = launch(engine, sleeper)
-    time.sleep(0.5)
-    assert "line 1000" in container.logs() and container.logs(tail=1) == "line 1000\n"
+    container = settled(launch(engine, sleeper))
+    assert container.logs().endswith("line 999\nline 1000\n") and container.logs(tail=1) == "line 1000\n"
     cuts = container.save_logs(tmp_path / "container.log", max_bytes=2000, redactor=REDACTOR)
     saved = (tmp_path / "container.log").read_bytes()
     assert cuts == ["over the 2000-byte file cap: the output past it was not kept"]

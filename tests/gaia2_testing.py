@@ -421,7 +421,7 @@ def http_server(host: str, body: bytes, asked: list[str] | None = None) -> Itera
             pass
 
     server = ThreadingHTTPServer((host, 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         yield server.server_address[1]
     finally:

@@ -87,7 +87,7 @@ def chat_server(reply: Reply) -> Iterator[ChatServer]:
 
     server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
     state.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield state

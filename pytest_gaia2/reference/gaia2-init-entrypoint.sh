@@ -26,7 +26,9 @@ if [ -f "$SCENARIO" ]; then
     chown gaia2:gaia2 /var/gaia2
     chown -R gaia2:gaia2 "$STATE"
     chmod 711 /var/gaia2 "$STATE"
-    as_gaia2 python3 /opt/gaia2_ref_init.py state "$SCENARIO" "$STATE" || log "ERROR: state initialisation failed"
+    # One Python start lays out the state and prints the scenario's start time (for FAKETIME).
+    start="$(as_gaia2 python3 /opt/gaia2_ref_init.py state "$SCENARIO" "$STATE")" \
+        || { log "ERROR: state initialisation failed"; start=""; }
     # Sequential chains: app state carried from the chain's last judged scenario replaces the
     # initial state of the apps this scenario has too.
     if [ -d /var/gaia2/carried_state ]; then
@@ -38,12 +40,9 @@ if [ -f "$SCENARIO" ]; then
         done
     fi
 
-    if [ -z "${FAKETIME:-}" ]; then
-        FAKETIME="$(python3 /opt/gaia2_ref_init.py faketime "$SCENARIO" 2>/dev/null || true)"
-        if [ -n "$FAKETIME" ]; then
-            export FAKETIME
-            log "Auto-detected FAKETIME from scenario: $FAKETIME"
-        fi
+    if [ -z "${FAKETIME:-}" ] && [ -n "$start" ]; then
+        export FAKETIME="$start"
+        log "Auto-detected FAKETIME from scenario: $FAKETIME"
     fi
     if [ -n "${FAKETIME:-}" ]; then
         printf '%s\n' "$FAKETIME" > /tmp/faketime.rc

@@ -3,12 +3,12 @@
 Usage (called by ``/opt/gaia2-init-entrypoint.sh``):
 
     python3 gaia2_ref_init.py state <scenario.json> <state_dir>
-    python3 gaia2_ref_init.py faketime <scenario.json>
 
-``state`` lays out what the runner later copies out (one ``<app>.json`` per
-app, ``app_class_map.json``, an empty ``events.jsonl``, ``user_details.json``);
-``faketime`` prints the scenario start as ``YYYY-MM-DD HH:MM:SS`` (UTC) or
-nothing when the scenario has no start time.
+lays out what the runner later copies out (one ``<app>.json`` per app,
+``app_class_map.json``, an empty ``events.jsonl``, ``user_details.json``), then
+prints the scenario start as ``YYYY-MM-DD HH:MM:SS`` (UTC) for FAKETIME, or
+nothing when the scenario has no start time: one Python start for both, as
+every container start pays for it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def app_file_name(name: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", snake.lower()).strip("_") or "app"
 
 
-def init_state(scenario_file: Path, state: Path) -> None:
+def init_state(scenario_file: Path, state: Path) -> Scenario:
     scenario = Scenario.load(str(scenario_file))
     state.mkdir(parents=True, exist_ok=True)
     for app in scenario.apps:
@@ -40,14 +40,12 @@ def init_state(scenario_file: Path, state: Path) -> None:
     (state / "events.jsonl").write_text("", encoding="utf-8")
     (state / "events.lock").touch()
     (state / "user_details.json").write_text(json.dumps(scenario.user_details()) + "\n", encoding="utf-8")
+    return scenario
 
 
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "state":
-        init_state(Path(argv[1]), Path(argv[2]))
-        return 0
-    if len(argv) == 2 and argv[0] == "faketime":
-        start = Scenario.load(argv[1]).start_time
+        start = init_state(Path(argv[1]), Path(argv[2])).start_time
         if start > 0:
             print(sim_time_to_str(start))
         return 0

@@ -66,7 +66,7 @@ def limited_server() -> Iterator[tuple[int, list[int]]]:
             self.wfile.write(data)
 
     server = ThreadingHTTPServer(("", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         yield server.server_address[1], answered
     finally:

@@ -116,7 +116,7 @@ def model_server() -> Iterator[tuple[str, list[str]]]:
                 self._answer(404, {"error": "no such model"})
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1", paths
     server.shutdown()
     server.server_close()

@@ -61,7 +61,7 @@ class ModelServer:
         if tls is not None:
             self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def url(self, scheme: str = "http", host: str = "127.0.0.1") -> str:
         return f"{scheme}://{host}:{self.port}/v1"

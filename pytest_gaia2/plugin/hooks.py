@@ -211,6 +211,16 @@ def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: 
             raise pytest.UsageError(nothing_selected(option, expression, markers, names if option == "-k" else []))
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Never collect inside a run folder (one holding run_config.json), in any project and
+    whatever the options: what containers handed back lies there, and a ``conftest.py`` in it
+    would be imported by the next ``pytest``; an output folder of many runs is also tens of
+    thousands of files that pytest (and each xdist worker) would walk at every start."""
+    from pytest_gaia2.store.folder import RUN_CONFIG_FILE
+
+    return True if (collection_path / RUN_CONFIG_FILE).is_file() else None
+
+
 @_usage_errors()
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Any test that asks for ``gaia2_scenario`` runs once per planned scenario (and repeat)."""

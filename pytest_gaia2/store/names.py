@@ -11,6 +11,7 @@ APFS) fold case, so names are told apart by :func:`folder_key`, never by their s
 
 from __future__ import annotations
 
+import fnmatch
 import re
 
 MAX_PART = 128
@@ -23,6 +24,18 @@ RULES = (
     "not a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9, with any extension)"
 )
 """The rules in one line, for messages."""
+RUNNABLE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".pyz", ".pth")
+DOCTEST_GLOB = "test*.txt"
+"""pytest's default ``--doctest-glob``: text files its doctest plugin collects and runs."""
+
+
+def runnable(name: str) -> bool:
+    """Whether Python or pytest would run a file of this name found in a run folder: a module
+    (any pytest that walks the folder imports a ``conftest.py`` and runs a ``test_*.py``), a
+    path file, or a doctest file pytest collects by default. Such a file from a container is
+    never written on the host. Case-folded: macOS and Windows find ``CONFTEST.PY`` as well."""
+    folded = name.rsplit("/", 1)[-1].casefold()
+    return folded.endswith(RUNNABLE_SUFFIXES) or fnmatch.fnmatchcase(folded, DOCTEST_GLOB)
 
 
 def _shown(name: str) -> str:

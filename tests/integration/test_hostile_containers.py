@@ -46,7 +46,11 @@ S=/var/gaia2/state
       ln -s /etc/passwd "$S/passwd_link"; ln -s / "$S/root_link"; mkfifo "$S/pipe"
       truncate -s 1G "$S/huge.bin"; echo hard > "$S/orig.txt"; ln "$S/orig.txt" "$S/hardlink.txt"
       printf 'odd' > "$S/odd name
-with newline.txt" ;;
+with newline.txt"
+      mkdir -p "$S/sub" /tmp/openclaw
+      for f in "$S/conftest.py" "$S/sub/test_planted.py" "$S/CONFTEST.PY" "$S/test_doc.txt" /tmp/openclaw/conftest.py; do
+        printf 'import pathlib\npathlib.Path("ran").write_text("x")\n' > "$f"
+      done ;;
     scratch)
       truncate -s 1G /tmp/agent-scratch.bin; mkfifo /tmp/agent-pipe ;;
     forge)
@@ -105,6 +109,15 @@ def test_hostile_state_files_are_skipped_and_listed_and_the_verdict_kept(tmp_pat
     assert (state / ("n" * 250)).read_text() == "long\n"  # a legal long name is kept
     assert not (state / "passwd_link").exists() and not (state / "root_link").exists()
     assert not any(path.is_symlink() for path in state.rglob("*"))
+    # Nothing a later pytest would import or run lands on the host, and that pytest does not
+    # walk the run folder either.
+    planted = {"conftest.py", "test_planted.py", "CONFTEST.PY", "test_doc.txt"}
+    assert planted <= skipped.keys() and all("would run" in skipped[name] for name in planted), skipped
+    attempt = state.parent
+    assert not [path for path in attempt.rglob("*") if path.name.casefold().endswith(".py") or path.name in planted]
+    later = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert "no tests collected" in later.stdout and not (tmp_path / "ran").exists(), later.stdout
     assert peak < PEAK_RSS_MB, peak
 
 

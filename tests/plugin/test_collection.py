@@ -123,3 +123,20 @@ def test_junit_classname_is_the_split_with_model_image_and_judge(pytester: pytes
     suite = {p.get("name"): p.get("value") for p in tree.findall("./testsuite/properties/property")}
     assert (suite["gaia2_planned"], suite["gaia2_done"], suite["gaia2_complete"]) == (
         str(len(cases)), str(len(cases)), "true")
+
+
+def test_a_run_folder_is_never_walked_nor_its_conftest_imported(pytester: pytest.Pytester) -> None:
+    """What a container handed back lies in run folders: the next plain ``pytest`` in the project
+    neither imports a conftest.py there nor collects a test file, also through ``latest``. The
+    same files in a folder that is not a run folder are collected (the control)."""
+    for top, run_folder in (("gaia2-results", "20261204T000000Z-0123abcd"), ("plain", "")):
+        state = pytester.path / top / run_folder / "search" / "s1" / "state"
+        state.mkdir(parents=True)
+        marker = pytester.path / f"{top}.imported"
+        (state / "conftest.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n")
+        (state / "test_planted.py").write_text("def test_planted():\n    pass\n")
+    (pytester.path / "gaia2-results" / "20261204T000000Z-0123abcd" / "run_config.json").write_text("{}")
+    (pytester.path / "gaia2-results" / "latest").symlink_to("20261204T000000Z-0123abcd")
+    result = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
+    assert [line for line in result.outlines if "::" in line] == ["plain/search/s1/state/test_planted.py::test_planted"]
+    assert (pytester.path / "plain.imported").exists() and not (pytester.path / "gaia2-results.imported").exists()

@@ -369,3 +369,14 @@ def test_too_much_unwanted_content_stops_the_read_early(tmp_path: Path) -> None:
                      wanted=store.is_log_artifact, ignore_limit=16 * MB)
     assert report.gave_up and report.written == []
     assert consumed < 4 * MB
+
+
+def test_files_python_or_pytest_would_run_are_never_written(tmp_path: Path) -> None:
+    """A container's conftest.py in a run folder would be imported by the project's next pytest."""
+    runnable = ["state/conftest.py", "state/sub/test_planted.py", "state/CONFTEST.PY", "state/x.pyc",
+                "state/site.pth", "state/test_doc.txt", "state/Test_Doc.TXT"]
+    report = copy(files(*((name, b"import os\n") for name in runnable), ("state/events.jsonl", b"e\n"),
+                        ("state/notes.txt", b"n"), ("state/python.json", b"{}")), tmp_path)
+    assert tree(tmp_path) == {"events.jsonl": b"e\n", "state/notes.txt": b"n", "state/python.json": b"{}"}
+    assert reasons(report).keys() == set(runnable)
+    assert all("Python or pytest would run" in reason for reason in reasons(report).values())

@@ -3,6 +3,7 @@ Linux alike. The oracles below are the systems' own rules, written out independe
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import re
 import tempfile
@@ -130,3 +131,24 @@ def test_error_records_of_files_named_like_devices_get_usable_distinct_folders()
     assert all(names.problem(name) is None for name in made), made
     assert len({names.folder_key(name) for name in made}) == len(made), made
     assert made[:2] == ["_CON", "_con-2"] and re.fullmatch(r"case_a-\d", made[-1]), made
+
+
+@given(st.text(min_size=1, max_size=40).filter(lambda stem: "/" not in stem),
+       st.sampled_from(importlib.machinery.SOURCE_SUFFIXES + importlib.machinery.BYTECODE_SUFFIXES + [".pth"]),
+       st.lists(st.booleans(), min_size=8, max_size=8))
+def test_every_name_python_imports_is_runnable_in_any_case(stem: str, suffix: str, upper: list[bool]) -> None:
+    """Python's own list of the suffixes it imports from, in any mix of case (macOS and Windows
+    fold it): such a file from a container never lands in a run folder."""
+    cased = "".join(char.upper() if flip else char for char, flip in zip(suffix, upper, strict=False))
+    assert names.runnable(stem + cased) and names.runnable(f"sub/dir/{stem}{cased}")
+
+
+@pytest.mark.parametrize("name", ["conftest.py", "test_doc.txt", "TEST_x.TXT", "__init__.py", "x.pyz"])
+def test_pytests_own_files_are_runnable(name: str) -> None:
+    assert names.runnable(name)
+
+
+def test_no_file_the_harness_keeps_is_runnable() -> None:
+    kept = [*store.STATE_FILES, *store.STATE_FILES.values(), *store.LOG_FILES, *store.LOG_FILES.values(),
+            "notes.txt", "python.json", "contacts.json", "doc.txt", "py", "a.py.json"]
+    assert [name for name in kept if names.runnable(name)] == []

@@ -62,10 +62,36 @@ def _quiet_children(config: pytest.Config) -> None:
     os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {CHILD_ADDOPTS}".strip()
 
 
+class SlowFirstInEachBlock:
+    """Under ``--dist worksteal`` each xdist worker starts on one contiguous block of the
+    collection (xdist splits it evenly) and idle workers steal from the end of the others'
+    blocks. The slow tests are dealt out in turn to the head of each block, so every worker
+    starts on its share of them and what is left at the end is short. (Sorting them all first
+    put them in the first worker's block, run one after another: a 90-second tail on one worker
+    while the others were done.)"""
+
+    @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        rest = [item for item in items if not item.get_closest_marker("slow")]
+        ordered: list[pytest.Item] = []
+        left = len(items)
+        for index in range(workers):
+            size = left // (workers - index)  # xdist's even split of what is left
+            head = slow[index::workers]
+            take = max(0, size - len(head))
+            ordered += head + rest[:take]
+            rest = rest[take:]
+            left -= size
+        items[:] = ordered + rest
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(SlowFirstInEachBlock(), "gaia2-suite-slow-first")
     config.addinivalue_line("markers", "docker: needs a running container engine (skipped with the reason otherwise)")
     config.addinivalue_line(
-        "markers", "slow: half a minute or more of waiting on containers by design; such tests start first"
+        "markers", "slow: half a minute or more of waiting on containers by design; such tests start first (see SlowFirstInEachBlock)"
     )
     _quiet_children(config)
 
@@ -89,9 +115,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or SUBPROCESS_RUNS & set(getattr(item, "fixturenames", ()))
         ):
             item.add_marker(pytest.mark.docker)
-    # The slow tests first (a stable sort): under xdist a long test taken last keeps one worker
-    # busy while the others are done; taken first, it overlaps the rest of the suite.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     needing = [item for item in items if item.get_closest_marker("docker")]
     if needing:
         problem = engine_answers()

@@ -31,6 +31,7 @@ from gaia2_testing import (
 
 from pytest_gaia2.cost.budget import LEDGER_FILE, Ledger
 from pytest_gaia2.store.folder import RunFolder
+from pytest_gaia2.store.phases import running
 
 ONE_FILE = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"  # one agent call: its answer
 PER_SCENARIO = 1.2
@@ -153,9 +154,13 @@ def test_an_interrupted_attempts_spend_is_in_the_ledger_once_and_counts_after_re
                       f"--gaia2-image={planting_image}", *JUDGE, PRICED_TRACE, "--gaia2-env=MODEL=bench-model")
 
     def spending() -> bool:
+        """The harness holds the container (its phase is past starting: an interrupt during the
+        launch finds no container to collect) and the trace is in it."""
         found = gaia2_containers(run.run_id())
+        phases = [entry.get("phase") for entry in running(run_folder(pytester.path / "out"))]
         try:
-            return bool(found) and found[0].exec_run(["test", "-s", "/tmp/trace.jsonl"]).exit_code == 0
+            return (bool(found) and phases not in ([], ["starting"])
+                    and found[0].exec_run(["test", "-s", "/tmp/trace.jsonl"]).exit_code == 0)
         except docker.errors.APIError:  # listed, then stopped before the exec: not yet (or no longer) spending
             return False
 

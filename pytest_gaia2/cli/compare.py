@@ -491,7 +491,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--gate",
         choices=tuple(GATES),
         default="interval",
-        help="what --fail-if-worse holds against -D: " + "; ".join(f"{name}: {rule}" for name, rule in GATES.items()),
+        help="what --fail-if-worse holds against -D: "
+        + "; ".join(f"{name}: {rule}" for name, rule in GATES.items()).replace("%", "%%"),  # argparse formats help
     )
     parser.add_argument(
         "--judge",

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any
 
-from pytest_gaia2.store.names import runnable
+from pytest_gaia2.store.names import hazard
 from pytest_gaia2.store.redact import Redactor
 
 ARCHIVE_CHUNK = 256 << 10
@@ -171,8 +171,10 @@ def _destination(
         return (), f"deeper than {MAX_DEPTH} levels"
     if len(os.fsencode(os.path.join(root, *host))) > MAX_HOST_PATH_BYTES:
         return (), f"host path longer than {MAX_HOST_PATH_BYTES} bytes"
-    if runnable(host[-1]):
-        return (), "a file Python or pytest would run (a later pytest in the project would import or collect it)"
+    for part in host:
+        reason = hazard(part)
+        if reason is not None:
+            return (), reason
     return host, None
 
 
@@ -278,7 +280,7 @@ def extract(
     A file's archive path below the top folder (``state/a/b.json`` -> ``a/b.json``) goes to
     ``rename[path]`` when mapped, else to ``prefix/path``. Names are checked before anything
     is written (no NUL, absolute path or ``..``; components, depth and host path bounded; never a
-    file Python or pytest would run, see :func:`~pytest_gaia2.store.names.runnable`), and
+    name a later tool would run or obey, see :func:`~pytest_gaia2.store.names.hazard`), and
     folders are opened one by one with ``O_NOFOLLOW`` from ``dest``, so nothing lands outside
     it. Files over ``max_file_bytes``, or over what is left of ``max_total_bytes``, are
     skipped. Memory stays at a few chunks whatever the archive holds. Every file is masked

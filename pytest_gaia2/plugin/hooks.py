@@ -33,6 +33,7 @@ ITEM_KEY = pytest.StashKey["PlannedItem"]()
 WIND_DOWN_KEY: pytest.StashKey[WindDown] = pytest.StashKey()
 RESULT_KEY = pytest.StashKey[Any]()
 EXIT_STATUS_KEY = pytest.StashKey[int]()
+RUN_FOLDER_KEY = pytest.StashKey[dict[Path, bool]]()
 ATTEMPT_KEY = pytest.StashKey[Any]()
 NODE_PREFIX = "gaia2"
 
@@ -212,13 +213,25 @@ def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: 
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Never collect inside a run folder (one holding run_config.json), in any project and
-    whatever the options: what containers handed back lies there, and a ``conftest.py`` in it
-    would be imported by the next ``pytest``; an output folder of many runs is also tens of
-    thousands of files that pytest (and each xdist worker) would walk at every start."""
+    """Never collect in or below a run folder (one holding run_config.json), in any project and
+    whatever the options, also when pytest is started there or given a path in it: what
+    containers handed back lies there; and an output folder of many runs is tens of thousands
+    of files that pytest (and each xdist worker) would walk at every start."""
     from pytest_gaia2.store.folder import RUN_CONFIG_FILE
 
-    return True if (collection_path / RUN_CONFIG_FILE).is_file() else None
+    known = config.stash.setdefault(RUN_FOLDER_KEY, {})  # per folder, for this session only
+    unknown: list[Path] = []
+    folder = collection_path
+    while folder not in known:
+        unknown.append(folder)
+        is_run = (folder / RUN_CONFIG_FILE).is_file()
+        if is_run or folder.parent == folder:
+            known[folder] = is_run
+            break
+        folder = folder.parent
+    for path in unknown:
+        known[path] = known[folder]
+    return True if known[collection_path] else None
 
 
 @_usage_errors()

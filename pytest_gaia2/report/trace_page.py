@@ -31,6 +31,7 @@ from pytest_gaia2.report.rows import natural_key, split_order
 from pytest_gaia2.report.summary import coverage
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES
+from pytest_gaia2.store.names import spellings
 from pytest_gaia2.store.record import AttemptRecord
 from pytest_gaia2.store.safejson import JsonReadError, read_json_file
 
@@ -44,6 +45,9 @@ MAX_JUDGMENTS = 50
 MAX_ROWS = 500
 """Rows shown of each list inside one judgment line (matches, agent and oracle events)."""
 MAX_FILES = 200
+ACTIVE_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml", ".svg", ".svgz", ".xml", ".xsl", ".mht", ".mhtml", ".pdf")
+"""Files a browser would run script in when opened from the page: listed by name, never linked
+(this page's content-security rule does not reach a page it links to)."""
 TEXT_CAP = 4000
 """Characters shown of any one value (arguments, results, reasons)."""
 PAGE_BUDGET = 2_000_000
@@ -258,7 +262,8 @@ def _usage(folder: Path, record: AttemptRecord | None) -> dict[str, Any] | None:
 
 
 def files(folder: Path) -> list[dict[str, Any]]:
-    """The attempt's files and its state/ files, linked by relative path (trace.html aside)."""
+    """The attempt's files and its state/ files, linked by relative path (trace.html aside; pages
+    a browser would run script in only named)."""
     found = []
     for sub in ("", "state"):
         try:
@@ -275,7 +280,8 @@ def files(folder: Path) -> list[dict[str, Any]]:
             except OSError:
                 continue
             name = f"{sub}/{entry.name}" if sub else entry.name
-            found.append({"name": name, "href": quote(name), "size": size})
+            active = any(form.endswith(ACTIVE_SUFFIXES) for form in spellings(entry.name))
+            found.append({"name": name, "href": "" if active else quote(name), "size": size})
     return found[:MAX_FILES]
 
 

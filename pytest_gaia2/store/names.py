@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import unicodedata
 
 MAX_PART = 128
 """Characters in one path component: far under NAME_MAX (255 bytes) on every system."""
@@ -24,18 +25,46 @@ RULES = (
     "not a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9, with any extension)"
 )
 """The rules in one line, for messages."""
-RUNNABLE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".pyz", ".pth")
+RUNNABLE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".pyz", ".pth", ".so", ".pyd", ".dylib", ".dll")
+"""Python's sources, bytecode and path files, and native libraries: ``import json`` in a folder
+holding ``json.cpython-311-x86_64-linux-gnu.so`` runs that library's code."""
+CONFIG_NAMES = frozenset({"pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"})
+"""Files pytest reads as its configuration in the folder it is started in or given
+(``addopts = -p plugin`` loads code, ``--basetemp`` is emptied)."""
 DOCTEST_GLOB = "test*.txt"
 """pytest's default ``--doctest-glob``: text files its doctest plugin collects and runs."""
 
 
-def runnable(name: str) -> bool:
-    """Whether Python or pytest would run a file of this name found in a run folder: a module
-    (any pytest that walks the folder imports a ``conftest.py`` and runs a ``test_*.py``), a
-    path file, or a doctest file pytest collects by default. Such a file from a container is
-    never written on the host. Case-folded: macOS and Windows find ``CONFTEST.PY`` as well."""
-    folded = name.rsplit("/", 1)[-1].casefold()
-    return folded.endswith(RUNNABLE_SUFFIXES) or fnmatch.fnmatchcase(folded, DOCTEST_GLOB)
+def spellings(name: str) -> tuple[str, ...]:
+    """A name as this system and as Windows or macOS may resolve it, case-folded: also without
+    the trailing dots and spaces Windows drops and the format characters (zero-width, direction
+    marks) HFS+ ignored, NFKC-normalised, and up to an NTFS stream (``a.py::$DATA`` is ``a.py``)."""
+
+    def tidy(text: str) -> str:
+        text = "".join(char for char in text if unicodedata.category(char) != "Cf").rstrip(". ")
+        return unicodedata.normalize("NFKC", text).casefold()
+
+    return name.casefold(), tidy(name), tidy(name.split(":", 1)[0])
+
+
+def hazard(name: str) -> str | None:
+    """Why a file or folder of this name from a container must not be written on the host, or
+    None. A run folder is where people and tools go afterwards: ``python`` there imports its
+    modules and native libraries, ``pytest`` there (or given a path in it) reads its
+    configuration, imports a ``conftest.py`` and runs test files and doctests, ``git status``
+    there obeys a ``.git/config``, a shell prompt may source an ``.envrc``."""
+    forms = spellings(name)
+    if any(form.startswith(".") for form in forms):
+        return "a hidden name: tools read such files as their configuration (.git, .envrc, .pytest.ini)"
+    if any(
+        form.endswith(RUNNABLE_SUFFIXES)
+        or form in CONFIG_NAMES
+        or form.startswith("conftest.")
+        or fnmatch.fnmatchcase(form, DOCTEST_GLOB)
+        for form in forms
+    ):
+        return "a file Python or pytest would run or read as configuration (a module, native library or pytest file)"
+    return None
 
 
 def _shown(name: str) -> str:

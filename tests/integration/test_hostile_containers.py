@@ -48,7 +48,8 @@ S=/var/gaia2/state
       printf 'odd' > "$S/odd name
 with newline.txt"
       mkdir -p "$S/sub" /tmp/openclaw
-      for f in "$S/conftest.py" "$S/sub/test_planted.py" "$S/CONFTEST.PY" "$S/test_doc.txt" /tmp/openclaw/conftest.py; do
+      for f in "$S/conftest.py" "$S/sub/test_planted.py" "$S/CONFTEST.PY" "$S/test_doc.txt" /tmp/openclaw/conftest.py \
+               "$S/json.cpython-311-x86_64-linux-gnu.so" "$S/pytest.ini" "$S/.envrc" "$S/conftest.py."; do
         printf 'import pathlib\npathlib.Path("ran").write_text("x")\n' > "$f"
       done ;;
     scratch)
@@ -111,10 +112,11 @@ def test_hostile_state_files_are_skipped_and_listed_and_the_verdict_kept(tmp_pat
     assert not any(path.is_symlink() for path in state.rglob("*"))
     # Nothing a later pytest would import or run lands on the host, and that pytest does not
     # walk the run folder either.
-    planted = {"conftest.py", "test_planted.py", "CONFTEST.PY", "test_doc.txt"}
-    assert planted <= skipped.keys() and all("would run" in skipped[name] for name in planted), skipped
+    planted = {"conftest.py", "test_planted.py", "CONFTEST.PY", "test_doc.txt", "json.cpython-311-x86_64-linux-gnu.so",
+               "pytest.ini", ".envrc", "conftest.py."}
+    assert planted <= skipped.keys(), skipped
     attempt = state.parent
-    assert not [path for path in attempt.rglob("*") if path.name.casefold().endswith(".py") or path.name in planted]
+    assert not [path for path in attempt.rglob("*") if path.name in planted or path.name.casefold().endswith(".py")]
     later = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert "no tests collected" in later.stdout and not (tmp_path / "ran").exists(), later.stdout

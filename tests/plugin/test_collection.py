@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -140,3 +141,25 @@ def test_a_run_folder_is_never_walked_nor_its_conftest_imported(pytester: pytest
     result = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
     assert [line for line in result.outlines if "::" in line] == ["plain/search/s1/state/test_planted.py::test_planted"]
     assert (pytester.path / "plain.imported").exists() and not (pytester.path / "gaia2-results.imported").exists()
+
+
+@pytest.mark.parametrize("start", ["in", "given"])
+def test_pytest_started_in_a_run_folder_or_given_a_path_in_it_collects_nothing_there(
+        pytester: pytest.Pytester, start: str) -> None:
+    """Also when pytest does not walk in from above: started inside an attempt folder, or given
+    a path below a run folder (the name filter keeps test files out; a project's doctest glob
+    could still match a container's README.md)."""
+    run = pytester.path / "gaia2-results" / "20261204T000000Z-0123abcd"
+    state = run / "search" / "s1" / "state"
+    state.mkdir(parents=True)
+    (run / "run_config.json").write_text("{}")
+    (state / "README.md").write_text(">>> open('ran', 'w').write('x')\n1\n")
+    (pytester.path / "test_one.py").write_text("def test_one():\n    pass\n")
+    args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--doctest-glob=*.md"]
+    if start == "in":
+        pytester.chdir()
+        os.chdir(state)
+        result = pytester.runpytest(*args, f"--rootdir={pytester.path}")
+    else:
+        result = pytester.runpytest(*args, "gaia2-results/20261204T000000Z-0123abcd/search")
+    assert [line for line in result.outlines if "::" in line or ".md" in line] == []

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_gaia2.cli import main as cli
+from pytest_gaia2.cli.main import COMMANDS, main
 from pytest_gaia2.report import power
 from pytest_gaia2.report.stats import summarise
 from pytest_gaia2.report.summary import write_summary_json
@@ -352,3 +353,11 @@ def test_runs_compared_under_a_rejudges_verdicts(tmp_path: Path, capsys: pytest.
     assert [run["summary"]["errors"] for run in data["runs"]] == [2, 1]
     code, _, err = compare(capsys, a, b, "--judge", "lenient")
     assert code == 2 and "no re-judge by a judge named 'lenient'" in err
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_commands_help_prints(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse formats help text: a bare '%' in one ('95% interval') crashed `compare --help`."""
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0 and f"usage: pytest-gaia2 {command}" in capsys.readouterr().out

@@ -371,12 +371,13 @@ def test_too_much_unwanted_content_stops_the_read_early(tmp_path: Path) -> None:
     assert consumed < 4 * MB
 
 
-def test_files_python_or_pytest_would_run_are_never_written(tmp_path: Path) -> None:
-    """A container's conftest.py in a run folder would be imported by the project's next pytest."""
-    runnable = ["state/conftest.py", "state/sub/test_planted.py", "state/CONFTEST.PY", "state/x.pyc",
-                "state/site.pth", "state/test_doc.txt", "state/Test_Doc.TXT"]
-    report = copy(files(*((name, b"import os\n") for name in runnable), ("state/events.jsonl", b"e\n"),
+def test_files_a_later_tool_would_run_or_obey_are_never_written(tmp_path: Path) -> None:
+    """A run folder is where python, pytest, git and shells go afterwards: a container's
+    conftest.py, native library, pytest.ini or .git folder must not be there."""
+    hazards = ["state/conftest.py", "state/sub/test_planted.py", "state/CONFTEST.PY", "state/x.pyc",
+               "state/site.pth", "state/test_doc.txt", "state/Test_Doc.TXT", "state/json.cpython-311-x86_64-linux-gnu.so",
+               "state/pytest.ini", "state/.git/config", "state/.envrc", "state/conftest.py.", "state/a/.hidden/x.json"]
+    report = copy(files(*((name, b"import os\n") for name in hazards), ("state/events.jsonl", b"e\n"),
                         ("state/notes.txt", b"n"), ("state/python.json", b"{}")), tmp_path)
     assert tree(tmp_path) == {"events.jsonl": b"e\n", "state/notes.txt": b"n", "state/python.json": b"{}"}
-    assert reasons(report).keys() == set(runnable)
-    assert all("Python or pytest would run" in reason for reason in reasons(report).values())
+    assert reasons(report).keys() == set(hazards)

@@ -177,6 +177,20 @@ def test_hostile_content_is_escaped(attempt: Path) -> None:
     assert read_tables(attempt / "trace.html").tables["matching"] == expected_matching(JUDGMENTS)
 
 
+def test_pages_a_browser_would_run_are_named_never_linked(attempt: Path) -> None:
+    """A container's evil.html opened from trace.html would run its script outside the page's
+    content-security rule: such files are listed by name only."""
+    (attempt / "state").mkdir(exist_ok=True)
+    for name in ("evil.html", "pic.SVG", "x.htm.", "doc.xhtml"):
+        (attempt / "state" / name).write_text("<script>fetch('https://evil.example')</script>", encoding="utf-8")
+    (attempt / "state" / "notes.json").write_text("{}", encoding="utf-8")
+    html = write_trace(attempt).read_text(encoding="utf-8")
+    hrefs = read_tables(attempt / "trace.html").hrefs
+    assert "state/notes.json" in hrefs and not [href for href in hrefs if "evil" in href or "pic" in href
+                                                 or ".htm" in href]
+    assert html.count("(not linked: a page the browser would run)") == 4
+
+
 def test_task_from_events_then_notifications_then_scenario(tmp_path: Path) -> None:
     folder = tmp_path / "a"
     scenario = tmp_path / "s.json"

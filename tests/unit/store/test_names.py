@@ -133,22 +133,33 @@ def test_error_records_of_files_named_like_devices_get_usable_distinct_folders()
     assert made[:2] == ["_CON", "_con-2"] and re.fullmatch(r"case_a-\d", made[-1]), made
 
 
+HAZARDS = ["conftest.py", "test_doc.txt", "TEST_x.TXT", "__init__.py", "x.pyz", "json.cpython-311-x86_64-linux-gnu.so",
+           "evil.abi3.so", "conftest.pyd", "lib.dylib", "pytest.ini", "PyProject.toml", "tox.ini", "setup.cfg",
+           "conftest.txt", ".git", ".envrc", ".pytest.ini", "conftest.py.", "conftest.py ", "conftest.py::$DATA",
+           "sitecustomize.py. .", "x.pth.", "test_x.txt.", "conf\u200btest.py", "\ufeff.git",
+           "\uff43\uff4f\uff4e\uff46\uff54\uff45\uff53\uff54.py"]  # fullwidth letters: NFKC makes them conftest.py
+
+
 @given(st.text(min_size=1, max_size=40).filter(lambda stem: "/" not in stem),
-       st.sampled_from(importlib.machinery.SOURCE_SUFFIXES + importlib.machinery.BYTECODE_SUFFIXES + [".pth"]),
-       st.lists(st.booleans(), min_size=8, max_size=8))
-def test_every_name_python_imports_is_runnable_in_any_case(stem: str, suffix: str, upper: list[bool]) -> None:
-    """Python's own list of the suffixes it imports from, in any mix of case (macOS and Windows
-    fold it): such a file from a container never lands in a run folder."""
+       st.sampled_from(importlib.machinery.SOURCE_SUFFIXES + importlib.machinery.BYTECODE_SUFFIXES
+                       + importlib.machinery.EXTENSION_SUFFIXES + [".pth"]),
+       st.lists(st.booleans(), min_size=40, max_size=40), st.sampled_from(["", ".", " ", ". ", "::$DATA", "\u200b"]))
+def test_every_name_python_imports_is_a_hazard_however_a_system_spells_it(
+        stem: str, suffix: str, upper: list[bool], tail: str) -> None:
+    """Python's own list of the suffixes it imports from (sources, bytecode, this system's
+    extension modules), in any mix of case and with what Windows drops at the end of a name: such
+    a file from a container never lands in a run folder."""
     cased = "".join(char.upper() if flip else char for char, flip in zip(suffix, upper, strict=False))
-    assert names.runnable(stem + cased) and names.runnable(f"sub/dir/{stem}{cased}")
+    assert names.hazard(stem + cased + tail) is not None
 
 
-@pytest.mark.parametrize("name", ["conftest.py", "test_doc.txt", "TEST_x.TXT", "__init__.py", "x.pyz"])
-def test_pytests_own_files_are_runnable(name: str) -> None:
-    assert names.runnable(name)
+@pytest.mark.parametrize("name", HAZARDS)
+def test_files_python_pytest_git_or_a_shell_would_obey_are_hazards(name: str) -> None:
+    assert names.hazard(name) is not None
 
 
-def test_no_file_the_harness_keeps_is_runnable() -> None:
+def test_no_file_the_harness_keeps_is_a_hazard() -> None:
     kept = [*store.STATE_FILES, *store.STATE_FILES.values(), *store.LOG_FILES, *store.LOG_FILES.values(),
-            "notes.txt", "python.json", "contacts.json", "doc.txt", "py", "a.py.json"]
-    assert [name for name in kept if names.runnable(name)] == []
+            store.OPENCLAW_LOG_DIR, "state", "notes.txt", "python.json", "contacts.json", "doc.txt", "py",
+            "a.py.json", "report.md", "x.sox", "test.json", "n" * 250]
+    assert [name for name in kept if names.hazard(name)] == []

@@ -15,10 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_gaia2.store import redact
-from pytest_gaia2.store.folder import RESULTS_FILE, RUN_CONFIG_FILE, StoreError
-
-RUN_MARKERS = (RUN_CONFIG_FILE, RESULTS_FILE)
-"""A folder holding either file is a run folder: the console command writes nothing new into it."""
+from pytest_gaia2.store.folder import StoreError, holds_a_run
 
 #: subcommand -> (module that implements it, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -39,7 +36,7 @@ class CommandError(Exception):
 def enclosing_run(path: Path) -> Path | None:
     """The run folder ``path`` (resolved) is in or is, if any: the nearest folder holding a run's files."""
     for folder in (path, *path.parents):
-        if any(os.path.lexists(folder / name) for name in RUN_MARKERS):
+        if holds_a_run(folder):
             return folder
     return None
 

@@ -213,18 +213,18 @@ def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: 
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Never collect in or below a run folder (one holding run_config.json), in any project and
+    """Never collect in or below a run folder (run_config.json and results.jsonl), in any project and
     whatever the options, also when pytest is started there or given a path in it: what
     containers handed back lies there; and an output folder of many runs is tens of thousands
     of files that pytest (and each xdist worker) would walk at every start."""
-    from pytest_gaia2.store.folder import RUN_CONFIG_FILE
+    from pytest_gaia2.store.folder import holds_a_run
 
     known = config.stash.setdefault(RUN_FOLDER_KEY, {})  # per folder, for this session only
     unknown: list[Path] = []
     folder = collection_path
     while folder not in known:
         unknown.append(folder)
-        is_run = (folder / RUN_CONFIG_FILE).is_file()
+        is_run = holds_a_run(folder, both=True)
         if is_run or folder.parent == folder:
             known[folder] = is_run
             break

@@ -45,6 +45,8 @@ SESSIONS_FILE = "sessions.jsonl"
 SUMMARY_FILE = "summary.json"
 MANIFEST_FILE = "manifest.json"
 LATEST = "latest"
+RUN_MARKERS = (RUN_CONFIG_FILE, RESULTS_FILE)
+"""The files that make a folder a run folder (see :func:`holds_a_run`)."""
 LATEST_MAX_BYTES = 4096
 LOCK_FILE = ".gaia2.lock"
 HOLDER_FILE = ".gaia2.lock.json"
@@ -52,6 +54,15 @@ RECORD_MAX_BYTES = 64 * 2**20
 """result.json files are read back bounded: a container cannot make the host read a huge one."""
 JSONL_MAX_BYTES = 1 << 30
 """A whole JSONL file (results.jsonl of a large run included) is read up to this size."""
+
+
+def holds_a_run(folder: Path, *, both: bool = False) -> bool:
+    """Whether ``folder`` is a run folder: it holds a run's files (a link by that name counts).
+    One is enough where being wrong costs a refused write; ``both`` where being wrong would hide
+    a project's own tests from pytest (``run_config.json`` alone is a common name)."""
+    found = (os.path.lexists(folder / name) for name in RUN_MARKERS)
+    return all(found) if both else any(found)
+
 
 STATE_DIR = "/var/gaia2/state"
 STATE_FILES: dict[str, str] = {

@@ -136,8 +136,10 @@ def test_a_run_folder_is_never_walked_nor_its_conftest_imported(pytester: pytest
         marker = pytester.path / f"{top}.imported"
         (state / "conftest.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n")
         (state / "test_planted.py").write_text("def test_planted():\n    pass\n")
-    (pytester.path / "gaia2-results" / "20261204T000000Z-0123abcd" / "run_config.json").write_text("{}")
+    for name in ("run_config.json", "results.jsonl"):
+        (pytester.path / "gaia2-results" / "20261204T000000Z-0123abcd" / name).write_text("{}")
     (pytester.path / "gaia2-results" / "latest").symlink_to("20261204T000000Z-0123abcd")
+    (pytester.path / "plain" / "run_config.json").write_text("{}")  # another tool's file: not a run folder
     result = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
     assert [line for line in result.outlines if "::" in line] == ["plain/search/s1/state/test_planted.py::test_planted"]
     assert (pytester.path / "plain.imported").exists() and not (pytester.path / "gaia2-results.imported").exists()
@@ -153,6 +155,7 @@ def test_pytest_started_in_a_run_folder_or_given_a_path_in_it_collects_nothing_t
     state = run / "search" / "s1" / "state"
     state.mkdir(parents=True)
     (run / "run_config.json").write_text("{}")
+    (run / "results.jsonl").write_text("")
     (state / "README.md").write_text(">>> open('ran', 'w').write('x')\n1\n")
     (pytester.path / "test_one.py").write_text("def test_one():\n    pass\n")
     args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--doctest-glob=*.md"]

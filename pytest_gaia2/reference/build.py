@@ -1,9 +1,11 @@
 """Build (or reuse) the reference image on the host.
 
-The image is tagged ``pytest-gaia2/reference-oracle:<version>`` (the name
-contains ``oracle`` so Gaia2 tooling treats it as needing no agent model) and
-labelled with a hash of its build context, so an unchanged image is reused and
-an edited one is rebuilt. The base is ``python:3.12-slim`` when it is local or
+The image is tagged ``pytest-gaia2/reference-oracle:<version>-<context hash>``
+(the name contains ``oracle`` so Gaia2 tooling treats it as needing no agent
+model; the hash of its build context in the tag lets two checkouts with
+different reference files share one engine without rebuilding each other's
+image) and labelled with the full hash, so an unchanged image is reused and an
+edited one is rebuilt. The base is ``python:3.12-slim`` when it is local or
 pullable; without a registry a Debian bookworm base is made with debootstrap
 and ``docker import``-ed as ``pytest-gaia2/debian-base:bookworm`` (reused
 afterwards). Callers serialise concurrent builds (e.g. with a FileLock); this
@@ -47,7 +49,7 @@ class ImageBuildError(RuntimeError):
 
 
 def image_name() -> str:
-    return f"pytest-gaia2/reference-oracle:{PLUGIN_VERSION}"
+    return f"pytest-gaia2/reference-oracle:{PLUGIN_VERSION}-{context_hash()[:12]}"
 
 
 def context_files() -> list[Path]:

@@ -91,28 +91,57 @@ def chat_server(reply: Reply) -> Iterator[ChatServer]:
                     events.append({**chunk, "choices": [], "usage": usage})
                 self._events([(None, event) for event in events], done=True)
                 return
-            self._send(200, {
-                "id": f"chatcmpl-{len(state.requests)}", "object": "chat.completion", "model": request.model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
-                             "finish_reason": "stop"}],
-                "usage": usage,
-            })
+            self._send(
+                200,
+                {
+                    "id": f"chatcmpl-{len(state.requests)}",
+                    "object": "chat.completion",
+                    "model": request.model,
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}
+                    ],
+                    "usage": usage,
+                },
+            )
 
         def _anthropic(self, model: str, answer: str, given: int, made: int, stream: bool) -> None:
             message = {"id": "msg_1", "type": "message", "role": "assistant", "model": model}
             if not stream:
-                self._send(200, {**message, "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn",
-                                 "usage": {"input_tokens": given, "output_tokens": made}})
+                self._send(
+                    200,
+                    {
+                        **message,
+                        "content": [{"type": "text", "text": answer}],
+                        "stop_reason": "end_turn",
+                        "usage": {"input_tokens": given, "output_tokens": made},
+                    },
+                )
                 return
-            self._events([
-                ("message_start", {"type": "message_start", "message": {
-                    **message, "content": [], "usage": {"input_tokens": given, "output_tokens": 1}}}),
-                ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                         "delta": {"type": "text_delta", "text": answer}}),
-                ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                                   "usage": {"output_tokens": made}}),
-                ("message_stop", {"type": "message_stop"}),
-            ], done=False)
+            self._events(
+                [
+                    (
+                        "message_start",
+                        {
+                            "type": "message_start",
+                            "message": {**message, "content": [], "usage": {"input_tokens": given, "output_tokens": 1}},
+                        },
+                    ),
+                    (
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": answer}},
+                    ),
+                    (
+                        "message_delta",
+                        {
+                            "type": "message_delta",
+                            "delta": {"stop_reason": "end_turn"},
+                            "usage": {"output_tokens": made},
+                        },
+                    ),
+                    ("message_stop", {"type": "message_stop"}),
+                ],
+                done=False,
+            )
 
         def _events(self, events: list[tuple[str | None, dict[str, Any]]], *, done: bool) -> None:
             lines = [(f"event: {name}\n" if name else "") + f"data: {json.dumps(event)}\n\n" for name, event in events]

@@ -197,7 +197,9 @@ def test_a_redirect_is_answered_not_followed(run_folder: Path) -> None:
 
 def test_a_request_body_past_the_bound_is_refused(gateway: Gateway, provider: ChatServer, run_folder: Path) -> None:
     token, _ = granted(gateway, run_folder)
-    status, _ = post(gateway, "/agent/chat/completions", b"x" * (REQUEST_MAX_BYTES + 1), {"Authorization": f"Bearer {token}"})
+    status, _ = post(
+        gateway, "/agent/chat/completions", b"x" * (REQUEST_MAX_BYTES + 1), {"Authorization": f"Bearer {token}"}
+    )
     assert status == 413 and provider.requests == []
 
 

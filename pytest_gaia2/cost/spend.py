@@ -1,5 +1,7 @@
-"""What a run cost: each attempt's usage and cost from its trace.jsonl and the prices, and the
-sums per split and in total that the summary, summary.json, JUnit and Allure show."""
+"""What a run cost: each attempt's usage and cost, measured on the wire by the model gateway
+(when it is on) or read from its trace.jsonl, priced, and the sums per split and in total that
+the summary, summary.json, JUnit and Allure show. With the gateway on, the trace is the cross-check:
+each record's ``wire`` says by how much the agent's own account differs."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ from pytest_gaia2.cost.prices import REFUSED, PriceBook
 from pytest_gaia2.cost.usage import read_usage, shown_names
 from pytest_gaia2.store.record import AttemptRecord
 
+WIRE_LOG = "wire.jsonl"
+"""The gateway's log of an attempt's calls, in the attempt's folder."""
+WIRE_COUNTS = ("calls", "refused_calls", "rate_limited", "server_errors")
 TOKEN_KEYS = ("calls", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
 
 
@@ -22,6 +27,31 @@ def attempt_cost(folder: Path, prices: PriceBook, model: str | None) -> dict[str
         return {}
     cost = prices.cost(usage, model)
     return {"usage": usage.to_json(), "cost_usd": cost.usd, "cost_source": cost.source}
+
+
+def wire_cost(wire: dict[str, Any], traced: dict[str, Any]) -> dict[str, Any]:
+    """Record fields for an attempt whose calls went through the gateway: the gateway's usage and
+    cost (``wire``, its revocation's summary), with the trace's (``traced``, :func:`attempt_cost`)
+    kept beside them as the cross-check, and the calls the gateway never saw (an image that
+    bypassed the base URL) counted."""
+    trace_usage = traced.get("usage") or {}
+    trace_calls = int(trace_usage.get("calls") or 0)
+    trace_usd = traced.get("cost_usd")
+    usd = wire.get("cost_usd")
+    difference = round(trace_usd - usd, 6) if isinstance(trace_usd, float) and isinstance(usd, float) else None
+    return {
+        "usage": wire.get("usage"),
+        "cost_usd": usd,
+        "cost_source": wire.get("cost_source"),
+        "wire": {
+            "log": WIRE_LOG,
+            **{key: int(wire.get(key) or 0) for key in WIRE_COUNTS},
+            "trace_calls": trace_calls,
+            "trace_cost_usd": trace_usd,
+            "trace_minus_wire_usd": difference,
+            "unseen_calls": max(0, trace_calls - int(wire.get("calls") or 0)),
+        },
+    }
 
 
 def is_refused(record: AttemptRecord) -> bool:

@@ -40,15 +40,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from pytest_gaia2.config.settings import REFERENCE_JUDGE_PLACEHOLDER, RunSettings
+from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.cost.budget import usd_text
 from pytest_gaia2.cost.prices import PriceBook
+from pytest_gaia2.cost.spend import WIRE_LOG
 from pytest_gaia2.cost.usage import Usage, response_usage
+from pytest_gaia2.run.endpoints import host_side_url, proxies_for
 from pytest_gaia2.store import folder as store
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession, web
 
-WIRE_LOG = "wire.jsonl"
 REQUEST_MAX_BYTES = 32 * 2**20
 """A request body larger than this is refused (413): long agent contexts stay far below it."""
 RESPONSE_MAX_BYTES = 64 * 2**20
@@ -87,6 +90,61 @@ SCENARIO_CAP = "scenario_cap"
 BUDGET_CAP = "budget_cap"
 
 
+def _upstream(
+    route: str, base: str | None, key: str, provider: str, settings: RunSettings, option: str
+) -> Upstream | str:
+    """A route's upstream, or why it has none (a sentence naming the option)."""
+    url = base or DEFAULT_BASES.get(provider.lower())
+    if not url:
+        return f"no upstream URL is known for the {route}'s provider {provider or '(none)'}; set {option}"
+    url = host_side_url(url)
+    proxy = proxies_for(url, dict(settings.proxy_env)).get(urlsplit(url).scheme)
+    return Upstream(route, url, key, provider, proxy)
+
+
+def plan(settings: RunSettings, mode: str | None) -> tuple[dict[str, Upstream], list[str]]:
+    """The gateway's routes for this run (none: the gateway is off) and the notes for the header.
+
+    ``mode`` is ``--gaia2-gateway``: None (the default) turns it on when a provider key is
+    configured and every keyed route's upstream is known; ``on`` raises OptionError when that
+    cannot be; ``off`` keeps the keys in the containers' environment."""
+    if mode == "off":
+        return {}, [
+            "model gateway off (--gaia2-gateway=off): containers get the provider keys as environment variables"
+        ]
+    secrets_ = settings.secrets
+    found: dict[str, Upstream] = {}
+    missing: list[str] = []
+    if settings.profile.needs_llm and secrets_.agent_key:
+        agent = _upstream(
+            "agent",
+            settings.base_url or settings.host_base_url,
+            secrets_.agent_key,
+            settings.agent_provider,
+            settings,
+            "--gaia2-base-url",
+        )
+        (missing.append(agent) if isinstance(agent, str) else found.update(agent=agent))
+    if secrets_.judge_key and settings.judge_model != REFERENCE_JUDGE_PLACEHOLDER:
+        judge = _upstream(
+            "judge",
+            settings.judge_base_url,
+            secrets_.judge_key,
+            settings.judge_provider,
+            settings,
+            "--gaia2-judge-base-url",
+        )
+        (missing.append(judge) if isinstance(judge, str) else found.update(judge=judge))
+    if mode == "on" and (missing or not found):
+        raise OptionError(
+            "--gaia2-gateway=on: "
+            + ("; ".join(missing) if missing else "no provider key is configured to forward with")
+        )
+    if missing:
+        return {}, [f"model gateway off: {'; '.join(missing)} (or --gaia2-gateway=off to keep keys in containers)"]
+    return found, []
+
+
 class GatewayError(Exception):
     """The gateway cannot start or a run process cannot reach it."""
 
@@ -99,6 +157,7 @@ class Upstream:
     base_url: str
     key: str
     provider: str = ""
+    proxy: str | None = None
 
     def __repr__(self) -> str:
         return f"Upstream(route={self.route!r}, host={urlsplit(self.base_url).hostname!r})"
@@ -222,7 +281,6 @@ class Gateway:
         bind_host: str = "127.0.0.1",
         run_cap: float | None = None,
         spent_before: float = 0.0,
-        proxy: str | None = None,
         ca_bundle: Path | None = None,
     ) -> None:
         self.upstreams = dict(upstreams)
@@ -232,7 +290,6 @@ class Gateway:
         self.run_cap = run_cap
         self.spent_before = spent_before
         self.session_spent = 0.0
-        self.proxy = proxy
         self.ca_bundle = ca_bundle
         self.secret = secrets.token_urlsafe(32)
         self.grants: dict[str, Grant] = {}
@@ -446,7 +503,7 @@ class Gateway:
         try:
             assert self._session is not None
             async with self._session.post(
-                url, data=json.dumps(body).encode(), headers=headers, allow_redirects=False, proxy=self.proxy
+                url, data=json.dumps(body).encode(), headers=headers, allow_redirects=False, proxy=upstream.proxy
             ) as answer:
                 status = answer.status
                 if 300 <= status < 400:

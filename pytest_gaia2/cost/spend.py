@@ -111,7 +111,61 @@ def summary(records: Iterable[AttemptRecord]) -> dict[str, Any] | None:
         **block(traced),
         "by_split": {split: block(group) for split, group in sorted(by_split.items())},
         "unknown_models": unknown,
+        **({"wire": wire_summary(traced)} if any(record.wire for record in traced) else {}),
     }
+
+
+def _differs(wire: dict[str, Any]) -> bool:
+    """Whether an attempt's own trace tells another story than the wire: another amount, no
+    priced trace for calls that were made, or calls the gateway never saw."""
+    gap = wire.get("trace_minus_wire_usd")
+    untold = wire.get("trace_cost_usd") is None and int(wire.get("calls") or 0) > 0
+    return bool(gap) or untold or int(wire.get("unseen_calls") or 0) > 0
+
+
+def wire_summary(records: Iterable[AttemptRecord]) -> dict[str, Any]:
+    """What the gateway measured over the attempts it served, and how far their traces are off."""
+    wires = [record.wire for record in records if record.wire]
+    totals = {key: sum(int(wire.get(key) or 0) for wire in wires) for key in (*WIRE_COUNTS, "unseen_calls")}
+    gaps = [wire["trace_minus_wire_usd"] for wire in wires if isinstance(wire.get("trace_minus_wire_usd"), float)]
+    return {
+        "scenarios": len(wires),
+        **totals,
+        "differ": sum(map(_differs, wires)),
+        "untraced": sum(1 for wire in wires if not wire.get("trace_calls") and wire.get("calls")),
+        "trace_minus_wire_usd": round(sum(gaps), 6),
+    }
+
+
+def wire_lines(wire: dict[str, Any] | None) -> list[str]:
+    """The terminal's line on the gateway's figures and the traces' cross-check."""
+    if not wire:
+        return []
+    troubles = [
+        f"{wire[key]} {label}"
+        for key, label in (
+            ("refused_calls", "refused at a cap"),
+            ("rate_limited", "rate-limited"),
+            ("server_errors", "failed at the provider"),
+        )
+        if wire.get(key)
+    ]
+    line = f"gateway: {wire['calls']} model calls measured on the wire" + (
+        f" ({', '.join(troubles)})" if troubles else ""
+    )
+    if not wire["differ"]:
+        return [line + "; the agents' traces agree"]
+    gap = wire["trace_minus_wire_usd"]
+    return [
+        line + f"; the agents' traces differ in {wire['differ']} scenario(s)"
+        f" by {'+' if gap >= 0 else '-'}${abs(gap):.4f} in all"
+        + (f", {wire['untraced']} with no trace" if wire["untraced"] else "")
+        + (
+            f", {wire['unseen_calls']} calls the gateway never saw (an image bypassing the base URL)"
+            if wire["unseen_calls"]
+            else ""
+        )
+    ]
 
 
 def summary_lines(block: dict[str, Any] | None, budget_text: str | None) -> list[str]:
@@ -136,4 +190,4 @@ def summary_lines(block: dict[str, Any] | None, budget_text: str | None) -> list
         f"  {split}: ${group['usd']:.2f}, {group['tokens']['calls']} calls"
         for split, group in block["by_split"].items()
     ]
-    return lines
+    return lines + wire_lines(block.get("wire"))

@@ -402,6 +402,7 @@ class RunContext:
                 preflight_only=self.values["preflight_only"],
                 cache_dir=cache_dir(),
                 endpoint_check=not self.values["skip_endpoint_check"],
+                gateway_port=self.gateway.port if self.gateway is not None else None,
             )
         except (EngineError, preflight.PreflightError) as exc:
             pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)

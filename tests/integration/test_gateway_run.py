@@ -19,7 +19,6 @@ from llm_server import ChatServer, chat_server
 REAL_KEY = "sk-gateway-test-real-key-5f0c1d2e3b4a69788796a5b4"
 KEY_VAR = "GAIA2_GATEWAY_TEST_KEY"
 MODEL = "gaia2-gateway-test-model"
-"""Names this file's containers among those of other runs on a shared engine."""
 ONE = "scenario_universe_21_7kww6e"  # one agent action: one model call
 THREE = "scenario_universe_22_mmow4l"  # three agent actions: three model calls
 CALL_USD = 0.02
@@ -35,9 +34,13 @@ def provider() -> Iterator[tuple[ChatServer, list[dict[str, str]]]]:
     client = docker.from_env()
 
     def reply(model: str, prompt: str) -> str:
-        for container in client.containers.list(filters={"label": "org.pytest-gaia2.run"}):
-            env = dict(item.partition("=")[::2] for item in container.attrs["Config"]["Env"] or [])
-            if env.get("MODEL") == MODEL:
+        for listed in client.api.containers(filters={"label": "org.pytest-gaia2.run"}):
+            try:  # another run's container may be gone by now
+                inspected = client.api.inspect_container(listed["Id"])
+            except docker.errors.NotFound:
+                continue
+            env = dict(item.partition("=")[::2] for item in inspected["Config"]["Env"] or [])
+            if env.get("GAIA2_TEST_PROVIDER") == str(server.port):
                 with lock:
                     seen.append(env)
         return "scripted reply"
@@ -56,6 +59,7 @@ def gateway_args(tmp_path: Path, port: int, *extra: str) -> tuple[str, ...]:
         f"--gaia2-api-key-env={KEY_VAR}",
         f"--gaia2-price-file={prices}",
         "--gaia2-skip-endpoint-check",
+        f"--gaia2-env=GAIA2_TEST_PROVIDER={port}",  # names this test's containers on a shared engine
         *extra,
     )
 
@@ -95,6 +99,7 @@ def test_calls_go_through_the_gateway_and_the_key_stays_on_the_host(
     )
     result.assert_outcomes(passed=2)
     assert "model gateway on at" in result.stdout.str()
+    result.stdout.fnmatch_lines(["gateway: 2 model calls measured on the wire; the agents' traces agree"])
     output = pytester.path / "out"
     folder = run_folder(output)
     assert [request.authorization for request in server.requests] == [f"Bearer {REAL_KEY}"] * 2
@@ -138,6 +143,12 @@ def test_the_ledger_is_what_the_provider_reported_even_when_the_agent_writes_no_
     assert (record["wire"]["trace_calls"], record["wire"]["trace_cost_usd"]) == (0, None)
     assert list(ledger(folder).values()) == pytest.approx([expected])
     key_nowhere(folder, envs)
+    result.stdout.fnmatch_lines(
+        [
+            f"cost: ${expected:.2f} over 1 priced scenario(s)",
+            "*the agents' traces differ in 1 scenario(s)*1 with no trace",
+        ]
+    )
 
 
 def test_a_scenario_cap_ends_a_runaway_scenario_mid_way_and_it_is_not_retried(

@@ -179,19 +179,33 @@ class Grant:
     server_errors: int = 0
     stopped: tuple[str, str] | None = None
     """``(category, message)`` once a cap ended the scenario."""
+    sources: set[str] = field(default_factory=set)
+    unpriced: str | None = None
+    """Why the first call that reported usage has no price (its cost source), if one has none."""
 
-    def summary(self, prices: PriceBook) -> dict[str, Any]:
-        """What the attempt's record takes from the gateway: usage, cost (priced as a whole, as a
-        trace is), calls, and why it was stopped."""
-        cost = prices.cost(self.usage) if self.usage.usage_calls else None
+    def cost(self) -> tuple[float | None, str]:
+        """The attempt's cost: the sum of its calls' (each priced as its own model, so an agent and
+        a judge on other models still add up), unknown when one call that reported usage has no
+        price, and nothing when no call was made."""
+        if not self.usage.calls:
+            return 0.0, "no model call"
+        if not self.usage.usage_calls:
+            return None, "unknown"
+        if self.unpriced is not None:
+            return None, self.unpriced
+        return round(self.spent, 6), "; ".join(sorted(self.sources))
+
+    def summary(self) -> dict[str, Any]:
+        """What the attempt's record takes from the gateway: usage, cost, calls, and why it was stopped."""
+        usd, source = self.cost()
         return {
             "calls": self.calls,
             "refused_calls": self.refused_calls,
             "rate_limited": self.rate_limited,
             "server_errors": self.server_errors,
             "usage": self.usage.to_json(),
-            "cost_usd": cost.usd if cost else (0.0 if not self.usage.calls else None),
-            "cost_source": cost.source if cost else ("no model call" if not self.usage.calls else "unknown"),
+            "cost_usd": usd,
+            "cost_source": source,
             "stopped": list(self.stopped) if self.stopped else None,
         }
 
@@ -432,7 +446,7 @@ class Gateway:
             grant = self.grants.pop(str((body or {}).get("token")), None) if body is not None else None
         if grant is None:
             return web.json_response({"error": "refused"}, status=403)
-        return web.json_response(grant.summary(self.prices))
+        return web.json_response(grant.summary())
 
     # -- the calls ----------------------------------------------------------------------------
 
@@ -563,7 +577,10 @@ class Gateway:
             if cost is not None and cost.usd is not None and math.isfinite(cost.usd):
                 grant.spent += cost.usd
                 grant.priced_calls += 1
+                grant.sources.add(cost.source)
                 self.session_spent += cost.usd
+            elif cost is not None and grant.unpriced is None:
+                grant.unpriced = cost.source
             grant.rate_limited += status == 429
             grant.server_errors += status >= 500
         line = {

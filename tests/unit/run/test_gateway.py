@@ -3,6 +3,7 @@ measured on the wire, tokens and paths refused, caps enforced. Only loopback is 
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import urllib.error
@@ -12,14 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from pytest_gaia2.cost.prices import Price, PriceBook
+from pytest_gaia2.cost.usage import response_usage
 from pytest_gaia2.run.gateway import (
+    KEPT_EVENTS,
     REQUEST_MAX_BYTES,
     WIRE_LOG,
     Gateway,
     GatewayClient,
     Upstream,
+    _UsageKeeper,
     token_of,
     upstream_url,
 )
@@ -28,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from llm_server import ChatServer, chat_server  # noqa: E402
 
 REAL_KEY = "sk-real-provider-key-0123456789abcdef"
-PRICES = PriceBook({"m": Price(input=1_000.0, output=2_000.0)})
+PRICES = PriceBook({"m": Price(input=1_000.0, output=2_000.0), "j": Price(input=100.0, output=100.0)})
 """USD per million tokens: the scripted 10 in, 5 out cost $0.02 a call."""
 CALL_USD = 0.02
 
@@ -260,3 +266,58 @@ def test_the_admin_listener_wants_the_run_secret_and_a_folder_in_the_run(
 def test_the_public_listener_has_no_admin(gateway: Gateway) -> None:
     status, _ = post(gateway, "/grant", {"entry": "x#1", "folder": "/tmp"}, {"X-Gaia2-Gateway-Secret": gateway.secret})
     assert status == 404
+
+
+def test_calls_on_several_models_add_up_and_one_without_a_price_makes_the_cost_unknown(
+    gateway: Gateway, run_folder: Path
+) -> None:
+    token, _ = granted(gateway, run_folder)
+    auth = {"Authorization": f"Bearer {token}"}
+    for model in ("m", "j"):
+        assert post(gateway, "/agent/chat/completions", chat(model=model), auth)[0] == 200
+    summary = client(gateway).revoke(token)
+    assert summary["cost_usd"] == pytest.approx(CALL_USD + (10 * 100 + 5 * 100) / 1e6)
+    assert summary["cost_source"] == "price file"
+    other, _ = granted(gateway, run_folder, name="b")
+    for model in ("m", "no-such-model-anywhere"):
+        post(gateway, "/agent/chat/completions", chat(model=model), {"Authorization": f"Bearer {other}"})
+    summary = client(gateway).revoke(other)
+    assert (summary["cost_usd"], summary["cost_source"]) == (None, "unknown")  # never a partial sum
+
+
+STREAM = (
+    b'event: message_start\ndata: {"type": "message_start", "message": {"model": "m", '
+    b'"usage": {"input_tokens": 7, "output_tokens": 1}}}\n\n'
+    + b'data: {"type": "content_block_delta", "delta": {"text": "x"}}\n\n' * 40
+    + b'event: message_delta\ndata: {"type": "message_delta", "usage": {"output_tokens": 9}}\n\n'
+)
+
+
+@given(st.lists(st.integers(min_value=1, max_value=len(STREAM) - 1), max_size=12, unique=True))
+@example([1, 2, 3])
+def test_a_streams_usage_is_the_same_however_it_is_cut_into_chunks(cuts: list[int]) -> None:
+    keeper = _UsageKeeper(stream=True)
+    edges = [0, *sorted(cuts), len(STREAM)]
+    for start, end in itertools.pairwise(edges):
+        keeper.feed(STREAM[start:end])
+    usage = response_usage(keeper.text(), None, "test")
+    assert (usage.input_tokens, usage.output_tokens, usage.models) == (7, 9, ("m",))
+
+
+@given(st.binary(max_size=4096))
+@example(b'data: {"usage": {"prompt_tokens": -5}}\n')
+@example(b"data: " + b"[" * 5000)
+def test_any_answer_bytes_give_some_usage_and_never_raise(data: bytes) -> None:
+    for stream in (True, False):
+        keeper = _UsageKeeper(stream=stream)
+        keeper.feed(data)
+        usage = response_usage(keeper.text(), "m", "test")
+        assert usage.calls == 1 and usage.input_tokens >= 0 and usage.output_tokens >= 0
+
+
+def test_a_long_stream_keeps_only_its_first_and_last_usage_events() -> None:
+    keeper = _UsageKeeper(stream=True)
+    for number in range(100):
+        keeper.feed(b'data: {"usage": {"prompt_tokens": %d, "completion_tokens": 1}}\n' % number)
+    assert len(keeper.head) + len(keeper.tail) == KEPT_EVENTS
+    assert response_usage(keeper.text(), "m", "test").input_tokens == 99  # the last report is the total

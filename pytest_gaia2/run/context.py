@@ -332,6 +332,7 @@ class RunContext:
             return
         from pytest_gaia2.cost.prices import PriceBook
         from pytest_gaia2.engine.errors import EngineError
+        from pytest_gaia2.run.pacer import Pacer
 
         try:
             candidate = self.engine().host_gateway_address()
@@ -347,6 +348,12 @@ class RunContext:
                 run_cap=self.values["budget_cap"],
                 spent_before=Ledger(self.folder.path).total() if self.values["resume"] else 0.0,
                 ca_bundle=self.settings.ca_bundle,
+                pacer=Pacer(
+                    self.folder.path,
+                    self.values["max_starts_per_minute"],
+                    adaptive=self.values["pacing"] == "adaptive",
+                    workers=self.workers,
+                ),
             )
             self.gateway.start()
         except (gateway_mod.GatewayError, OptionError) as exc:

@@ -47,6 +47,7 @@ from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.cost.spend import WIRE_LOG
 from pytest_gaia2.cost.usage import Usage, response_usage
 from pytest_gaia2.run.endpoints import host_side_url, proxies_for
+from pytest_gaia2.run.pacer import Pacer
 from pytest_gaia2.store import folder as store
 
 if TYPE_CHECKING:
@@ -296,8 +297,11 @@ class Gateway:
         run_cap: float | None = None,
         spent_before: float = 0.0,
         ca_bundle: Path | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.upstreams = dict(upstreams)
+        self.pacer = pacer
+        """The run's pacer (:mod:`~pytest_gaia2.run.pacer`), told of a 429 or 5xx as it happens."""
         self.prices = prices
         self.run_folder = run_folder
         self.bind_host = bind_host
@@ -549,6 +553,8 @@ class Gateway:
                 return _error(502, "upstream_error", f"the call to the provider failed ({type(exc).__name__})")
             return response
         self._tally(grant, call, status, started, keeper, cut)
+        if self.pacer is not None and (status == 429 or status >= 500):
+            asyncio.get_running_loop().run_in_executor(None, self.pacer.trouble_seen)  # it waits on a file lock
         with _quietly():
             await response.write_eof()
         return response

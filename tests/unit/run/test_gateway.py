@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from pytest_gaia2.run.gateway import (
     token_of,
     upstream_url,
 )
+from pytest_gaia2.run.pacer import PACER_FILE, Pacer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from llm_server import ChatServer, chat_server  # noqa: E402
@@ -321,3 +323,20 @@ def test_a_long_stream_keeps_only_its_first_and_last_usage_events() -> None:
         keeper.feed(b'data: {"usage": {"prompt_tokens": %d, "completion_tokens": 1}}\n' % number)
     assert len(keeper.head) + len(keeper.tail) == KEPT_EVENTS
     assert response_usage(keeper.text(), "m", "test").input_tokens == 99  # the last report is the total
+
+
+def test_a_429_slows_the_runs_pacer_as_it_happens(run_folder: Path) -> None:
+    with chat_server(lambda model, prompt: 429) as provider:
+        gateway = start(provider, run_folder, pacer=Pacer(run_folder, None, workers=2))
+        try:
+            token, _ = granted(gateway, run_folder)
+            status, _ = post(gateway, "/agent/chat/completions", chat(), {"Authorization": f"Bearer {token}"})
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not (run_folder / PACER_FILE).exists():
+                time.sleep(0.02)
+        finally:
+            gateway.stop()
+    assert status == 429
+    state = json.loads((run_folder / PACER_FILE).read_text(encoding="utf-8"))
+    assert (state["slowdowns"], state["provider_errors"]) == (1, 0)  # the attempt's end still counts it
+    assert state["history"][-1]["event"] == "slower"

@@ -201,3 +201,22 @@ def test_gateway_off_keeps_the_keys_in_the_environment_as_upstream_does(
     assert envs and envs[0]["API_KEY"] == REAL_KEY and envs[0]["BASE_URL"].endswith(f":{server.port}/v1")
     (record,) = results_of(pytester.path / "out")
     assert record["wire"] is None and record["cost_usd"] == pytest.approx(CALL_USD)  # from the trace
+
+
+def test_a_rate_limit_is_seen_at_the_gateway_and_slows_the_run(
+    pytester: pytest.Pytester,
+    run_gaia2: Callable[..., pytest.RunResult],
+    clean_env: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    clean_env.setenv(KEY_VAR, REAL_KEY)
+    with chat_server(lambda model, prompt: 429) as server:
+        result = run_gaia2(f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", ONE, *gateway_args(tmp_path, server.port))
+    result.assert_outcomes(errors=1)
+    output = pytester.path / "out"
+    (record,) = results_of(output)
+    assert record["error_category"] == "provider_rate_limit"
+    assert (record["wire"]["calls"], record["wire"]["rate_limited"]) == (1, 1)
+    assert (record["cost_usd"], record["cost_source"]) == (None, "unknown")  # a refused call reports no usage
+    pacer = json.loads((run_folder(output) / "progress.json").read_text(encoding="utf-8"))["pacer"]
+    assert pacer["slowdowns"] == 1 and pacer["provider_errors"] == 1

@@ -359,7 +359,6 @@ class Gateway:
             connector=TCPConnector(ssl=context, limit=0),
             timeout=ClientTimeout(total=UPSTREAM_SECONDS),
             trust_env=False,
-            auto_decompress=False,
         )
         for app, host in ((public, self.bind_host), (admin, "127.0.0.1")):
             runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -497,7 +496,7 @@ class Gateway:
         try:
             raw = await request.content.read(REQUEST_MAX_BYTES + 1)
             body = json.loads(raw) if len(raw) <= REQUEST_MAX_BYTES else None
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nesting past Python's stack
             body = None
         if not isinstance(body, dict):
             return _error(
@@ -511,6 +510,7 @@ class Gateway:
         call.update(model=model if model and _PLAIN_MODEL.fullmatch(model) else None, stream=stream)
         headers = {name: request.headers[name] for name in FORWARDED_HEADERS if name in request.headers}
         headers["content-type"] = "application/json"
+        headers["accept-encoding"] = "identity"  # the answer is relayed and read as it comes, never compressed
         if "x-api-key" in request.headers or "anthropic-version" in request.headers:
             headers["x-api-key"] = upstream.key
         else:

@@ -340,3 +340,17 @@ def test_a_429_slows_the_runs_pacer_as_it_happens(run_folder: Path) -> None:
     state = json.loads((run_folder / PACER_FILE).read_text(encoding="utf-8"))
     assert (state["slowdowns"], state["provider_errors"]) == (1, 0)  # the attempt's end still counts it
     assert state["history"][-1]["event"] == "slower"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[1, 2]", b"not json", b"\xff\xfe", b"[" * 100_000 + b"]" * 100_000],
+    ids=["array", "text", "bytes", "deep"],
+)
+def test_a_body_that_is_not_one_json_object_is_refused(
+    gateway: Gateway, provider: ChatServer, run_folder: Path, body: bytes
+) -> None:
+    token, _ = granted(gateway, run_folder)
+    status, answer = post(gateway, "/agent/chat/completions", body, {"Authorization": f"Bearer {token}"})
+    assert status == 400 and b"JSON object" in answer
+    assert provider.requests == []

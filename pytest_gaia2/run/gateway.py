@@ -69,8 +69,6 @@ STATUS_EVERY_S = 0.5
 HOST_ALIAS = "host.docker.internal"
 SECRET_HEADER = "X-Gaia2-Gateway-Secret"
 TOKEN_PREFIX = "gaia2-gw-"
-ROUTES = ("agent", "judge")
-ENDPOINTS = ("chat/completions", "responses", "messages")
 _TAIL = re.compile(r"(?:[A-Za-z0-9._-]{1,64}/){0,4}(?:chat/completions|responses|messages)")
 _PLAIN_MODEL = re.compile(r"[A-Za-z0-9._:/@+\-]{1,200}")
 FORWARDED_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "user-agent")
@@ -78,6 +76,25 @@ FORWARDED_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-b
 AUTH_HEADERS = ("authorization", "x-api-key", "api-key")
 REFUSED_STATUS = 402
 """The answer to a call past a cap: an error no client retries, unlike 429 or 5xx."""
+
+
+class GatewayError(Exception):
+    """The gateway cannot start or a run process cannot reach it."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where one route's calls go, and with which key (never shown)."""
+
+    route: str
+    base_url: str
+    key: str
+    provider: str = ""
+    proxy: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Upstream(route={self.route!r}, host={urlsplit(self.base_url).hostname!r})"
+
 
 DEFAULT_BASES: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
@@ -125,7 +142,10 @@ def plan(settings: RunSettings, mode: str | None) -> tuple[dict[str, Upstream], 
             settings,
             "--gaia2-base-url",
         )
-        (missing.append(agent) if isinstance(agent, str) else found.update(agent=agent))
+        if isinstance(agent, str):
+            missing.append(agent)
+        else:
+            found["agent"] = agent
     if secrets_.judge_key and settings.judge_model != REFERENCE_JUDGE_PLACEHOLDER:
         judge = _upstream(
             "judge",
@@ -135,33 +155,20 @@ def plan(settings: RunSettings, mode: str | None) -> tuple[dict[str, Upstream], 
             settings,
             "--gaia2-judge-base-url",
         )
-        (missing.append(judge) if isinstance(judge, str) else found.update(judge=judge))
+        if isinstance(judge, str):
+            missing.append(judge)
+        else:
+            found["judge"] = judge
     if mode == "on" and (missing or not found):
         raise OptionError(
             "--gaia2-gateway=on: "
             + ("; ".join(missing) if missing else "no provider key is configured to forward with")
         )
     if missing:
-        return {}, [f"model gateway off: {'; '.join(missing)} (or --gaia2-gateway=off to keep keys in containers)"]
+        return {}, [
+            f"model gateway off: {'; '.join(missing)}; containers get the provider keys as environment variables"
+        ]
     return found, []
-
-
-class GatewayError(Exception):
-    """The gateway cannot start or a run process cannot reach it."""
-
-
-@dataclass(frozen=True)
-class Upstream:
-    """Where one route's calls go, and with which key (never shown)."""
-
-    route: str
-    base_url: str
-    key: str
-    provider: str = ""
-    proxy: str | None = None
-
-    def __repr__(self) -> str:
-        return f"Upstream(route={self.route!r}, host={urlsplit(self.base_url).hostname!r})"
 
 
 @dataclass
@@ -174,7 +181,6 @@ class Grant:
     usage: Usage = field(default_factory=Usage)
     spent: float = 0.0
     calls: int = 0
-    priced_calls: int = 0
     refused_calls: int = 0
     rate_limited: int = 0
     server_errors: int = 0
@@ -582,7 +588,6 @@ class Gateway:
             grant.usage = grant.usage + usage
             if cost is not None and cost.usd is not None and math.isfinite(cost.usd):
                 grant.spent += cost.usd
-                grant.priced_calls += 1
                 grant.sources.add(cost.source)
                 self.session_spent += cost.usd
             elif cost is not None and grant.unpriced is None:

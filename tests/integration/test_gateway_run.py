@@ -151,16 +151,19 @@ def test_the_ledger_is_what_the_provider_reported_even_when_the_agent_writes_no_
     )
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_scenario_cap_ends_a_runaway_scenario_mid_way_and_it_is_not_retried(
     pytester: pytest.Pytester,
     run_gaia2: Callable[..., pytest.RunResult],
     clean_env: pytest.MonkeyPatch,
     provider: tuple[ChatServer, list[dict[str, str]]],
     tmp_path: Path,
+    workers: tuple[str, ...],
 ) -> None:
     server, _ = provider
     clean_env.setenv(KEY_VAR, REAL_KEY)
     result = run_gaia2(
+        *workers,
         f"--gaia2-scenarios={SHIPPED / 'execution'}",
         "-k",
         THREE,
@@ -220,3 +223,30 @@ def test_a_rate_limit_is_seen_at_the_gateway_and_slows_the_run(
     assert (record["cost_usd"], record["cost_source"]) == (None, "unknown")  # a refused call reports no usage
     pacer = json.loads((run_folder(output) / "progress.json").read_text(encoding="utf-8"))["pacer"]
     assert pacer["slowdowns"] == 1 and pacer["provider_errors"] == 1
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_the_run_cap_refuses_calls_mid_scenario_and_a_resume_spends_nothing_more(
+    pytester: pytest.Pytester,
+    run_gaia2: Callable[..., pytest.RunResult],
+    clean_env: pytest.MonkeyPatch,
+    provider: tuple[ChatServer, list[dict[str, str]]],
+    tmp_path: Path,
+    workers: tuple[str, ...],
+) -> None:
+    server, _ = provider
+    clean_env.setenv(KEY_VAR, REAL_KEY)
+    args = (*workers, f"--gaia2-scenarios={SHIPPED / 'execution'}", "-k", THREE)
+    capped = gateway_args(tmp_path, server.port, "--gaia2-budget-cap=0.03")
+    result = run_gaia2(*args, *capped)
+    result.assert_outcomes(errors=1)
+    output = pytester.path / "out"
+    (record,) = results_of(output)
+    assert record["error_category"] == "budget_cap", record["error"]
+    assert len(server.requests) == 2 and record["cost_usd"] == pytest.approx(2 * CALL_USD)
+    assert sum(ledger(run_folder(output)).values()) == pytest.approx(2 * CALL_USD)
+
+    resumed = run_gaia2(*args, *capped, "--gaia2-resume")
+    resumed.assert_outcomes(skipped=1)
+    assert len(server.requests) == 2  # the ledger's spend is the cap's: nothing more goes out
+    assert gaia2_containers(run_id_of(output)) == []

@@ -68,17 +68,23 @@ def main() -> int:
         finally:
             gateway.stop()
     assert summary["calls"] == 2 * args.calls, summary
-    print(f"{args.calls} calls each, loopback provider answering at once; medians; CPU is this process's "
-          "(client, and the gateway's thread when through it)")
+    print(
+        f"{args.calls} calls each, loopback provider answering at once; medians; CPU is this process's "
+        "(client, and the gateway's thread when through it)"
+    )
     for stream in (False, True):
         direct, through = results[("direct", stream)], results[("gateway", stream)]
         wall_d, wall_g = (statistics.median(w for w, _ in rows) for rows in (direct, through))
         cpu_d, cpu_g = (statistics.mean(c for _, c in rows) for rows in (direct, through))
         kind = "streamed" if stream else "plain"
-        print(f"{kind + ' call, wall':<22}{wall_d * 1000:>8.2f} ms direct {wall_g * 1000:>8.2f} ms gateway "
-              f"(+{(wall_g - wall_d) * 1000:.2f} ms, {wall_g / wall_d:.2f} x)")
-        print(f"{kind + ' call, host CPU':<22}{cpu_d * 1000:>8.2f} ms direct {cpu_g * 1000:>8.2f} ms gateway "
-              f"(+{(cpu_g - cpu_d) * 1000:.2f} ms a call)")
+        print(
+            f"{kind + ' call, wall':<22}{wall_d * 1000:>8.2f} ms direct {wall_g * 1000:>8.2f} ms gateway "
+            f"(+{(wall_g - wall_d) * 1000:.2f} ms, {wall_g / wall_d:.2f} x)"
+        )
+        print(
+            f"{kind + ' call, host CPU':<22}{cpu_d * 1000:>8.2f} ms direct {cpu_g * 1000:>8.2f} ms gateway "
+            f"(+{(cpu_g - cpu_d) * 1000:.2f} ms a call)"
+        )
     return 0
 
 

@@ -226,8 +226,9 @@ class ScenarioAttempt:
             pids_limit=setup.limits.pids_limit or None,
             log_max_bytes=setup.limits.max_file_size,  # the engine keeps no more than container.log may hold
             # Meta's agent images give tools to the agent through a setuid wrapper, which
-            # no-new-privileges would defeat; the oracle images have no such wrapper.
-            no_new_privileges=settings.profile is container_env.ORACLE,
+            # no-new-privileges would defeat; the oracle images (the reference image too, whatever its
+            # agent does) have no such wrapper.
+            no_new_privileges=settings.profile is container_env.ORACLE or settings.is_reference,
         )
         try:
             container = setup.engine.launch(spec)

@@ -128,8 +128,8 @@ class _World:
         ]
         b.app("Contacts", contacts_state(*entries))
 
-    def chats(self, *lines: tuple[Person, str]) -> str:
-        """A Chats app with one conversation with the friend; the conversation's id."""
+    def chats(self, *lines: tuple[Person, str]) -> None:
+        """A Chats app (phone-number ids) with one conversation with the friend."""
         b, me, friend = self.builder, self.user, self.friend
         conv = b.hex_id()
         messages = [
@@ -144,10 +144,10 @@ class _World:
                 mode="PHONE_NUMBER",
             ),
         )
-        return conv
 
 
 def _search(w: _World, j: int) -> None:
+    """A question answered from Contacts, an email or the calendar: the oracle only answers."""
     b, friend = w.builder, w.friend
     kind = j % 3
     w.contacts()
@@ -202,6 +202,7 @@ def _search(w: _World, j: int) -> None:
 
 
 def _execution(w: _World, j: int) -> None:
+    """Two independent writes, then the answer; every other one has a second turn that writes again."""
     b, friend = w.builder, w.friend
     w.contacts()
     b.app("EmailClientV2", email_state(w.user.email))
@@ -224,20 +225,20 @@ def _execution(w: _World, j: int) -> None:
         [u],
     )
     a0 = b.answer(f"Done: {friend.name} is now listed as {new_job}, and I emailed the congratulations.", [w1, w2])
-    if j % 2:  # a second turn, as a third of the real execution split has
-        conv_friend = friend.phone
+    if j % 2:
         w.chats((friend, "Any news?"))
         u1 = b.user(f"Thanks! Now send {friend.first} a Chats message: 'Check your inbox!'", [a0])
         w3 = b.oracle(
             "Chats",
             "send_message",
-            {"user_id": conv_friend, "content": "Check your inbox!", "attachment_path": None},
+            {"user_id": friend.phone, "content": "Check your inbox!", "attachment_path": None},
             [u1],
         )
         b.answer(f"Message sent to {friend.first}.", [w3])
 
 
 def _adaptability(w: _World, j: int) -> None:
+    """An email arrives 2 to 4 s after the task; the write depends on what it says."""
     b, friend = w.builder, w.friend
     w.contacts()
     b.app("Calendar", calendar_state())
@@ -279,6 +280,7 @@ def _adaptability(w: _World, j: int) -> None:
 
 
 def _time(w: _World, j: int) -> None:
+    """A write due 3 to 6 s after the task, judged on its timing."""
     b, friend = w.builder, w.friend
     w.contacts()
     w.chats((friend, "Text me when you leave."))
@@ -296,6 +298,7 @@ def _time(w: _World, j: int) -> None:
 
 
 def _ambiguity(w: _World, j: int) -> None:
+    """Two contacts share a first name: turn 0 only asks which, turn 1 writes."""
     b, friend = w.builder, w.friend
     namesake = Person(
         friend.first,

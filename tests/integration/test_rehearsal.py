@@ -37,20 +37,20 @@ def test_n40_halted_by_the_budget_then_resumed_to_a_larger_n_pays_no_verdict_twi
 ) -> None:
     pool = pytester.path / "pool"
     assert cli.main(["rehearsal", str(pool), "--count", "50"]) == 0
-    halted = rehearse(run_gaia2, pool, "--gaia2-sample=40", "--gaia2-budget-halt=0.6")
+    halted = rehearse(run_gaia2, pool, "--gaia2-sample=40", "--gaia2-budget-halt=0.4")
     first = halted.parseoutcomes()
     assert first.get("failed", 0) == first.get("errors", 0) == 0, first
-    assert first["passed"] >= 3 and first["passed"] + first["skipped"] == 40, first
+    assert first["passed"] >= 2 and first["passed"] + first["skipped"] == 40, first
     output = pytester.path / "out"
     folder = run_folder(output)
     spent = Ledger(folder).total()
-    assert spent >= 0.6
-    halted.stdout.fnmatch_lines(["INCOMPLETE: *", "gaia2: stopped: budget: the run has spent *, its halt is $0.60*"])
+    assert spent >= 0.4
+    halted.stdout.fnmatch_lines(["INCOMPLETE: *", "gaia2: stopped: budget: the run has spent *, its halt is $0.40*"])
     judged_first = {(r["split"], r["scenario_id"]) for r in results_of(output)}
     assert len(judged_first) == first["passed"]
     assert gaia2_containers(run_id_of(output)) == []
 
-    resumed = rehearse(run_gaia2, pool, "--gaia2-sample=48", "--gaia2-budget-halt=1.2", "--gaia2-resume")
+    resumed = rehearse(run_gaia2, pool, "--gaia2-sample=48", "--gaia2-budget-halt=0.8", "--gaia2-resume")
     second = resumed.parseoutcomes()
     assert second.get("failed", 0) == second.get("errors", 0) == 0, second
     assert second["passed"] + second["skipped"] == 48, second
@@ -64,7 +64,7 @@ def test_n40_halted_by_the_budget_then_resumed_to_a_larger_n_pays_no_verdict_twi
     assert set(charged.values()) == {1} and len(charged) == len(judged_first | new)
     costs = {(r["split"], r["scenario_id"]): r["cost_usd"] for r in records}
     assert Ledger(folder).total() == pytest.approx(sum(costs.values()))
-    assert 1.2 <= Ledger(folder).total() < 1.2 + 2 * max(costs.values())
+    assert 0.8 <= Ledger(folder).total() < 0.8 + 2 * max(costs.values())
     stop = json.loads((folder / "summary.json").read_text())["stop"]
-    assert stop["reason"].startswith("budget: the run has spent ") and stop["halt_usd"] == 1.2
+    assert stop["reason"].startswith("budget: the run has spent ") and stop["halt_usd"] == 0.8
     assert gaia2_containers(run_id_of(output)) == []

@@ -73,6 +73,12 @@ def troubled(result: ScenarioResult) -> bool:
     return result.record.error_category in provider.CATEGORIES or provider.read(result.folder).failed_calls > 0
 
 
+def counts_as_error(record: AttemptRecord) -> bool:
+    """Whether a final record counts against --gaia2-max-errors: an infrastructure error of the
+    setup (not a broken scenario file, the cap's stop or an interruption)."""
+    return record.outcome == "error" and record.error_category not in NOT_INFRASTRUCTURE
+
+
 def stored_result(folder: RunFolder, item: PlannedItem, session_id: str) -> ScenarioResult | None:
     """The item's stored verdict, if :func:`reusable`: reported again, never re-run (resume,
     --reruns, a rerun of the same item), marked reused when an earlier session judged it. Its
@@ -137,6 +143,8 @@ class ScenarioRunner:
             else None
         )
         """The run's pace of starts, shared with every worker and session (:mod:`~pytest_gaia2.run.pacer`)."""
+        self.own_errors: dict[str, str] = {}
+        """This worker's items that ended in an infrastructure error this session, by key: their category."""
 
     def _budget_reason(self, decide: Callable[[LedgerRead], str | None]) -> str | None:
         """The budget's decision on the run's spend and tokens so far (every worker and every
@@ -163,19 +171,17 @@ class ScenarioRunner:
 
     def _errors_reason(self) -> str | None:
         """This session's infrastructure errors against --gaia2-max-errors, every worker's: the
-        records the controller has written to results.jsonl so far (earlier sessions' do not
-        count, so a resume after a fix starts afresh)."""
+        records the controller has written to results.jsonl so far, and this worker's own (the
+        controller may not have written its latest yet). Earlier sessions' do not count, so a
+        resume after a fix starts afresh."""
         if self.budget.max_errors is None or self.folder is None:
             return None
-        return self.budget.errors_reached(
-            [
-                record.error_category or "unknown"
-                for record in self.folder.records()
-                if record.session_id == self.session_id
-                and record.outcome == "error"
-                and record.error_category not in NOT_INFRASTRUCTURE
-            ]
-        )
+        errors = {
+            record.key: record.error_category or "unknown"
+            for record in self.folder.records()
+            if record.session_id == self.session_id and counts_as_error(record)
+        }
+        return self.budget.errors_reached(list({**errors, **self.own_errors}.values()))
 
     @cached_property
     def attempt_setup(self) -> AttemptSetup:
@@ -295,6 +301,8 @@ class ScenarioRunner:
             if self.pacer is not None:
                 self.pacer.ended(troubled(result))
             if not retried(result.record, tried, self.retries):
+                if counts_as_error(result.record):
+                    self.own_errors[item.key] = result.record.error_category or "unknown"
                 return result
             log.warning(
                 "gaia2: %s: %s; attempt %d of %d",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_gaia2.config import container_env
 from pytest_gaia2.config.settings import container_env as build_container_env
 from pytest_gaia2.cost.budget import entry_of, record_spend
-from pytest_gaia2.cost.spend import attempt_cost, wire_cost
+from pytest_gaia2.cost.spend import attempt_cost, attempt_tokens, wire_cost
 from pytest_gaia2.plan.scenarios import Scenario
 from pytest_gaia2.run import interrupts
 from pytest_gaia2.run.attempt_record import AttemptFacts, build_record
@@ -483,7 +483,8 @@ class ScenarioAttempt:
             if self.setup.prices is not None:
                 traced = attempt_cost(self.folder, self.setup.prices, self.setup.settings.model)
                 record = replace(record, **(wire_cost(wire, traced) if wire is not None else traced))
-                record_spend(self.setup.run_root, self.key, self.attempt, record.cost_usd)  # before result.json
+                # before result.json
+                record_spend(self.setup.run_root, self.key, self.attempt, record.cost_usd, attempt_tokens(record))
             store.RunFolder.write_record(self.folder, record)
             if record.agent_response:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)

@@ -436,10 +436,10 @@ def container_env(
             {name: CONTAINER_CA_BUNDLE for name in ("NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")}
         )
     env.update({key: value for key, value in extra.items() if key not in HOST_ONLY_VARS})
+    if gateway is not None:
+        env = _through_gateway(settings, env, gateway)  # before no_proxy: the gateway is what they call
     env.update(no_proxy_for_models(env, explicit=extra.keys()))
     env["GAIA2_ADAPTER_PORT"] = str(adapter_port)
-    if gateway is not None:
-        env = _through_gateway(settings, env, gateway)
     return env
 
 

@@ -96,3 +96,19 @@ def test_the_reference_image_given_a_model_runs_its_llm_agent(tmp_path: Path) ->
     assert env["GAIA2_REF_AGENT_LLM"] == "1" and env["MODEL"] == "m"
     assert (env["BASE_URL"], env["API_KEY"]) == (GATEWAY.agent_url, TOKEN)
     assert "GAIA2_JUDGE_BASE_URL" not in env or env["GAIA2_JUDGE_BASE_URL"] == GATEWAY.judge_url
+
+
+def test_behind_a_proxy_the_gateway_not_the_provider_is_reached_directly(tmp_path: Path) -> None:
+    settings = make(
+        tmp_path,
+        {"ANTHROPIC_API_KEY": ANT_KEY, "HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "localhost"},
+        image=HERMES,
+        provider="anthropic",
+        model="claude-x",
+        judge_provider="anthropic",
+        judge_model="claude-j",
+        base_url="https://llm.example.com/v1",
+    )
+    env = container_env(settings, adapter_port=8090, gateway_port=None, start_time=None, gateway=GATEWAY)
+    assert env["NO_PROXY"] == "localhost,host.docker.internal"
+    assert "llm.example.com" not in env["NO_PROXY"]

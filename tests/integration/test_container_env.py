@@ -138,7 +138,8 @@ CASES = {
          "OPENAI_COMPAT_API_KEY": OAI, "OPENAI_COMPLETIONS_API_KEY": OAI,
          "BASE_URL": "http://host.docker.internal:11434/v1", "GAIA2_JUDGE_PROVIDER": "openai-compat",
          "GAIA2_JUDGE_MODEL": "llama-j", "GAIA2_JUDGE_API_KEY": TEAM,
-         "HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "localhost,127.0.0.1",
+         "HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "localhost,127.0.0.1,host.docker.internal",
+         "no_proxy": "host.docker.internal",  # behind a proxy the model host is reached directly
          "NODE_EXTRA_CA_CERTS": CA_PATH, "REQUESTS_CA_BUNDLE": CA_PATH, "SSL_CERT_FILE": CA_PATH},
     ),
     # An oracle image gets no agent variables even when a provider and keys are at hand; the

@@ -406,6 +406,12 @@ OPTIONS: tuple[Option, ...] = (
         parse=usd,
     ),
     Option(
+        "scenario-token-cap",
+        "Tokens (input and output): with the gateway on, a scenario whose model calls used this many is stopped "
+        "at once, as with --gaia2-scenario-cap; for models whose price is 0 or unknown (vLLM, Ollama).",
+        parse=positive_int,
+    ),
+    Option(
         "token-halt",
         "Tokens (input and output, every attempt of the run): once the run has used this many, no new scenario "
         "starts, as with --gaia2-budget-halt; for models whose price is 0 or unknown (vLLM, Ollama).",

@@ -99,6 +99,8 @@ class AttemptSetup:
     """The run's model gateway (:mod:`~pytest_gaia2.run.gateway`), None when it is off."""
     scenario_cap: float | None = None
     """--gaia2-scenario-cap: USD one attempt's model calls may spend through the gateway."""
+    token_cap: int | None = None
+    """--gaia2-scenario-token-cap: tokens one attempt's model calls may use through the gateway."""
 
 
 def container_name(scenario: Scenario, session_id: str, repeat: int, attempt: int) -> str:
@@ -247,7 +249,9 @@ class ScenarioAttempt:
             return None
         if self.token is None:
             try:
-                self.token = gateway.grant(entry_of(self.key, self.attempt), self.folder, self.setup.scenario_cap)
+                self.token = gateway.grant(
+                    entry_of(self.key, self.attempt), self.folder, self.setup.scenario_cap, self.setup.token_cap
+                )
             except GatewayError as exc:
                 raise Gaia2InfraError("gateway_error", str(exc)) from None
         return container_env.GatewayEnv(self.token, gateway.urls.get("agent"), gateway.urls.get("judge"))

@@ -118,11 +118,12 @@ class RunContext:
                 settings_mod.validate(self.settings)
                 self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values["gateway"])
                 self.notes.extend(gateway_notes)
-                if self.values["scenario_cap"] is not None and not self.gateway_routes:
-                    raise OptionError(
-                        "--gaia2-scenario-cap needs the model gateway, which is off for this run "
-                        f"({'; '.join(gateway_notes) or 'no provider key is configured'})"
-                    )
+                for cap in ("scenario_cap", "scenario_token_cap"):
+                    if self.values[cap] is not None and not self.gateway_routes:
+                        raise OptionError(
+                            f"--gaia2-{cap.replace('_', '-')} needs the model gateway, which is off for this run "
+                            f"({'; '.join(gateway_notes) or 'no provider key is configured'})"
+                        )
                 self.items()  # discovery and selection problems surface at start-up
                 _ = self.baseline  # as does a baseline that cannot be read
 
@@ -559,6 +560,7 @@ class RunContext:
             adaptive_pacing=self.values["pacing"] == "adaptive",
             gateway=gateway_mod.GatewayClient.of(self.gateway_access) if self.gateway_access else None,
             scenario_cap=self.values["scenario_cap"],
+            token_cap=self.values["scenario_token_cap"],
         )
 
     @property

@@ -178,6 +178,7 @@ class Grant:
     entry: str
     folder: Path
     scenario_cap: float | None
+    token_cap: int | None = None
     usage: Usage = field(default_factory=Usage)
     spent: float = 0.0
     calls: int = 0
@@ -425,11 +426,17 @@ class Gateway:
         body = await self._admin_body(request)
         folder = Path(str((body or {}).get("folder") or ""))
         cap = (body or {}).get("scenario_cap")
+        tokens = (body or {}).get("token_cap")
         if body is None or not isinstance(body.get("entry"), str) or not self._in_run(folder):
             return web.json_response({"error": "refused"}, status=403)
         token = TOKEN_PREFIX + secrets.token_urlsafe(24)
         with self._lock:
-            self.grants[token] = Grant(body["entry"], folder, float(cap) if isinstance(cap, (int, float)) else None)
+            self.grants[token] = Grant(
+                body["entry"],
+                folder,
+                float(cap) if isinstance(cap, (int, float)) else None,
+                tokens if isinstance(tokens, int) and tokens > 0 else None,
+            )
         return web.json_response({"token": token})
 
     def _in_run(self, folder: Path) -> bool:
@@ -467,6 +474,12 @@ class Gateway:
             return SCENARIO_CAP, (
                 f"the scenario's model spend {usd_text(grant.spent)} reached --gaia2-scenario-cap "
                 f"{usd_text(grant.scenario_cap)}; the gateway refuses its further calls"
+            )
+        used = grant.usage.input_tokens + grant.usage.output_tokens
+        if grant.token_cap is not None and used >= grant.token_cap:
+            return SCENARIO_CAP, (
+                f"the scenario's model calls used {used:,} tokens, reaching --gaia2-scenario-token-cap "
+                f"{grant.token_cap:,}; the gateway refuses its further calls"
             )
         total = self.spent_before + self.session_spent
         if self.run_cap is not None and total >= self.run_cap:
@@ -688,8 +701,9 @@ class GatewayClient:
             raise GatewayError(f"the model gateway answered {name} with no object")
         return data
 
-    def grant(self, entry: str, folder: Path, scenario_cap: float | None) -> str:
-        return str(self._call("grant", {"entry": entry, "folder": str(folder), "scenario_cap": scenario_cap})["token"])
+    def grant(self, entry: str, folder: Path, scenario_cap: float | None, token_cap: int | None = None) -> str:
+        body = {"entry": entry, "folder": str(folder), "scenario_cap": scenario_cap, "token_cap": token_cap}
+        return str(self._call("grant", body)["token"])
 
     def stopped(self, token: str) -> tuple[str, str] | None:
         value = self._call("status", {"token": token}).get("stopped")

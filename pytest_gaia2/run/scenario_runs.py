@@ -129,6 +129,7 @@ class ScenarioRunner:
         adaptive_pacing: bool = True,
         gateway: GatewayClient | None = None,
         scenario_cap: float | None = None,
+        token_cap: int | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -145,6 +146,7 @@ class ScenarioRunner:
         self.container_env = container_env
         self.gateway = gateway
         self.scenario_cap = scenario_cap
+        self.token_cap = token_cap
         self.decided = decided
         """Why no new scenario starts because the comparison with a baseline is decided, or None."""
         self.prices = PriceBook.load(price_file)
@@ -232,6 +234,7 @@ class ScenarioRunner:
             container_env=self.container_env,
             gateway=self.gateway,
             scenario_cap=self.scenario_cap,
+            token_cap=self.token_cap,
         )
 
     def new_attempt(self, item: PlannedItem) -> ScenarioAttempt:

@@ -326,8 +326,8 @@ CATEGORIES: dict[str, tuple[str, str]] = {
         "the summary's spend; the scenario's files are kept as far as it got",
     ),
     "scenario_cap": (
-        "with the model gateway on, the scenario's model calls reached --gaia2-scenario-cap: stopped at once "
-        "and not retried (a runaway scenario)",
+        "with the model gateway on, the scenario's model calls reached --gaia2-scenario-cap (USD) or "
+        "--gaia2-scenario-token-cap (tokens): stopped at once and not retried (a runaway scenario)",
         "wire.jsonl (every call, the refused one last), trace.jsonl",
     ),
     "gateway_error": (

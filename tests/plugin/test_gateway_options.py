@@ -17,9 +17,11 @@ ONE = f"--gaia2-scenarios={SHIPPED / 'search' / 'scenario_universe_21_7kww6e.jso
     [
         (("--gaia2-gateway=on",), "--gaia2-gateway=on: no provider key is configured to forward with"),
         (("--gaia2-scenario-cap=0.5",), "--gaia2-scenario-cap needs the model gateway, which is off for this run"),
+        (("--gaia2-scenario-token-cap=1000",), "--gaia2-scenario-token-cap needs the model gateway"),
         (("--gaia2-gateway=sometimes",), "--gaia2-gateway"),
+        (("--gaia2-scenario-token-cap=0",), "--gaia2-scenario-token-cap"),
     ],
-    ids=["on-without-key", "scenario-cap-without-gateway", "bad-value"],
+    ids=["on-without-key", "scenario-cap-without-gateway", "token-cap-without-gateway", "bad-value", "zero-tokens"],
 )
 def test_a_gateway_option_that_cannot_hold_is_one_usage_error(
     pytester: pytest.Pytester,

@@ -354,3 +354,17 @@ def test_a_body_that_is_not_one_json_object_is_refused(
     status, answer = post(gateway, "/agent/chat/completions", body, {"Authorization": f"Bearer {token}"})
     assert status == 400 and b"JSON object" in answer
     assert provider.requests == []
+
+
+def test_the_scenario_token_cap_stops_a_scenario_of_a_zero_price_model(
+    gateway: Gateway, provider: ChatServer, run_folder: Path
+) -> None:
+    folder = run_folder / "search" / "local" / "attempt_1"
+    token = client(gateway).grant("search/local#1", folder, None, token_cap=25)
+    auth = {"Authorization": f"Bearer {token}"}
+    for _ in range(2):  # 15 tokens a call: the second reaches 25
+        assert post(gateway, "/agent/chat/completions", chat(model="free-local-model"), auth)[0] == 200
+    stopped = client(gateway).stopped(token)
+    assert stopped is not None and stopped[0] == "scenario_cap" and "--gaia2-scenario-token-cap 25" in stopped[1]
+    assert post(gateway, "/agent/chat/completions", chat(model="free-local-model"), auth)[0] == 402
+    assert len(provider.requests) == 2

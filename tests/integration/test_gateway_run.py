@@ -250,3 +250,23 @@ def test_the_run_cap_refuses_calls_mid_scenario_and_a_resume_spends_nothing_more
     resumed.assert_outcomes(skipped=1)
     assert len(server.requests) == 2  # the ledger's spend is the cap's: nothing more goes out
     assert gaia2_containers(run_id_of(output)) == []
+
+
+def test_a_scenario_token_cap_ends_a_scenario_of_a_model_without_a_price(
+    pytester: pytest.Pytester,
+    run_gaia2: Callable[..., pytest.RunResult],
+    clean_env: pytest.MonkeyPatch,
+    provider: tuple[ChatServer, list[dict[str, str]]],
+    tmp_path: Path,
+) -> None:
+    server, _ = provider
+    clean_env.setenv(KEY_VAR, REAL_KEY)
+    args = [arg for arg in gateway_args(tmp_path, server.port) if not arg.startswith("--gaia2-price-file")]
+    result = run_gaia2(
+        f"--gaia2-scenarios={SHIPPED / 'execution'}", "-k", THREE, *args, "--gaia2-scenario-token-cap=25"
+    )
+    result.assert_outcomes(errors=1)
+    (record,) = results_of(pytester.path / "out")
+    assert record["error_category"] == "scenario_cap" and "--gaia2-scenario-token-cap 25" in record["error"]
+    assert len(server.requests) == 2 and record["usage"]["input_tokens"] + record["usage"]["output_tokens"] == 30
+    assert record["cost_usd"] is None  # no price for the model: the tokens stopped it

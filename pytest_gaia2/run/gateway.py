@@ -510,11 +510,12 @@ class Gateway:
             grant.refused_calls += 1
             self._log(grant, {**call, "status": REFUSED_STATUS, "refused": refusal[0], "latency_ms": 0})
             return _error(REFUSED_STATUS, refusal[0], refusal[1])
-        if request.content_length is not None and request.content_length > REQUEST_MAX_BYTES:
+        try:
+            raw = await request.read()  # the whole body, at most the application's client_max_size
+        except web.HTTPRequestEntityTooLarge:
             return _error(413, "request_too_large", f"a request body is at most {REQUEST_MAX_BYTES} bytes")
         try:
-            raw = await request.content.read(REQUEST_MAX_BYTES + 1)
-            body = json.loads(raw) if len(raw) <= REQUEST_MAX_BYTES else None
+            body = json.loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nesting past Python's stack
             body = None
         if not isinstance(body, dict):

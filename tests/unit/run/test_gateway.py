@@ -368,3 +368,10 @@ def test_the_scenario_token_cap_stops_a_scenario_of_a_zero_price_model(
     assert stopped is not None and stopped[0] == "scenario_cap" and "--gaia2-scenario-token-cap 25" in stopped[1]
     assert post(gateway, "/agent/chat/completions", chat(model="free-local-model"), auth)[0] == 402
     assert len(provider.requests) == 2
+
+
+def test_a_long_context_arrives_whole(gateway: Gateway, provider: ChatServer, run_folder: Path) -> None:
+    token, _ = granted(gateway, run_folder)
+    prompt = "x" * (3 * 2**20)  # a long agent context, read whole however it is chunked
+    status, _ = post(gateway, "/agent/chat/completions", chat(prompt=prompt), {"Authorization": f"Bearer {token}"})
+    assert status == 200 and provider.requests[0].prompt == prompt

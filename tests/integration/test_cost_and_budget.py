@@ -118,7 +118,7 @@ def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
     full = priced(run_gaia2, "-n", "2", "--gaia2-probe=2", "--gaia2-seed=3")
     full.assert_outcomes(passed=6)
     full.stdout.fnmatch_lines(["gaia2: probe of 2: the 6 selected scenarios ≈ $7.20 (95% interval $7.20–$7.20) "
-                               "and ≈ * h at -n 2"])
+                               "and ≈ * s at -n 2"])  # seconds, never "0.01 h"
     # Printed once its last scenario is in, and again in the summary: each time on a line of its
     # own, never after xdist's progress dots.
     probe_lines = [line for line in full.outlines if "gaia2: probe of 2:" in line]

@@ -5,7 +5,10 @@ Writes what Meta's Gaia2 leaderboard takes from the legacy ``are-benchmark gaia2
 config per Gaia2 split, one row per scenario run, and ``DIR/report.json`` with ``metadata`` and
 ``statistics``. Then it checks what it wrote with the validator that ``--check`` runs on any
 export before upload: every row's fields and types, and every statistic recomputed from the rows.
-Planned scenarios that never ran have no row: the export says how many.
+Planned scenarios that never ran have no row, so an incomplete run (stopped by Ctrl-C, a budget
+halt, a decision) is refused unless ``--allow-partial``: its judged-only rates would read as the
+whole run's. A partial export says how many never ran, in its output and in ``report.json``'s
+``metadata`` (``planned``, ``not_run``, ``complete``, ``stopped``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from pytest_gaia2.cli.compare import latest_plan, read_run_config
 from pytest_gaia2.cli.main import CommandError, check_new_place, create_file
-from pytest_gaia2.report import leaderboard
+from pytest_gaia2.report import leaderboard, run_facts
 from pytest_gaia2.report.rows import natural_key
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.redact import printable
@@ -56,13 +59,25 @@ def _data(folder: store.RunFolder, relative: str) -> str | None:
         return None
 
 
-def build(folder: store.RunFolder, with_data: bool) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
-    """The rows by config and the JSON report of one run folder."""
+def build(
+    folder: store.RunFolder, with_data: bool, allow_partial: bool = False
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """The rows by config and the JSON report of one run folder; an incomplete run is refused
+    (one error naming how many never ran and why) unless ``allow_partial``."""
     config, _ = read_run_config(folder)
     shown_config = json.dumps({key: value for key, value in config.items() if key != "planned"}, sort_keys=True)
     stored = list(folder.records(strict=True))
-    planned = latest_plan(folder, config, stored)
+    planned = list(dict.fromkeys(latest_plan(folder, config, stored)))
     latest = {record.key: record for record in stored}
+    not_run = [key for key in planned if key not in latest]
+    stop = run_facts.read(folder.path, config).stop
+    stopped = stop.reason if stop is not None and stop.reason else ("unknown" if not_run else None)
+    if not_run and not allow_partial:
+        raise CommandError(
+            f"{folder.path}: incomplete run: {missing(len(not_run), len(planned))} (stopped: {stopped}); "
+            "its rates would read as the whole run's; pass --allow-partial to export the "
+            f"{len(planned) - len(not_run)} that ran"
+        )
     rows: dict[str, list[dict[str, Any]]] = {}
     for key in sorted(latest, key=natural_key):
         record = latest[key]
@@ -78,11 +93,18 @@ def build(folder: store.RunFolder, with_data: bool) -> tuple[dict[str, list[dict
             "exporter": f"pytest-gaia2 {PLUGIN_VERSION}",
             "run_id": config.get("run_id"),
             "rates": leaderboard.RATES_NOTE,
-            "not_run": max(0, len(set(planned)) - len(latest)),
+            "planned": len(planned),
+            "not_run": len(not_run),
+            "complete": not not_run,
+            "stopped": stopped,
         },
         "statistics": leaderboard.statistics_of(rows),
     }
     return rows, report
+
+
+def missing(not_run: int, planned: int) -> str:
+    return f"{not_run} of {planned} planned scenario runs never ran"
 
 
 def _jsonl(rows: Sequence[Mapping[str, Any]]) -> bytes:
@@ -139,6 +161,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", default="validation", help="the dataset split the rows are (default %(default)s)")
     parser.add_argument("--with-data", action="store_true", help="put each attempt's events.jsonl in its row's data")
     parser.add_argument("--check", metavar="DIR", help="only check an export folder before upload")
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="export a run that did not run every planned scenario (report.json's metadata says how many)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--split {args.split!r}: letters, digits, _ and - only")
     folder = store.RunFolder.existing(args.run)
     out = check_new_place("--output", Path(args.output), [folder.path.resolve()])
-    rows, report = build(folder, args.with_data)
+    rows, report = build(folder, args.with_data, args.allow_partial)
     try:
         os.makedirs(out)
     except OSError as exc:
@@ -173,6 +200,10 @@ def run(args: argparse.Namespace) -> int:
         f"pytest-gaia2 export: {out}: {total} rows in {len(rows)} configs ({', '.join(sorted(rows))}), "
         f"{leaderboard.REPORT_FILE}; checked: valid. {leaderboard.RATES_NOTE}"
     )
-    if report["metadata"]["not_run"]:
-        print(f"pytest-gaia2 export: {report['metadata']['not_run']} planned scenario runs never ran: no row")
+    metadata = report["metadata"]
+    if metadata["not_run"]:  # the last line: what a CI log must not miss
+        print(
+            f"pytest-gaia2 export: PARTIAL: {missing(metadata['not_run'], metadata['planned'])}, no row for them "
+            f"(stopped: {printable(str(metadata['stopped']))}; --allow-partial; report.json's metadata says so)"
+        )
     return 0

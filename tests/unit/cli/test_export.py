@@ -14,6 +14,8 @@ from test_compare import write_run
 
 from pytest_gaia2.cli import main as cli
 from pytest_gaia2.cli.export import check
+from pytest_gaia2.report.stats import summarise
+from pytest_gaia2.report.summary import Stop, write_summary_json
 
 ROWS = Path("search") / "validation-00000-of-00001.jsonl"
 
@@ -30,10 +32,12 @@ def exported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     run = write_run(tmp_path / "run", {"s1": "PP", "s2": "PF", "s3": "EF"},
                     planned=[f"search/s{i}/run_{k}" for i in range(1, 5) for k in (1, 2)])
     out = tmp_path / "export"
-    code, text, err = export(capsys, run, "--output", out, "--with-data")
+    code, text, err = export(capsys, run, "--output", out, "--with-data", "--allow-partial")
     assert code == 0, err
     assert "6 rows in 1 configs (search)" in text and "checked: valid" in text and "judged-only" in text
-    assert "2 planned scenario runs never ran: no row" in text
+    assert text.splitlines()[-1] == (
+        "pytest-gaia2 export: PARTIAL: 2 of 8 planned scenario runs never ran, no row for them (stopped: unknown; "
+        "--allow-partial; report.json's metadata says so)")
     return out
 
 
@@ -99,6 +103,43 @@ def test_a_tampered_report_fails_with_the_statistic_named(exported: Path, capsys
     code, text, _ = export(capsys, "--check", exported)
     assert code == 1
     assert "field 'statistics.per_capability.search.success_rate' is 75.0, the rows say 60.0" in text
+
+
+def test_an_incomplete_run_is_refused_unless_allow_partial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Stopped by Ctrl-C with 6 of 10 never started: its 4 rows would read 100% as the run's, so
+    the export is refused, naming how many never ran and why; --allow-partial exports them and
+    report.json's metadata says so."""
+    planned = [f"search/s{i}" for i in range(10)]
+    run = write_run(tmp_path / "run", {f"s{i}": "P" for i in range(4)}, planned=planned)
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    reason = "interrupted (Ctrl-C, SIGTERM or a collection error) before they started"
+    stop = Stop(reason, not_started=tuple((key, reason) for key in planned[4:])).to_dict()
+    write_summary_json(run / "summary.json", summarise(records, planned), None, extra={"stop": stop})
+    out = tmp_path / "export"
+    code, text, err = export(capsys, run, "--output", out)
+    assert (code, text) == (2, "")
+    assert err == (f"pytest-gaia2 export: {run}: incomplete run: 6 of 10 planned scenario runs never ran (stopped: "
+                   f"{reason}); its rates would read as the whole run's; pass --allow-partial to export the 4 that "
+                   "ran\n")
+    assert not out.exists()
+    code, text, err = export(capsys, run, "--output", out, "--allow-partial")
+    assert code == 0, err
+    assert text.splitlines()[-1] == (
+        f"pytest-gaia2 export: PARTIAL: 6 of 10 planned scenario runs never ran, no row for them (stopped: {reason}; "
+        "--allow-partial; report.json's metadata says so)")
+    metadata = json.loads((out / "report.json").read_text(encoding="utf-8"))["metadata"]
+    assert (metadata["planned"], metadata["not_run"], metadata["complete"], metadata["stopped"]) == (
+        10, 6, False, reason)
+    assert export(capsys, "--check", out)[0] == 0
+
+
+def test_a_complete_run_says_so_in_its_metadata(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "run", {"s1": "P", "s2": "F"})
+    code, text, err = export(capsys, run, "--output", tmp_path / "export")
+    assert code == 0, err
+    assert "PARTIAL" not in text and text.splitlines()[-1].startswith(f"pytest-gaia2 export: {tmp_path / 'export'}: ")
+    metadata = json.loads((tmp_path / "export" / "report.json").read_text(encoding="utf-8"))["metadata"]
+    assert (metadata["planned"], metadata["not_run"], metadata["complete"], metadata["stopped"]) == (2, 0, True, None)
 
 
 def test_the_output_is_a_new_folder_outside_every_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -154,6 +154,14 @@ def test_judge_matching_shown_is_daemon_judgments(attempt: Path) -> None:
     assert counts == [["Contacts__search", "1", "1"], ["Email__send", "1", "2"]]
 
 
+def test_the_attempts_cost_reads_as_money(tmp_path: Path) -> None:
+    folder = tmp_path / "search" / "x"
+    store.write_json(folder / "result.json", record("search/x", cost_usd=0.125).to_json())
+    assert "<tr><td>cost</td><td>$0.12</td></tr>" in write_trace(folder).read_text(encoding="utf-8")  # not 0.125
+    store.write_json(folder / "result.json", record("search/x", cost_usd=0.006).to_json())
+    assert "<tr><td>cost</td><td>$0.0060</td></tr>" in write_trace(folder).read_text(encoding="utf-8")
+
+
 def test_events_grouped_into_turns_in_order(attempt: Path) -> None:
     page = read_tables(write_trace(attempt))
     rows = page.tables["events"]

@@ -26,6 +26,7 @@ from pytest_gaia2.config.values import (
     env_pair,
     fraction,
     image_reference,
+    language_code,
     level,
     non_negative_float,
     non_negative_int,
@@ -34,6 +35,7 @@ from pytest_gaia2.config.values import (
     positive_float,
     positive_int,
     resume_target,
+    revision,
     size,
     size_or_zero,
     stripped_text,
@@ -84,6 +86,19 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "dataset",
         "Hugging Face dataset ORG/NAME to materialise and run (e.g. meta-agents-research-environments/gaia2-cli).",
+    ),
+    Option(
+        "language",
+        "With --gaia2-dataset: a language_Script code (spa_Latn, cmn_Hans, ...) selecting the dataset's "
+        "per-language configs <language>_<split>, as upstream's [target].language (e.g. facebook/omnilingual-gaia2; "
+        "its translated splits are execution, search, adaptability and ambiguity).",
+        parse=language_code,
+    ),
+    Option(
+        "dataset-revision",
+        "With --gaia2-dataset: the dataset revision (branch, tag or commit) to load; a cached split made "
+        "from another revision is loaded again. Recorded in run_config.json.",
+        parse=revision,
     ),
     Option("splits", "Comma-separated split names, or 'all'."),
     Option("subset", 'Subset manifest in upstream\'s format: {"splits": {name: [scenario ids]}}.', path=True),

@@ -391,6 +391,19 @@ OPTIONS: tuple[Option, ...] = (
         parse=usd,
     ),
     Option(
+        "token-halt",
+        "Tokens (input and output, every attempt of the run): once the run has used this many, no new scenario "
+        "starts, as with --gaia2-budget-halt; for models whose price is 0 or unknown (vLLM, Ollama).",
+        parse=positive_int,
+    ),
+    Option(
+        "max-errors",
+        "Stop paying for a broken setup: once N scenarios of this session (every worker's) have ended in an "
+        "infrastructure error, after their --gaia2-retries, no new scenario starts, as with --gaia2-budget-halt. "
+        "Broken scenario files, the budget cap's stops and interruptions do not count.",
+        parse=positive_int,
+    ),
+    Option(
         "probe",
         "Run a stratified, seeded sample of K scenarios first and project the whole run's cost and time from them.",
         parse=positive_int,

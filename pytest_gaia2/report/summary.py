@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_gaia2.cost.budget import usd_text
+from pytest_gaia2.cost.budget import STOPS, usd_text
 from pytest_gaia2.report.gate import GateDecision
 from pytest_gaia2.report.rates import Rate, counted, percent, percent_number
 from pytest_gaia2.report.repeats import RepeatStats
@@ -23,8 +23,6 @@ from pytest_gaia2.store.folder import write_text
 
 PROBE_ONLY = "--gaia2-probe-only"
 """Why a scenario a --gaia2-probe-only run left out did not start (its not-started reason begins so)."""
-BUDGET = "budget"
-"""How the reason of a scenario a budget kept from starting begins (cost.budget.Budget.halted)."""
 NO_NEW_START = "; no new scenario starts"
 BEFORE_THEY_STARTED = " before they started"
 """Tails of stop reasons that read beside the keys not started, not in a verdict line."""
@@ -205,6 +203,10 @@ class Stop:
     not_started: tuple[tuple[str, str], ...] = ()
     decided: Decision | None = None
     """With --gaia2-stop-when-decided, when the decision stopped the run: where and which way."""
+    token_halt: int | None = None
+    tokens: int | None = None
+    """The run's tokens in its ledger (every session's), with a token halt set."""
+    max_errors: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -214,14 +216,17 @@ class Stop:
             "cap_usd": self.cap,
             "spent_usd": self.spent,
             "spent_at_stop_usd": self.spent_at_stop,
+            "token_halt": self.token_halt,
+            "tokens_used": self.tokens,
+            "max_errors": self.max_errors,
             "not_started": [{"key": key, "why": why} for key, why in self.not_started],
             "decided": self.decided.to_dict() if self.decided is not None else None,
         }
 
     @property
-    def by_budget(self) -> bool:
-        """Whether a budget (halt or cap) stopped the run short of its plan."""
-        return self.reason is not None and self.reason.startswith(BUDGET)
+    def by_limit(self) -> bool:
+        """Whether one of the run's own limits (money, tokens, errors) stopped it short of its plan."""
+        return self.reason is not None and self.reason.startswith(STOPS)
 
     @property
     def brief(self) -> str | None:
@@ -275,6 +280,8 @@ class Stop:
             if self.halt is not None or self.cap is not None
             else []
         )
+        if self.token_halt is not None:
+            lines.append(f"gaia2: tokens: used {self.tokens or 0:,}, halt {self.token_halt:,}")
         if self.reason is None:
             return lines
         lines.append(f"gaia2: stopped: {self.reason}")

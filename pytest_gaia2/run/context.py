@@ -505,7 +505,12 @@ class RunContext:
 
     @property
     def budget(self) -> Budget:
-        return Budget(halt=self.values["budget_halt"], cap=self.values["budget_cap"])
+        return Budget(
+            halt=self.values["budget_halt"],
+            cap=self.values["budget_cap"],
+            token_halt=self.values["token_halt"],
+            max_errors=self.values["max_errors"],
+        )
 
     # -- the end of the run ------------------------------------------------------------------
 

@@ -262,3 +262,8 @@ def test_the_token_halt_stops_a_model_nobody_prices(
         assert stop["reason"] == reason
     assert stop["reason"].startswith("budget: the run has used ")
     halted.stdout.fnmatch_lines([f"gaia2: tokens: used {1_100 * ran:,}, halt 2,000", "gaia2: stopped: budget: *"])
+    # Everything that ran passed, yet the run is not its plan: the last line says so and it exits 1.
+    assert halted.ret == pytest.ExitCode.TESTS_FAILED
+    assert halted.outlines[-1] == (
+        f"gaia2: INCOMPLETE: {6 - ran} of 6 planned scenarios did not run; stopped early: "
+        f"{stop['reason'].removesuffix('; no new scenario starts')}; exit status 1 (--gaia2-allow-incomplete accepts it)")

@@ -195,7 +195,7 @@ class ResultBook:
         """The terminal summary: counts, rates with intervals, errors, the gate, reused verdicts."""
         summary = self.summary()
         lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
-        body = report.summary_lines(summary, None)  # the gate's verdict is printed last: gate_lines
+        body = report.summary_lines(summary, None)  # the gate's verdict is printed last: verdict_lines
         if self.probe_only(summary):  # a probe's end is its projection, not an incomplete run
             body[0] = (
                 f"PROBE ONLY: {summary.done} of {summary.planned} planned {summary.planned_unit} ran as the probe "
@@ -229,10 +229,36 @@ class ResultBook:
             and all(self.not_started.get(key, "").startswith(report.PROBE_ONLY) for key in summary.not_run)
         )
 
-    def gate_lines(self) -> list[str]:
-        """The gate's verdict, for the very end of the output (after pytest's own summary)."""
-        decision = self.decision(self.summary()) if self.anything_to_write else None
-        return decision.lines if decision else []
+    def verdict_lines(self) -> list[str]:
+        """The very end of the output (after pytest's own summary): the gate's bars, then one
+        verdict line: the gate's PASS or FAIL with each missed bar, or, without a gate, a run
+        that stopped short of its plan; either says why the run stopped early."""
+        if not self.anything_to_write:
+            return []
+        summary = self.summary()
+        stop = self.stop()
+        decision = self.decision(summary)
+        if decision is not None:
+            return [*decision.lines, decision.verdict(stop.brief)]
+        if stop.brief is None or self.probe_only(summary):
+            return []
+        line = (
+            f"gaia2: INCOMPLETE: {len(summary.not_run)} of {summary.planned} planned {summary.planned_unit} "
+            f"did not run; stopped early: {stop.brief}"
+        )
+        if stop.by_limit:
+            line += (
+                "; accepted (--gaia2-allow-incomplete)"
+                if self.allow_incomplete
+                else "; exit status 1 (--gaia2-allow-incomplete accepts it)"
+            )
+        return [line]
+
+    def halted_short(self) -> bool:
+        """Whether one of the run's limits (a budget, a token halt, --gaia2-max-errors) stopped it
+        short of its plan and --gaia2-allow-incomplete does not accept that: without a gate such
+        a run exits 1, as a gate fails an incomplete run."""
+        return not self.allow_incomplete and self.anything_to_write and self.stop().by_limit
 
     def _budget_text(self) -> str | None:
         """The run's spend against its budget (the ledger holds every session's), when one is set."""

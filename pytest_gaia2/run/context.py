@@ -601,12 +601,10 @@ class RunContext:
                     write=self._writer(),
                     alluredir=self.config.invocation_params.dir / allure if allure else None,
                 )
-        if decision is None or exitstatus in (
-            pytest.ExitCode.INTERRUPTED,
-            pytest.ExitCode.INTERNAL_ERROR,
-            pytest.ExitCode.USAGE_ERROR,
-        ):
+        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return None
+        if decision is None:  # no gate: pytest's status, but a budget halt is no pass
+            return pytest.ExitCode.TESTS_FAILED if self.book.halted_short() else None
         return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
 
     def _forward(self, signum: int) -> None:

@@ -142,6 +142,20 @@ def test_a_run_that_stopped_early_is_refused_unless_partial_is_asked(
     assert (stats["metadata"]["planned"], stats["metadata"]["not_run"]) == (6, 4)
 
 
+def test_the_refusal_and_the_partial_export_say_why_the_run_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run", {"s1": "P"}, planned=["search/s1", "search/s2"])
+    reason = "budget: run spend $3.21 reached the $3.00 halt; no new scenario starts"
+    (run / "summary.json").write_text(json.dumps({"stop": {"stopped": True, "reason": reason}}), encoding="utf-8")
+    code, _, err = export(capsys, run, "--output", tmp_path / "export")
+    assert code == 2 and f"1 of 2 planned scenario runs never ran ({reason})" in err
+    code, text, _ = export(capsys, run, "--output", tmp_path / "export", "--allow-partial")
+    assert code == 0 and text.splitlines()[-1].endswith(f"; stopped: {reason}")
+    stats = json.loads((tmp_path / "export" / "computed_stats.json").read_text(encoding="utf-8"))
+    assert stats["metadata"]["stopped"] == reason
+
+
 def test_the_default_export_is_upstreams_dataset_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Parquet rows with upstream's schema, the dataset card with its configs, computed_stats.json with
     report_version, durations and run_configurations; the check reads the parquet back."""

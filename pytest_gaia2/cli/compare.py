@@ -197,11 +197,11 @@ def load_arm(label: str, path: str | Path, judge: str | None = None) -> Arm:
         stop = (
             why_kind(facts.stop.reason)
             if facts.stop is not None and facts.stop.reason
-            else "interrupted"  # no summary.json: killed, or still running
+            else "interrupted"  # no stop on record: killed, still running, or ended early
         )
     reason = facts.stop.reason if facts.stop is not None and facts.stop.reason else None
     if stop is not None and reason is None:
-        reason = "no summary.json: the run was killed or is still running"
+        reason = "no stop on record: the run was killed, is still running, or ended early"
     return Arm(
         label,
         folder.path,
@@ -293,8 +293,8 @@ def worse(found: Answer, drop: float, gate: str) -> bool:
     if found.delta is None:
         return False
     below = found.delta < -drop - 1e-12
-    if gate == "interval":
-        return found.high < -drop - 1e-12
+    if gate == "interval":  # a decided run's range is cut at 0 on its side: 0 itself is then left out
+        return found.high < -drop - 1e-12 or (found.direction == "worse" and found.high <= -drop)
     return below and (gate == "point" or found.direction == "worse")
 
 
@@ -640,7 +640,10 @@ def markdown(result: ComparedRuns) -> str:
         ]
     else:
         lines += ["Settings: every setting of run_config.json is the same in every run.", ""]
-    lines.append(f"Matched by (split, scenario id, repeat): {len(result.matched)} keys present in every run.")
+    lines.append(
+        f"Matched by (split, scenario id, repeat): {len(result.matched)} keys planned or run in every run; "
+        "a pair below needs a verdict in both runs."
+    )
     lines += [
         f"- missing from {label} ({len(keys)}, not compared): {_keys(keys)}"
         for label, keys in result.missing.items()

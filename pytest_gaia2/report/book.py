@@ -158,7 +158,7 @@ class ResultBook:
         return notices
 
     def summary(self) -> stats.Summary:
-        """Computed once per change (a bootstrap over 800 x 3 results takes a second)."""
+        """Computed once per change (800 x 3 results take a fraction of a second)."""
         if self._summary is None:
             rows = [record.to_json() for record in self.records.values()]
             self._summary = stats.summarise(rows, planned=self.planned or None)

@@ -14,6 +14,8 @@ from test_compare import write_run
 
 from pytest_gaia2.cli import main as cli
 from pytest_gaia2.cli.export import check
+from pytest_gaia2.report.stats import summarise
+from pytest_gaia2.store import folder as store
 
 ROWS = Path("search") / "validation-00000-of-00001.jsonl"
 
@@ -122,3 +124,17 @@ def test_the_checker_names_problems_in_any_json_and_never_crashes(tmp_path: Path
     (folder / ROWS).write_text("".join(json.dumps(value) + "\n" for value in values), encoding="utf-8")
     problems = check(folder)
     assert problems and all(isinstance(problem, str) for problem in problems)
+
+
+def test_pass_hat_k_agrees_with_the_report_on_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An errored run is left out of pass^k in both (neither a pass nor a failure): s2 (EP) passed
+    every judged run; s3 (EE) has none, so it is no pass."""
+    run = write_run(tmp_path / "run", {"s1": "PP", "s2": "EP", "s3": "EE", "s4": "PF"})
+    code, _, err = export(capsys, run, "--output", tmp_path / "export")
+    assert code == 0, err
+    search = json.loads((tmp_path / "export" / "report.json").read_text(encoding="utf-8"))["statistics"][
+        "per_capability"]["search"]
+    repeats = summarise([record.to_json() for record in store.RunFolder(run).records()]).repeats
+    assert repeats is not None
+    assert (search["pass_k"], search["total_scenarios"]) == (repeats.pass_hat_k.successes, repeats.pass_hat_k.n)
+    assert repeats.pass_hat_k.successes == 2

@@ -189,8 +189,8 @@ def test_pass_at_k_table() -> None:
     assert repeats.avg_at_k.low < 7 / 12 < repeats.avg_at_k.high
     assert [rate.method for rate in (*repeats.per_run, repeats.pass_at_k, repeats.pass_hat_k)] == ["wilson"] * 5
     assert (repeats.pass_at_k.successes, repeats.pass_at_k.n) == (3, 4)
-    assert (repeats.pass_hat_k.successes, repeats.pass_hat_k.n) == (1, 4)
-    assert (repeats.pass_hat_k.low, repeats.pass_hat_k.high) == wilson(1, 4)
+    assert (repeats.pass_hat_k.successes, repeats.pass_hat_k.n) == (2, 4)  # a and d: d's errored run left out
+    assert (repeats.pass_hat_k.low, repeats.pass_hat_k.high) == wilson(2, 4)
     assert repeats.flipped == ("b",)
     assert repeats.errored_runs == (("d", 2),)
     assert dict(repeats.patterns) == {"a": "PPP", "b": "PFP", "c": "FFF", "d": "PEP"}

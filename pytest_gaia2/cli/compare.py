@@ -271,6 +271,8 @@ class Comparison:
     judged_answer: Answer
     sequential: str | None = None
     """The label of the run that stopped on a decision (its answers are the sequential test's)."""
+    keys: int = 0
+    """The keys either run planned or ran: the pairs are those of them with a verdict in both."""
 
     def answer(self, table: PairedTable) -> Answer:
         return self.strict_answer if table is self.strict else self.judged_answer
@@ -457,6 +459,7 @@ def compare(a: Arm, b: Arm, alpha: float = 0.05, rule: Rule = "interval") -> Com
         answers[0],
         answers[1],
         None if decided is None else decided.label,
+        len(union),
     )
 
 
@@ -673,6 +676,13 @@ def markdown(result: ComparedRuns) -> str:
         lines.append("")
     if result.points is not None:
         verdict = f"FAIL: worse than {result.arms[0].label}: {_keys(result.worse)}" if result.worse else "ok"
+        partial = [c for c in result.comparisons if c.strict.n < c.keys]
+        if partial:
+            verdict += (
+                " (pairs with a verdict in both runs: "
+                + ", ".join(f"{c.b} {c.strict.n} of {c.keys}" for c in partial)
+                + ")"
+            )
         if result.refused:
             verdict = (
                 "REFUSED, not gated: "

@@ -110,6 +110,9 @@ def why_kind(why: str) -> str:
     return "interrupted"
 
 
+SINGULAR = {"pairs": "pair", "scenarios": "scenario"}
+
+
 def plural(count: int, word: str) -> str:
     """``1 pair``, ``2 pairs``."""
     return f"{count} {word if count == 1 else word + 's'}"
@@ -371,8 +374,9 @@ def sentence(c: Comparison, table: PairedTable, alpha: float, rate: str, rule: R
         d = found.decision
         return (
             f"{b} is {found.direction} than {a} on the {rate} rate over {over}: the sequential test decided it at "
-            f"level {percent(1 - found.confidence)} ({d.better} better, {d.worse} worse of {plural(d.pairs, 'judged ' + d.unit.rstrip('s'))}, "
-            f"always-valid p = {_p_text(found.p)}); the gap is {_points(gap)} points and {span}.{missing}"
+            f"level {percent(1 - found.confidence)} ({d.better} better, {d.worse} worse of "
+            f"{plural(d.pairs, 'judged ' + SINGULAR[d.unit])}, always-valid p = {_p_text(found.p)}); the gap is "
+            f"{_points(gap)} points and {span}.{missing}"
         )
     if gap == 0:
         disagree = (

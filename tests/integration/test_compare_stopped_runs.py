@@ -1,7 +1,7 @@
 """``pytest-gaia2 compare`` after runs that stopped early on the real engine, as a team runs it in
 CI: after a ``--gaia2-stop-when-decided`` run that decided "better" (called better, and
-``--fail-if-worse`` passes it), and after a budget halt (the gate refuses to read the scenarios
-that never ran as a regression, unless asked)."""
+``--fail-if-worse`` passes it), and after a budget halt or a Ctrl-C (the gate refuses to read the
+scenarios that never ran as a regression, unless asked)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia2_testing import DATA, SHIPPED, run_folder, scenario_variant
+from gaia2_testing import DATA, SHIPPED, BackgroundRun, gaia2_containers, run_folder, scenario_variant
 
 from pytest_gaia2.cli.compare import _p_text
+from pytest_gaia2.engine.client import SCENARIO_LABEL
 
 MANY = DATA / "scenarios" / "many"
 
@@ -88,3 +89,38 @@ def test_compare_after_a_budget_halt_refuses_to_gate_unless_asked(pytester: pyte
     assert "REFUSED, not gated" in done.stdout and "FAIL" not in done.stdout
     allowed = command("compare", base, folder, "--fail-if-worse", "0.05", "--allow-incomplete")
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+
+
+def test_compare_after_ctrl_c_refuses_to_gate_and_says_what_never_started(
+        pytester: pytest.Pytester, start_gaia2: Any) -> None:
+    """Issue 31's mistake: Ctrl-C while the second of four scenarios runs (file order, serially),
+    then compare against a run that passed all four. It said "B is worse by 50 or more points ...
+    unlikely to be chance", and --fail-if-worse failed CI as if the agent had regressed."""
+    one = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
+    quick, slow, after = "scenario_universe_21_7kww6e", "scenario_universe_25_slow", ["scenario_universe_27_after",
+                                                                                      "scenario_universe_29_after"]
+    variants = pytester.path / "variants"
+    (variants / "search").mkdir(parents=True)
+    (variants / "search" / one.name).write_bytes(one.read_bytes())
+    scenario_variant(variants, one, scenario_id=slow, answer_after=900)
+    for sid in after:
+        scenario_variant(variants, one, scenario_id=sid)
+    run: BackgroundRun = start_gaia2(f"--gaia2-scenarios={variants}", "--gaia2-order=file")
+    run_id = run.run_id()
+
+    def quick_done_slow_running() -> bool:
+        running = [c for c in gaia2_containers(run_id) if c.labels.get(SCENARIO_LABEL) == slow]
+        return len(run.results()) == 1 and bool(running) and b"Adapter listening" in running[0].logs()
+
+    assert run.interrupt_when("the quick result and the slow adapter", quick_done_slow_running) == 2, run.text()
+    base = baseline(pytester.path / "base", [quick, slow, *after], "passed")
+    folder = run_folder(run.output)
+    done = command("compare", base, folder, "--fail-if-worse", "0.05")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "B stopped before its plan was done (interrupted: 2 planned keys without a verdict; interrupted" in (
+        done.stderr)
+    assert "Not compared: B has no verdict for 2 (interrupted: 2)." in done.stdout
+    assert "REFUSED, not gated" in done.stdout and "FAIL" not in done.stdout
+    assert "over 2 pairs" in done.stdout  # the quick one passed in both; the slow one errored when stopped
+    allowed = command("compare", base, folder, "--fail-if-worse", "0.05", "--allow-incomplete")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr  # 1 of 2 pairs lost: could be chance

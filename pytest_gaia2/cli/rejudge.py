@@ -118,6 +118,24 @@ def env_setting(raw: str) -> tuple[str, str]:
     return name.strip(), value
 
 
+def extra_body(raw: str) -> str:
+    """``--judge-extra-body``: a JSON object, passed on in one canonical form."""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {type(value).__name__}")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def upstream_settings(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Upstream's judge options as the container settings the TOML's [judge] keys become."""
+    found = [("GAIA2_JUDGE_PROMPT_VERSION", (args.judge_prompt_version or "").strip())]
+    found.append(("GAIA2_JUDGE_EXTRA_BODY", args.judge_extra_body or ""))
+    return [(name, value) for name, value in found if value]
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run folder (or an output folder: its latest run)")
     parser.add_argument(
@@ -146,6 +164,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="a judge setting for every judge's container, e.g. GAIA2_REF_JUDGE_EXACT=1",
+    )
+    parser.add_argument(
+        "--judge-prompt-version",
+        metavar="NAME",
+        help="the judge's prompt set for every model judge, as upstream's rejudge and [judge].prompt_version "
+        "(e.g. omnilingual-gaia2); passed to the judge's container as GAIA2_JUDGE_PROMPT_VERSION",
+    )
+    parser.add_argument(
+        "--judge-extra-body",
+        type=extra_body,
+        metavar="JSON",
+        help="a JSON object forwarded to every model judge's completion call, as upstream's rejudge and "
+        '[judge].extra_body (e.g. \'{"reasoning_effort": "low"}\'); passed as GAIA2_JUDGE_EXTRA_BODY',
     )
     parser.add_argument(
         "--judge-name",
@@ -497,7 +528,7 @@ def run(args: argparse.Namespace) -> int:
     folder = RunFolder.existing(args.run)
     if args.retries < 0:
         raise CommandError(f"--retries: must not be negative, got {args.retries}")
-    specs = [parse_judge(raw, args.judge_env) for raw in args.judge]
+    specs = [parse_judge(raw, [*upstream_settings(args), *args.judge_env]) for raw in args.judge]
     if args.judge_name:
         if len(args.judge_name) != len(specs):
             raise CommandError(f"--judge-name: one name per --judge ({len(specs)}), got {len(args.judge_name)}")

@@ -46,7 +46,24 @@ def environment(run_config: Mapping[str, Any]) -> dict[str, str]:
         "run.id": run_config.get("run_id"),
         "run.started": run_config.get("started_at"),
     }
+    replaced = replaced_settings(run_config)
+    if replaced:
+        values["upstream.replaced"] = "; ".join(replaced)
     return {key: "none" if value is None else str(value) for key, value in values.items()}
+
+
+def replaced_settings(run_config: Mapping[str, Any]) -> list[str]:
+    """What a gaia2-runner TOML asked for that the run replaced (``upstream_config.replaced``), in words;
+    entries that are not the plain strings the plugin writes are left out (the file is untrusted)."""
+    upstream = run_config.get("upstream_config")
+    entries = upstream.get("replaced") if isinstance(upstream, Mapping) else None
+    if not isinstance(entries, list):
+        return []
+    words: list[str] = []
+    for entry in entries[:16]:
+        if isinstance(entry, Mapping) and all(isinstance(entry.get(k), str) for k in ("key", "configured", "used")):
+            words.append(f"{entry['key']} = {entry['configured'][:200]!r} replaced by {entry['used'][:200]}")
+    return words
 
 
 def merge_environment(existing: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_gaia2.cost import projection as probe
 from pytest_gaia2.cost import spend
-from pytest_gaia2.cost.budget import Budget, Ledger, usd_text
+from pytest_gaia2.cost.budget import STOPS, Budget, Ledger, usd_text
 from pytest_gaia2.cost.usage import shown_names
 from pytest_gaia2.report import stats
 from pytest_gaia2.report import summary as report
@@ -86,9 +86,9 @@ class ResultBook:
         """With --gaia2-stop-when-decided: the sequential test's decision, once made."""
 
     def note_not_started(self, key: str, why: str) -> None:
-        """A planned key skipped before it started; the first budget skip fixes the spend at stop."""
+        """A planned key skipped before it started; the first skip by a limit fixes the spend at stop."""
         self.not_started.setdefault(key, why)
-        if why.startswith("budget") and self.spent_at_stop is None:
+        if why.startswith(STOPS) and self.spent_at_stop is None:
             self.spent_at_stop = self.spent()
 
     @property
@@ -101,6 +101,10 @@ class ResultBook:
         """The run's spend in its ledger (every session's), None without a run folder."""
         return Ledger(self.folder.path).total() if self.folder is not None else None
 
+    def tokens(self) -> int | None:
+        """The run's tokens in its ledger (every session's), None without a run folder."""
+        return Ledger(self.folder.path).read().total_tokens if self.folder is not None else None
+
     def stop(self) -> report.Stop:
         """Why the run stopped short of its plan (None when complete), with the budget and spend."""
         summary = self.summary()
@@ -110,7 +114,7 @@ class ResultBook:
         reason = (
             None
             if summary.complete
-            else self.end_reason or next((why for why in reasons if why.startswith("budget")), None) or reasons[0]
+            else self.end_reason or next((why for why in reasons if why.startswith(STOPS)), None) or reasons[0]
         )
         return report.Stop(
             reason,
@@ -120,6 +124,9 @@ class ResultBook:
             self.spent_at_stop if reason else None,
             not_started,
             self.decided if reason is not None and reason.startswith(DECIDED) else None,
+            self.budget.token_halt,
+            self.tokens() if self.budget.token_halt is not None else None,
+            self.budget.max_errors,
         )
 
     def add(

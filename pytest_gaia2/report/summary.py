@@ -204,6 +204,10 @@ class Stop:
     not_started: tuple[tuple[str, str], ...] = ()
     decided: Decision | None = None
     """With --gaia2-stop-when-decided, when the decision stopped the run: where and which way."""
+    token_halt: int | None = None
+    tokens: int | None = None
+    """The run's tokens in its ledger (every session's), with a token halt set."""
+    max_errors: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -213,6 +217,9 @@ class Stop:
             "cap_usd": self.cap,
             "spent_usd": self.spent,
             "spent_at_stop_usd": self.spent_at_stop,
+            "token_halt": self.token_halt,
+            "tokens_used": self.tokens,
+            "max_errors": self.max_errors,
             "not_started": [{"key": key, "why": why} for key, why in self.not_started],
             "decided": self.decided.to_dict() if self.decided is not None else None,
         }
@@ -230,6 +237,8 @@ class Stop:
             if value is not None
         ]
         lines = [f"gaia2: budget: {', '.join(money)}"] if self.halt is not None or self.cap is not None else []
+        if self.token_halt is not None:
+            lines.append(f"gaia2: tokens: used {self.tokens or 0:,}, halt {self.token_halt:,}")
         if self.reason is None:
             return lines
         lines.append(f"gaia2: stopped: {self.reason}")

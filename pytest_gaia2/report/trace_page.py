@@ -55,6 +55,11 @@ PAGE_BUDGET = 2_000_000
 LINE_MAX_BYTES = 4 * 2**20
 """A longer JSONL line is skipped (the raw file has it)."""
 MISSING = "(not in this attempt's files)"
+AUDIT_FILES = ("state/judge_decisions.jsonl", "judge_decisions.jsonl")
+"""Where a judge's own audit trail lands (gaia2-cli's TypeSafe judge writes judge_decisions.jsonl
+into the state folder): one line per model call, with the verdict's probability and threshold."""
+AUDIT_FIELDS = ("provider", "requested_model", "model", "probability", "threshold", "passed", "input_sha256")
+MAX_AUDIT = 200
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("pytest_gaia2.report", "templates"),
@@ -285,6 +290,16 @@ def files(folder: Path) -> list[dict[str, Any]]:
     return found[:MAX_FILES]
 
 
+def judge_audit(folder: Path, budget: PageBudget) -> dict[str, Any] | None:
+    """The judge's audit trail, when the attempt has one: its file, and its first lines' known fields."""
+    for name in AUDIT_FILES:
+        if (folder / name).is_file():
+            lines, more = _objects(folder / name, MAX_AUDIT)
+            rows = [{field: budget.text(line.get(field), 200) for field in AUDIT_FIELDS} for line in lines]
+            return {"href": quote(name), "name": name, "rows": rows, "more": more, "fields": AUDIT_FIELDS}
+    return None
+
+
 def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str, Any]:
     """Everything trace.html shows, from the attempt folder's files."""
     budget = PageBudget()
@@ -311,6 +326,7 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "kinds": KINDS,
         "judgments": [judgment(line, budget) for line in lines],
         "more_judgments": more_judgments,
+        "audit": judge_audit(folder, budget),
         "status": budget.text(json.dumps(status, indent=2, ensure_ascii=False)) if status is not None else "",
         "usage": _usage(folder, record),
         "files": files(folder),

@@ -342,6 +342,7 @@ class Context:
 
     is_worker = False
     prepared = True
+    run_id = "r" * 32
 
     def __init__(self, root):
         self.folder = RunFolder(root / "run")

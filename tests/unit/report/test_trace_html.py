@@ -289,3 +289,24 @@ def test_index_of_an_empty_or_broken_run(tmp_path: Path) -> None:
     assert "0 of 0 planned scenarios done" in write_index(tmp_path).read_text(encoding="utf-8")
     (tmp_path / "results.jsonl").write_bytes(b'{"scenario_id": 1, "repeat": "x"}\nnot json\n')
     assert "<h1>" in write_index(tmp_path).read_text(encoding="utf-8")
+
+
+def test_the_judges_audit_trail_is_shown_and_linked(attempt: Path) -> None:
+    """gaia2-cli's TypeSafe judge writes judge_decisions.jsonl into the state folder: each model
+    call's probability and threshold are on the page, hostile text escaped, the file linked."""
+    decisions = [
+        {"provider": "typesafe", "requested_model": "jev-latest", "model": "jev-1.13", "probability": 0.82,
+         "threshold": 0.5, "passed": True, "input_sha256": "ab" * 32},
+        {"provider": "typesafe", "requested_model": "jev-latest", "model": HOSTILE, "probability": 0.1,
+         "threshold": 0.5, "passed": False, "input_sha256": "cd" * 32, "extra": "x"},
+    ]
+    write_lines(attempt / "state" / "judge_decisions.jsonl", decisions)
+    page = read_tables(write_trace(attempt))
+    assert page.tables["audit"] == [[shown(d[field]) for field in trace_html.AUDIT_FIELDS] for d in decisions]
+    assert "state/judge_decisions.jsonl" in page.hrefs
+    html = (attempt / "trace.html").read_text(encoding="utf-8")
+    assert "<script>window" not in html and 'id="audit"' in html
+
+
+def test_no_audit_section_without_an_audit_file(attempt: Path) -> None:
+    assert 'id="audit"' not in write_trace(attempt).read_text(encoding="utf-8")

@@ -90,6 +90,7 @@ POWER = 0.8
 MISSING_KINDS = {
     "decided": "stopped on a decision",
     "budget": "budget halt",
+    "errors": "error limit",
     "probe": "probe only",
     "interrupted": "interrupted",
     "not selected": "not selected",
@@ -105,6 +106,8 @@ def why_kind(why: str) -> str:
         return "decided"
     if why.startswith("budget"):
         return "budget"
+    if why.startswith("errors"):
+        return "errors"
     if why.startswith(PROBE_ONLY):
         return "probe"
     return "interrupted"

@@ -425,6 +425,8 @@ def test_a_run_stopped_early_as_better_is_called_better_and_passes_the_gate(
 @pytest.mark.parametrize(("why", "kind"), [
     ("interrupted (Ctrl-C, SIGTERM or a collection error) before they started", "interrupted"),
     ("budget: the run has spent $2.61, its halt is $2.60; no new scenario starts", "budget"),
+    ("errors: 3 infrastructure error(s) in this session (daemon_error 3) reached --gaia2-max-errors 3; "
+     "no new scenario starts", "errors"),
 ])
 def test_gating_on_a_run_stopped_by_a_halt_or_ctrl_c_is_refused_unless_asked(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], why: str, kind: str) -> None:
@@ -434,7 +436,7 @@ def test_gating_on_a_run_stopped_by_a_halt_or_ctrl_c_is_refused_unless_asked(
     a = write_run(tmp_path / "a", dict.fromkeys(ids, "P"))
     b = stopped_run(tmp_path / "b", dict.fromkeys(ids[:4], "P"), [f"search/{sid}" for sid in ids], why)
     code, text, err = compare(capsys, a, b, "--fail-if-worse", "0.05")
-    label = {"interrupted": "interrupted", "budget": "budget halt"}[kind]
+    label = {"interrupted": "interrupted", "budget": "budget halt", "errors": "error limit"}[kind]
     assert code == 2
     assert f"B stopped before its plan was done ({label}: 8 planned keys without a verdict; {why})" in err
     assert "--allow-incomplete" in err and err.count("\n") == 1

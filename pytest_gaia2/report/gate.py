@@ -1,5 +1,10 @@
 """The CI gate: the bars a run must clear (pass rate, error rate, completeness), held
-against its :class:`~pytest_gaia2.report.stats.Summary`, with one human line per bar."""
+against its :class:`~pytest_gaia2.report.stats.Summary`, with one human line per bar.
+
+The pass rate's lower bound is the summary's interval: Wilson's, or with ``--gaia2-repeat`` the
+scenario-clustered Wilson interval (:func:`~pytest_gaia2.report.rates.clustered_wilson`), so a
+scenario's repeats never count as independent evidence: 3 scenarios x 3 repeats all passed have
+the lower bound of 3 scenarios, not of 9 results (a bootstrap over them said 100%)."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_gaia2.report.rates import Rate, counted, percent, percent_number
+from pytest_gaia2.report.rates import Rate, counted, percent, percent_number, t_quantile
 from pytest_gaia2.report.stats import Summary
 
 RateName = Literal["strict", "judged"]
@@ -151,6 +156,30 @@ class _Check:
     met: bool
     line: str
     unmet: str
+
+
+def best_lower_bound(scenarios: int, repeats: int = 1) -> float:
+    """The 95% lower bound the gate would see if every run of ``scenarios`` x ``repeats`` passed."""
+    if repeats <= 1:
+        return Rate.of(scenarios, scenarios).low
+    if scenarios < 2:
+        return 0.0
+    # clustered_wilson of all passed, in closed form: the design effect is the repeats, so the
+    # effective n is the scenarios, and Wilson's N of N bound is N / (N + t^2)
+    t = t_quantile(0.975, scenarios - 1)
+    return scenarios / (scenarios + t * t)
+
+
+def smallest_passing(required: float, repeats: int = 1, most: int = 1_000_000) -> int | None:
+    """The fewest scenarios (each run ``repeats`` times) whose all-passed lower bound reaches
+    ``required``; None when not even ``most`` would (the bound grows with the scenarios)."""
+    if required >= 1 or best_lower_bound(most, repeats) < required:
+        return None
+    low, high = 1, most
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if best_lower_bound(middle, repeats) >= required else (middle + 1, high)
+    return low
 
 
 def _completeness(summary: Summary, allowed: bool) -> _Check:

@@ -161,7 +161,7 @@ def _repeat_lines(repeats: RepeatStats, width: int) -> list[str]:
     k = repeats.k
     lines = [
         f"pass@{k} ({repeats.scenarios} scenarios x {k} runs; avg@{k} is the mean of the per-run "
-        "strict rates; its interval resamples scenarios):"
+        "strict rates; its interval counts scenarios, not runs):"
     ]
     lines += _rate_table(
         [

@@ -381,7 +381,7 @@ class RunContext:
             pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
             write(self.redactor.redact(f"gaia2: {line}"))
-        for warning in self.book.gate_warnings(len(planned)):
+        for warning in self.book.gate_warnings(planned):
             write(warning)
         shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")

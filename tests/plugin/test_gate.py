@@ -159,3 +159,36 @@ def test_a_gate_that_cannot_pass_at_this_n_is_said_before_the_run(stored_run) ->
     ])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.outlines[-1].startswith("gate: FAIL: ")
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_with_repeats_the_lower_bound_gate_counts_scenarios_not_runs(
+        pytester: pytest.Pytester, stored_run, workers: tuple[str, ...]) -> None:
+    """3 scenarios x 3 repeats, all passed: 9 of 9 results, but 3 scenarios' worth of evidence. A
+    bootstrap over the 3 scenarios gave a lower bound of 100%, so a 95% lower-bound gate was met,
+    while the warning before the run said it could not pass (Wilson's 9 of 9, 70.1%). Both are
+    now the scenario-clustered bound, 13.9% (Wilson's 3 of 3 with t on 2 df), serially and under xdist."""
+    result = stored_run(passed=3, failed=0, repeats=3)(
+        *workers, "--gaia2-repeat=3", "--gaia2-min-pass-rate=0.95", "--gaia2-gate-on=lower-bound")
+    result.assert_outcomes(passed=9)
+    result.stdout.fnmatch_lines([
+        "gaia2: warning: the gate cannot pass at 3 scenarios x 3 repeats: the 95% lower bound of 9/9 is 13.9%, "
+        "below the 95.0% required; the smallest number of scenarios that could pass is 76",
+        "*= 9 passed in *",
+        "*strict pass rate 100.0%*95% CI lower bound 13.9%*95.0% required*",
+    ])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    summary = json.loads((pytester.path / "run" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["strict"]["interval"] == "clustered-wilson"
+    assert round(summary["strict"]["low"], 4) == 0.1395 and summary["gate"]["met"] is False
+
+
+def test_with_repeats_a_gate_the_scenarios_clear_is_met(stored_run) -> None:
+    """12 scenarios x 2 repeats, 11 passed both runs and 1 failed both: 22 of 24, the lower bound
+    that of 12 scenarios (clustered), which still clears a 50% bar."""
+    result = stored_run(passed=11, failed=1, repeats=2)(
+        "-n", "2", "--gaia2-repeat=2", "--gaia2-min-pass-rate=0.5", "--gaia2-gate-on=lower-bound")
+    result.assert_outcomes(passed=22, failed=2)
+    assert "warning: the gate cannot pass" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*strict pass rate 91.7%*95% CI lower bound*50.0% required*met*"])
+    assert result.ret == pytest.ExitCode.OK

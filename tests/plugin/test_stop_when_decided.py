@@ -62,6 +62,7 @@ def test_a_run_worse_than_its_baseline_stops_starting_scenarios_and_a_resume_kee
             "level": 0.05,
             "likelihood_ratio": round(2**8 / 9, 6),
             "test": "mixture-sprt-beta11-discordant",
+            "unit": "pairs",
             "baseline": str(base),
         }
         for sources in sorted(MANY.glob("*.json"))[10:13]:

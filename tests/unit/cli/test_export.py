@@ -16,6 +16,8 @@ from pytest_gaia2.cli import export as export_module
 from pytest_gaia2.cli import main as cli
 from pytest_gaia2.cli.export import check
 from pytest_gaia2.report import leaderboard
+from pytest_gaia2.report.stats import summarise
+from pytest_gaia2.store import folder as store
 
 ROWS = Path("search") / "validation-00000-of-00001.jsonl"
 
@@ -217,3 +219,17 @@ def test_the_check_reads_a_bounded_number_of_files_and_bytes(
     monkeypatch.setattr(export_module, "MAX_EXPORT_TOTAL", 1 << 30)
     monkeypatch.setattr(export_module, "MAX_LINE", 100)
     assert "a line longer than 100 bytes" in check(exported)[0]
+
+
+def test_pass_hat_k_agrees_with_the_report_on_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An errored run is left out of pass^k in both (neither a pass nor a failure): s2 (EP) passed
+    every judged run; s3 (EE) has none, so it is no pass."""
+    run = write_run(tmp_path / "run", {"s1": "PP", "s2": "EP", "s3": "EE", "s4": "PF"})
+    code, _, err = export(capsys, run, "--output", tmp_path / "export")
+    assert code == 0, err
+    search = json.loads((tmp_path / "export" / "computed_stats.json").read_text(encoding="utf-8"))["statistics"][
+        "per_capability"]["search"]
+    repeats = summarise([record.to_json() for record in store.RunFolder(run).records()]).repeats
+    assert repeats is not None
+    assert (search["pass_k"], search["total_scenarios"]) == (repeats.pass_hat_k.successes, repeats.pass_hat_k.n)
+    assert repeats.pass_hat_k.successes == 2

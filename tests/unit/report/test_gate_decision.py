@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from gaia2_records import headline_records, record, repeated
 
-from pytest_gaia2.report.gate import Gate
+from pytest_gaia2.report.gate import Gate, best_lower_bound, smallest_passing
 from pytest_gaia2.report.stats import Summary, summarise
 
 
@@ -145,3 +145,17 @@ def test_gate_from_resolved_options() -> None:
     gate = Gate.from_options(values)
     assert gate == Gate(min_pass_rate=0.8, rate="judged", gate_on="lower-bound")
     assert gate.active
+
+
+def test_with_repeats_the_lower_bound_is_the_scenarios_not_the_runs() -> None:
+    """3 scenarios x 3 repeats all passed: the bound of 3 scenarios (Wilson's 3 of 3 with t on 2
+    df, 13.9%), never 100% (the bootstrap's) nor 70.1% (Wilson's 9 of 9)."""
+    summary = summarise(repeated({"a": "PPP", "b": "PPP", "c": "PPP"}))
+    decision = Gate(min_pass_rate=0.95, gate_on="lower-bound").decide(summary)
+    assert not decision.met
+    assert round(summary.overall.strict.low, 4) == 0.1395
+    assert "95% CI lower bound 13.9%" in decision.lines[0]
+    assert best_lower_bound(3, 3) == pytest.approx(summary.overall.strict.low)
+    assert best_lower_bound(9) == pytest.approx(0.7008, abs=1e-4)  # Wilson's 9 of 9, one run each
+    assert (smallest_passing(0.95), smallest_passing(0.95, 3), smallest_passing(1.0)) == (73, 76, None)
+    assert best_lower_bound(75, 3) < 0.95 <= best_lower_bound(76, 3)

@@ -27,7 +27,7 @@ from typing import Any
 
 from pytest_gaia2.cli.compare import latest_plan, read_run_config
 from pytest_gaia2.cli.main import CommandError, check_new_place, create_file
-from pytest_gaia2.report import leaderboard
+from pytest_gaia2.report import leaderboard, run_facts
 from pytest_gaia2.report.rows import natural_key
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store import redact
@@ -95,6 +95,7 @@ def build(folder: store.RunFolder, with_data: bool) -> tuple[dict[str, list[dict
     config, _ = read_run_config(folder)
     shown_config = json.dumps({key: value for key, value in config.items() if key != "planned"}, sort_keys=True)
     stored = list(folder.records(strict=True))
+    facts = run_facts.read(folder.path, config)
     planned = latest_plan(folder, config, stored)
     latest = {record.key: record for record in stored}
     rows: dict[str, list[dict[str, Any]]] = {}
@@ -118,6 +119,7 @@ def build(folder: store.RunFolder, with_data: bool) -> tuple[dict[str, list[dict
         "phases": leaderboard.PHASES_NOTE,
         "planned": len(set(planned)),
         "not_run": not_run,
+        "stopped": facts.stop.reason if facts.stop is not None and not_run else None,
     }
     return rows, leaderboard.stats_report(runs, metadata, job_duration(list(latest.values()))), not_run
 
@@ -287,9 +289,11 @@ def run(args: argparse.Namespace) -> int:
     out = check_new_place("--output", Path(args.output), [folder.path.resolve()])
     rows, report, not_run = build(folder, args.with_data)
     planned = report["metadata"]["planned"]
+    stopped = report["metadata"]["stopped"]
     if not_run and not args.allow_partial:
         raise CommandError(
-            f"{folder.path}: {not_run} of {planned} planned scenario runs never ran (the run stopped early): "
+            f"{folder.path}: {not_run} of {planned} planned scenario runs never ran "
+            f"({printable(stopped) if stopped else 'the run stopped early'}): "
             "its rates would be over what happened to run; finish it with pytest --gaia2-resume, or export "
             "it as it is with --allow-partial"
         )
@@ -319,6 +323,6 @@ def run(args: argparse.Namespace) -> int:
     if not_run:
         print(
             f"pytest-gaia2 export: PARTIAL: {not_run} of {planned} planned scenario runs never ran and have "
-            "no row (computed_stats.json metadata.not_run)"
+            f"no row (computed_stats.json metadata.not_run){f'; stopped: {printable(stopped)}' if stopped else ''}"
         )
     return 0

@@ -297,7 +297,8 @@ OPTIONS: tuple[Option, ...] = (
         "stop-when-decided",
         "A run folder of an earlier run (or an output folder: its latest run), the baseline: "
         "no new scenario starts once a sequential test on the pairs judged in both runs decides "
-        "this run is better or worse (the rest are skipped, reason decided; the run is incomplete).",
+        "this run is better or worse (the rest are skipped, reason decided; the run is incomplete). "
+        "With --gaia2-repeat the scenario is the unit: one pair per scenario, once its last run is in.",
         path=True,
     ),
     Option(

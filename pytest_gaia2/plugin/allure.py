@@ -33,7 +33,7 @@ from pytest_gaia2.plan.items import ITEM_PARAMETER, PlannedItem
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES, Scenario, arg_value
 from pytest_gaia2.plugin import private_api
 from pytest_gaia2.report.allure_categories import CATEGORIES_FILE, categories
-from pytest_gaia2.report.allure_environment import write_environment
+from pytest_gaia2.report.allure_environment import judge_text, write_environment
 from pytest_gaia2.report.allure_flaky import RUN_PARAMETER, disagreeing, mark_flaky
 from pytest_gaia2.report.trace_page import TRACE_FILE
 from pytest_gaia2.store import folder as store
@@ -156,13 +156,12 @@ def parameters(settings: Mapping[str, Any], image_id: str | None) -> list[Parame
     The image id changes with every rebuild, so it stays out of Allure's history id; a
     masked ``--gaia2-env`` value is marked so Allure hides it too.
     """
-    judge = "/".join(str(settings.get(key) or "none") for key in ("judge_provider", "judge_model"))
     shown = [
         Parameter("image", str(settings.get("image"))),
         Parameter("image id", image_id or "unknown", excluded=True),
         Parameter("model", str(settings.get("model") or "none")),
         Parameter("provider", str(settings.get("provider") or "none")),
-        Parameter("judge", judge),
+        Parameter("judge", judge_text(settings)),
     ]
     shown += [
         Parameter(f"env {name}", str(value), masked=value == MASK)

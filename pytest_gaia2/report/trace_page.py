@@ -322,13 +322,16 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
     grouped, marks = turns(events, budget)
     calls, more_wire = _objects(folder / WIRE_LOG, MAX_ROWS)
     facts = record.to_json() if record is not None else {}
+    shown_facts = {
+        key: budget.text(value, 400)
+        for key, value in facts.items()
+        if key not in ("daemon_status", "failure_reasons", "error", "agent_response", "usage")
+    }
+    if record is not None and record.cost_usd is not None:  # money as money: $0.11, never 0.105
+        shown_facts["cost_usd"] = run_facts.amount(record.cost_usd)
     return {
         "title": shown(facts.get("scenario_id")) or folder.name,
-        "record": {
-            key: budget.text(value, 400)
-            for key, value in facts.items()
-            if key not in ("daemon_status", "failure_reasons", "error", "agent_response", "usage")
-        },
+        "record": shown_facts,
         "outcome": record.outcome if record is not None else "unknown",
         "message": budget.text(record.message) if record is not None else "no result.json in this folder",
         "task": budget.text(task_of(events, folder, record, redact)) or MISSING,

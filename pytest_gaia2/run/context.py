@@ -438,7 +438,7 @@ class RunContext:
             pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
             write(self.redactor.redact(f"gaia2: {line}"))
-        for warning in self.book.gate_warnings(len(planned)):
+        for warning in self.book.gate_warnings(planned):
             write(warning)
         shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
@@ -661,12 +661,10 @@ class RunContext:
                     write=self._writer(),
                     alluredir=self.config.invocation_params.dir / allure if allure else None,
                 )
-        if decision is None or exitstatus in (
-            pytest.ExitCode.INTERRUPTED,
-            pytest.ExitCode.INTERNAL_ERROR,
-            pytest.ExitCode.USAGE_ERROR,
-        ):
+        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return None
+        if decision is None:  # no gate: pytest's status, but a budget halt is no pass
+            return pytest.ExitCode.TESTS_FAILED if self.book.halted_short() else None
         return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
 
     def _forward(self, signum: int) -> None:

@@ -118,7 +118,7 @@ def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
     full = priced(run_gaia2, "-n", "2", "--gaia2-probe=2", "--gaia2-seed=3")
     full.assert_outcomes(passed=6)
     full.stdout.fnmatch_lines(["gaia2: probe of 2: the 6 selected scenarios ≈ $7.20 (95% interval $7.20–$7.20) "
-                               "and ≈ * h at -n 2"])
+                               "and ≈ * s at -n 2"])  # seconds, never "0.01 h"
     # Printed once its last scenario is in, and again in the summary: each time on a line of its
     # own, never after xdist's progress dots.
     probe_lines = [line for line in full.outlines if "gaia2: probe of 2:" in line]
@@ -262,3 +262,8 @@ def test_the_token_halt_stops_a_model_nobody_prices(
         assert stop["reason"] == reason
     assert stop["reason"].startswith("budget: the run has used ")
     halted.stdout.fnmatch_lines([f"gaia2: tokens: used {1_100 * ran:,}, halt 2,000", "gaia2: stopped: budget: *"])
+    # Everything that ran passed, yet the run is not its plan: the last line says so and it exits 1.
+    assert halted.ret == pytest.ExitCode.TESTS_FAILED
+    assert halted.outlines[-1] == (
+        f"gaia2: INCOMPLETE: {6 - ran} of 6 planned scenarios did not run; stopped early: "
+        f"{stop['reason'].removesuffix('; no new scenario starts')}; exit status 1 (--gaia2-allow-incomplete accepts it)")

@@ -16,6 +16,8 @@ from pytest_gaia2.cli import export as export_module
 from pytest_gaia2.cli import main as cli
 from pytest_gaia2.cli.export import check
 from pytest_gaia2.report import leaderboard
+from pytest_gaia2.report.stats import summarise
+from pytest_gaia2.store import folder as store
 
 ROWS = Path("search") / "validation-00000-of-00001.jsonl"
 
@@ -142,6 +144,20 @@ def test_a_run_that_stopped_early_is_refused_unless_partial_is_asked(
     assert (stats["metadata"]["planned"], stats["metadata"]["not_run"]) == (6, 4)
 
 
+def test_the_refusal_and_the_partial_export_say_why_the_run_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run", {"s1": "P"}, planned=["search/s1", "search/s2"])
+    reason = "budget: run spend $3.21 reached the $3.00 halt; no new scenario starts"
+    (run / "summary.json").write_text(json.dumps({"stop": {"stopped": True, "reason": reason}}), encoding="utf-8")
+    code, _, err = export(capsys, run, "--output", tmp_path / "export")
+    assert code == 2 and f"1 of 2 planned scenario runs never ran ({reason})" in err
+    code, text, _ = export(capsys, run, "--output", tmp_path / "export", "--allow-partial")
+    assert code == 0 and text.splitlines()[-1].endswith(f"; stopped: {reason}")
+    stats = json.loads((tmp_path / "export" / "computed_stats.json").read_text(encoding="utf-8"))
+    assert stats["metadata"]["stopped"] == reason
+
+
 def test_the_default_export_is_upstreams_dataset_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Parquet rows with upstream's schema, the dataset card with its configs, computed_stats.json with
     report_version, durations and run_configurations; the check reads the parquet back."""
@@ -203,3 +219,17 @@ def test_the_check_reads_a_bounded_number_of_files_and_bytes(
     monkeypatch.setattr(export_module, "MAX_EXPORT_TOTAL", 1 << 30)
     monkeypatch.setattr(export_module, "MAX_LINE", 100)
     assert "a line longer than 100 bytes" in check(exported)[0]
+
+
+def test_pass_hat_k_agrees_with_the_report_on_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An errored run is left out of pass^k in both (neither a pass nor a failure): s2 (EP) passed
+    every judged run; s3 (EE) has none, so it is no pass."""
+    run = write_run(tmp_path / "run", {"s1": "PP", "s2": "EP", "s3": "EE", "s4": "PF"})
+    code, _, err = export(capsys, run, "--output", tmp_path / "export")
+    assert code == 0, err
+    search = json.loads((tmp_path / "export" / "computed_stats.json").read_text(encoding="utf-8"))["statistics"][
+        "per_capability"]["search"]
+    repeats = summarise([record.to_json() for record in store.RunFolder(run).records()]).repeats
+    assert repeats is not None
+    assert (search["pass_k"], search["total_scenarios"]) == (repeats.pass_hat_k.successes, repeats.pass_hat_k.n)
+    assert repeats.pass_hat_k.successes == 2

@@ -375,3 +375,15 @@ def test_a_long_context_arrives_whole(gateway: Gateway, provider: ChatServer, ru
     prompt = "x" * (3 * 2**20)  # a long agent context, read whole however it is chunked
     status, _ = post(gateway, "/agent/chat/completions", chat(prompt=prompt), {"Authorization": f"Bearer {token}"})
     assert status == 200 and provider.requests[0].prompt == prompt
+
+
+def test_a_responses_call_is_forwarded_to_the_same_upstream(
+    gateway: Gateway, provider: ChatServer, run_folder: Path
+) -> None:
+    token, folder = granted(gateway, run_folder)
+    status, _ = post(gateway, "/agent/responses", {"model": "m", "input": "hi"}, {"Authorization": f"Bearer {token}"})
+    assert status == 404  # the scripted provider serves no Responses API: its answer is relayed as it is
+    assert [(request.path, request.authorization) for request in provider.requests] == [
+        ("/v1/responses", f"Bearer {REAL_KEY}")
+    ]
+    assert wire(folder)[0]["endpoint"] == "responses"

@@ -60,6 +60,8 @@ OPENCLAW = Profile(
 )
 HERMES = Profile("hermes", True, "anthropic", (), ("BASE_URL",))
 ORACLE = Profile("oracle", False, "")
+REFERENCE_LLM = Profile("reference-llm", True, "openai-compat", (("GAIA2_REF_AGENT_LLM", "1"),), ("BASE_URL",))
+"""The reference image given a model (``--gaia2-model``): its agent asks the model once per action."""
 DEFAULT = Profile("default", True, "anthropic", (), ("BASE_URL",))
 
 _PROFILE_MARKERS: tuple[tuple[tuple[str, ...], Profile], ...] = (
@@ -67,6 +69,19 @@ _PROFILE_MARKERS: tuple[tuple[tuple[str, ...], Profile], ...] = (
     (("gaia2-hermes", "hermes"), HERMES),
     (("gaia2-oracle", "oracle"), ORACLE),
 )
+
+
+@dataclass(frozen=True)
+class GatewayEnv:
+    """What a container gets with the model gateway on: the gateway's URL for each route it
+    serves and the scenario's token, in place of the provider keys."""
+
+    token: str
+    agent_url: str | None = None
+    judge_url: str | None = None
+
+    def __repr__(self) -> str:
+        return f"GatewayEnv(agent_url={self.agent_url!r}, judge_url={self.judge_url!r})"
 
 
 def profile_for(image: str) -> Profile:

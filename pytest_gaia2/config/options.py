@@ -201,6 +201,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge-model", "In-container judge model."),
     Option("judge-base-url", "In-container judge base URL."),
     Option("judge-api-key-env", "NAME of the environment variable holding the judge API key.", parse=env_name),
+    Option(
+        "gateway",
+        "The host-side model gateway: 'on' gives containers the gateway's URL and a per-scenario token "
+        "instead of the provider keys, and measures usage and money on the wire; 'off' passes the keys "
+        "into containers as environment variables (upstream's behaviour). Default: on whenever a provider "
+        "key is configured and its upstream URL is known.",
+        choices=("on", "off"),
+    ),
     # Time limits.
     Option(
         "timeout",
@@ -388,8 +396,21 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "budget-cap",
-        "USD: once the run's spend passes it, running scenarios are stopped too (error budget_cap, their files kept).",
+        "USD: once the run's spend passes it, running scenarios are stopped too (error budget_cap, their files kept); "
+        "with the gateway on, model calls past it are refused as they are made.",
         parse=usd,
+    ),
+    Option(
+        "scenario-cap",
+        "USD: with the gateway on, a scenario whose model calls reach it is stopped at once (error "
+        "scenario_cap, not retried; its further calls are refused).",
+        parse=usd,
+    ),
+    Option(
+        "scenario-token-cap",
+        "Tokens (input and output): with the gateway on, a scenario whose model calls used this many is stopped "
+        "at once, as with --gaia2-scenario-cap; for models whose price is 0 or unknown (vLLM, Ollama).",
+        parse=positive_int,
     ),
     Option(
         "token-halt",

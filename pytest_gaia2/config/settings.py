@@ -29,6 +29,8 @@ from pytest_gaia2.config.container_env import (
     PROVIDER_KEY_VARS,
     PROXY_RELAY_VAR,
     PROXY_VARS,
+    REFERENCE_LLM,
+    GatewayEnv,
     Profile,
     faketime,
     profile_for,
@@ -132,8 +134,12 @@ class RunSettings:
         values = {**options.resolve({}, {}, {}), **values}  # the option defaults, stated once
         notes: list[str] = []
         image = values["image"] or reference_image
-        # The reference image is an oracle replay whatever it is called.
-        profile = ORACLE if image == reference_image else profile_for(image)
+        # The reference image is an oracle replay whatever it is called; given a model, its agent
+        # also asks that model once per action.
+        if image == reference_image:
+            profile = REFERENCE_LLM if _clean(values["model"]) else ORACLE
+        else:
+            profile = profile_for(image)
 
         env_file = _env_file(values["env_file"], rootdir)
         dotenv = envfile.DotEnv()
@@ -390,11 +396,13 @@ def container_env(
     adapter_port: int,
     gateway_port: int | None,
     start_time: float | None,
+    gateway: GatewayEnv | None = None,
 ) -> dict[str, str]:
     """The environment of one scenario's container, as gaia2-cli's runner builds it.
 
     The user's ``--gaia2-env`` entries win over everything except ``GAIA2_ADAPTER_PORT``,
-    which must match the port the plugin polls.
+    which must match the port the plugin polls, and, with the model gateway on, the base URLs
+    and keys of the routes it serves: no real key ever enters the container then.
     """
     extra = dict(settings.extra_env)
     env: dict[str, str] = {"THINKING": settings.thinking}
@@ -428,8 +436,30 @@ def container_env(
             {name: CONTAINER_CA_BUNDLE for name in ("NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")}
         )
     env.update({key: value for key, value in extra.items() if key not in HOST_ONLY_VARS})
+    if gateway is not None:
+        env = _through_gateway(settings, env, gateway)  # before no_proxy: the gateway is what they call
     env.update(no_proxy_for_models(env, explicit=extra.keys()))
     env["GAIA2_ADAPTER_PORT"] = str(adapter_port)
+    return env
+
+
+def _through_gateway(settings: RunSettings, env: dict[str, str], gateway: GatewayEnv) -> dict[str, str]:
+    """The gateway's URLs and the scenario's token where the real base URLs and keys were, and
+    every value that still holds a real key (a ``--gaia2-env`` entry) with the token instead."""
+    env = dict(env)
+    if gateway.agent_url:
+        env.update({key: gateway.agent_url for key in settings.profile.base_url_keys or ("BASE_URL",)})
+        env["API_KEY"] = gateway.token
+        mirrors = PROVIDER_EXPORT_VARS.get(settings.agent_provider.lower(), ()) if settings.profile.needs_llm else ()
+        env.update({name: gateway.token for name in mirrors})
+    if gateway.judge_url:
+        env["GAIA2_JUDGE_BASE_URL"] = gateway.judge_url
+        env["GAIA2_JUDGE_API_KEY"] = gateway.token
+    keys = [key for key in (settings.secrets.agent_key, settings.secrets.judge_key) if key]
+    for name, value in env.items():
+        for key in keys:
+            value = value.replace(key, gateway.token)
+        env[name] = value
     return env
 
 

@@ -43,9 +43,9 @@ TOKENS_MAX = 10**12
 """Tokens of one attempt: more than a year of a fast model's output, so more is not a count."""
 STOPS = ("budget", "errors")
 """How the reasons of the run's own limits begin (money, tokens, errors): they name a stop."""
-NOT_INFRASTRUCTURE = ("invalid_scenario", "budget_cap", "interrupted")
+NOT_INFRASTRUCTURE = ("invalid_scenario", "budget_cap", "scenario_cap", "interrupted")
 """Error categories --gaia2-max-errors does not count: a broken scenario file costs nothing and
-starts first, the cap's stop and an interruption are not the setup's doing."""
+starts first, the caps' stops and an interruption are not the setup's doing."""
 _APPEND_FLAGS = (
     os.O_RDWR
     | os.O_APPEND

@@ -1,5 +1,7 @@
-"""What a run cost: each attempt's usage and cost from its trace.jsonl and the prices, and the
-sums per split and in total that the summary, summary.json, JUnit and Allure show."""
+"""What a run cost: each attempt's usage and cost, measured on the wire by the model gateway
+(when it is on) or read from its trace.jsonl, priced, and the sums per split and in total that
+the summary, summary.json, JUnit and Allure show. With the gateway on, the trace is the cross-check:
+each record's ``wire`` says by how much the agent's own account differs."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ from pytest_gaia2.cost.prices import REFUSED, PriceBook
 from pytest_gaia2.cost.usage import read_usage, shown_names
 from pytest_gaia2.store.record import AttemptRecord
 
+WIRE_LOG = "wire.jsonl"
+"""The gateway's log of an attempt's calls, in the attempt's folder."""
+WIRE_COUNTS = ("calls", "refused_calls", "rate_limited", "server_errors")
 TOKEN_KEYS = ("calls", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
 
 
@@ -22,6 +27,31 @@ def attempt_cost(folder: Path, prices: PriceBook, model: str | None) -> dict[str
         return {}
     cost = prices.cost(usage, model)
     return {"usage": usage.to_json(), "cost_usd": cost.usd, "cost_source": cost.source}
+
+
+def wire_cost(wire: dict[str, Any], traced: dict[str, Any]) -> dict[str, Any]:
+    """Record fields for an attempt whose calls went through the gateway: the gateway's usage and
+    cost (``wire``, its revocation's summary), with the trace's (``traced``, :func:`attempt_cost`)
+    kept beside them as the cross-check, and the calls the gateway never saw (an image that
+    bypassed the base URL) counted."""
+    trace_usage = traced.get("usage") or {}
+    trace_calls = int(trace_usage.get("calls") or 0)
+    trace_usd = traced.get("cost_usd")
+    usd = wire.get("cost_usd")
+    difference = round(trace_usd - usd, 6) if isinstance(trace_usd, float) and isinstance(usd, float) else None
+    return {
+        "usage": wire.get("usage"),
+        "cost_usd": usd,
+        "cost_source": wire.get("cost_source"),
+        "wire": {
+            "log": WIRE_LOG,
+            **{key: int(wire.get(key) or 0) for key in WIRE_COUNTS},
+            "trace_calls": trace_calls,
+            "trace_cost_usd": trace_usd,
+            "trace_minus_wire_usd": difference,
+            "unseen_calls": max(0, trace_calls - int(wire.get("calls") or 0)),
+        },
+    }
 
 
 def attempt_tokens(record: AttemptRecord) -> int | None:
@@ -90,7 +120,61 @@ def summary(records: Iterable[AttemptRecord]) -> dict[str, Any] | None:
         **block(traced),
         "by_split": {split: block(group) for split, group in sorted(by_split.items())},
         "unknown_models": unknown,
+        **({"wire": wire_summary(traced)} if any(record.wire for record in traced) else {}),
     }
+
+
+def _differs(wire: dict[str, Any]) -> bool:
+    """Whether an attempt's own trace tells another story than the wire: another amount, no
+    priced trace for calls that were made, or calls the gateway never saw."""
+    gap = wire.get("trace_minus_wire_usd")
+    untold = wire.get("trace_cost_usd") is None and int(wire.get("calls") or 0) > 0
+    return bool(gap) or untold or int(wire.get("unseen_calls") or 0) > 0
+
+
+def wire_summary(records: Iterable[AttemptRecord]) -> dict[str, Any]:
+    """What the gateway measured over the attempts it served, and how far their traces are off."""
+    wires = [record.wire for record in records if record.wire]
+    totals = {key: sum(int(wire.get(key) or 0) for wire in wires) for key in (*WIRE_COUNTS, "unseen_calls")}
+    gaps = [wire["trace_minus_wire_usd"] for wire in wires if isinstance(wire.get("trace_minus_wire_usd"), float)]
+    return {
+        "scenarios": len(wires),
+        **totals,
+        "differ": sum(map(_differs, wires)),
+        "untraced": sum(1 for wire in wires if not wire.get("trace_calls") and wire.get("calls")),
+        "trace_minus_wire_usd": round(sum(gaps), 6),
+    }
+
+
+def wire_lines(wire: dict[str, Any] | None) -> list[str]:
+    """The terminal's line on the gateway's figures and the traces' cross-check."""
+    if not wire:
+        return []
+    troubles = [
+        f"{wire[key]} {label}"
+        for key, label in (
+            ("refused_calls", "refused at a cap"),
+            ("rate_limited", "rate-limited"),
+            ("server_errors", "failed at the provider"),
+        )
+        if wire.get(key)
+    ]
+    line = f"gateway: {wire['calls']} model calls measured on the wire" + (
+        f" ({', '.join(troubles)})" if troubles else ""
+    )
+    if not wire["differ"]:
+        return [line + "; the agents' traces agree"]
+    gap = wire["trace_minus_wire_usd"]
+    return [
+        line + f"; the agents' traces differ in {wire['differ']} scenario(s)"
+        f" by {'+' if gap >= 0 else '-'}${abs(gap):.4f} in all"
+        + (f", {wire['untraced']} with no trace" if wire["untraced"] else "")
+        + (
+            f", {wire['unseen_calls']} calls the gateway never saw (an image bypassing the base URL)"
+            if wire["unseen_calls"]
+            else ""
+        )
+    ]
 
 
 def summary_lines(block: dict[str, Any] | None, budget_text: str | None) -> list[str]:
@@ -115,4 +199,4 @@ def summary_lines(block: dict[str, Any] | None, budget_text: str | None) -> list
         f"  {split}: ${group['usd']:.2f}, {group['tokens']['calls']} calls"
         for split, group in block["by_split"].items()
     ]
-    return lines
+    return lines + wire_lines(block.get("wire"))

@@ -130,6 +130,13 @@ def read_usage(path: Path, max_line_bytes: int = RECORD_MAX_BYTES) -> Usage:
     return tally.usage()
 
 
+def response_usage(raw: str, model: str | None, where: str, max_bytes: int = RECORD_MAX_BYTES) -> Usage:
+    """One model call's usage from its response body as it came off the wire (JSON, or the
+    ``data:`` lines of a stream), priced as ``model`` when the body names none: what the
+    host-side gateway measures, read with the same rules as a trace line."""
+    return _call_usage({"raw_response": raw, "request": {"model": model}}, max_bytes, where)
+
+
 def _call_usage(line: Mapping[str, Any], max_bytes: int, where: str) -> Usage:
     """One call's usage: the usage blocks of its response merged, the last value of each field winning.
 

@@ -12,6 +12,7 @@ does not pay for them.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import tarfile
@@ -371,6 +372,22 @@ class Engine:
             raise EngineError(f"could not run a TCP probe from {image!r}: {exc}") from None
         finally:
             self._discard(handle)
+
+    def host_gateway_address(self) -> str | None:
+        """The IPv4 address ``host-gateway`` (so ``host.docker.internal``) names on this engine: its
+        default bridge's gateway, else the first address of that bridge's subnet; None when unknown."""
+        try:
+            attrs = self.client.networks.get("bridge").attrs
+        except sdk_errors():
+            return None
+        for config in (attrs.get("IPAM") or {}).get("Config") or []:
+            try:
+                if config.get("Gateway"):
+                    return str(ipaddress.IPv4Address(config["Gateway"]))
+                return str(next(ipaddress.IPv4Network(config.get("Subnet") or "").hosts()))
+            except (ValueError, StopIteration):
+                continue
+        return None
 
     def containers(self, **label_filters: str) -> list[Listed]:
         """The engine's list of this plugin's containers (with these labels), as the list shows them.

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from pytest_gaia2.cost.spend import WIRE_LOG
 from pytest_gaia2.cost.usage import read_usage
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES, find_task
 from pytest_gaia2.report import run_facts, stats
@@ -266,6 +267,17 @@ def _usage(folder: Path, record: AttemptRecord | None) -> dict[str, Any] | None:
     return usage.to_json() if usage.calls else None
 
 
+def wire_row(call: Mapping[str, Any], budget: PageBudget) -> dict[str, str]:
+    """One model call of wire.jsonl as a row: every cell a short text."""
+    note = " ".join(str(call[key]) for key in ("refused", "note") if call.get(key)) + (
+        " cut" if call.get("cut") else ""
+    )
+    return {
+        key: budget.text(call.get(key) if call.get(key) is not None else "", 80)
+        for key in ("time", "route", "model", "status", "latency_ms", "input_tokens", "output_tokens", "cost_usd")
+    } | {"note": budget.text(note.strip(), 80)}
+
+
 def files(folder: Path) -> list[dict[str, Any]]:
     """The attempt's files and its state/ files, linked by relative path (trace.html aside; pages
     a browser would run script in only named)."""
@@ -308,6 +320,7 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
     lines, more_judgments = _objects(folder / "daemon_judgments.jsonl", MAX_JUDGMENTS)
     status = _read_dict(folder / "daemon_status.json", STATUS_MAX_BYTES)
     grouped, marks = turns(events, budget)
+    calls, more_wire = _objects(folder / WIRE_LOG, MAX_ROWS)
     facts = record.to_json() if record is not None else {}
     shown_facts = {
         key: budget.text(value, 400)
@@ -332,6 +345,9 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "audit": judge_audit(folder, budget),
         "status": budget.text(json.dumps(status, indent=2, ensure_ascii=False)) if status is not None else "",
         "usage": _usage(folder, record),
+        "wire": record.wire if record is not None and record.wire else None,
+        "wire_calls": [wire_row(call, budget) for call in calls],
+        "more_wire": more_wire,
         "files": files(folder),
         "missing": MISSING,
     }

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_gaia2.config import container_env
 from pytest_gaia2.config.settings import container_env as build_container_env
-from pytest_gaia2.cost.budget import record_spend
-from pytest_gaia2.cost.spend import attempt_cost, attempt_tokens
+from pytest_gaia2.cost.budget import entry_of, record_spend
+from pytest_gaia2.cost.spend import attempt_cost, attempt_tokens, wire_cost
 from pytest_gaia2.plan.scenarios import Scenario
 from pytest_gaia2.run import interrupts
 from pytest_gaia2.run.attempt_record import AttemptFacts, build_record
 from pytest_gaia2.run.copy_out import collect
 from pytest_gaia2.run.evidence import Evidence, ScenarioResult, status_in_container
+from pytest_gaia2.run.gateway import STATUS_EVERY_S, GatewayClient, GatewayError
 from pytest_gaia2.run.verdict import Fault, Gaia2InfraError, is_terminal, judgment_of, state_of
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES, Limits
@@ -94,6 +95,12 @@ class AttemptSetup:
     container_env: Callable[[Scenario, dict[str, str]], None] = field(default=lambda scenario, env: None)
     """Adjusts a scenario's container environment in place before launch (the run's
     ``pytest_gaia2_container_env`` hook, :func:`~pytest_gaia2.run.hooked_env.adjust`)."""
+    gateway: GatewayClient | None = None
+    """The run's model gateway (:mod:`~pytest_gaia2.run.gateway`), None when it is off."""
+    scenario_cap: float | None = None
+    """--gaia2-scenario-cap: USD one attempt's model calls may spend through the gateway."""
+    token_cap: int | None = None
+    """--gaia2-scenario-token-cap: tokens one attempt's model calls may use through the gateway."""
 
 
 def container_name(scenario: Scenario, session_id: str, repeat: int, attempt: int) -> str:
@@ -137,6 +144,9 @@ class ScenarioAttempt:
         self.timeout = setup.limits.effective_timeout(scenario.duration)
         self.adapter_port = ADAPTER_PORT
         self.key = scenario_key(scenario.split, scenario.scenario_id, repeat, repeats)
+        self.token: str | None = None
+        """The attempt's gateway token: granted at launch, revoked when the attempt is written."""
+        self.next_gateway_check = 0.0
         self.phase("starting")
 
     def phase(self, name: str) -> None:
@@ -194,7 +204,11 @@ class ScenarioAttempt:
             self.ports = setup.host_ports.acquire(2)
             self.adapter_port, gateway_port = self.ports
         env = build_container_env(
-            settings, adapter_port=self.adapter_port, gateway_port=gateway_port, start_time=self.scenario.start_time
+            settings,
+            adapter_port=self.adapter_port,
+            gateway_port=gateway_port,
+            start_time=self.scenario.start_time,
+            gateway=self._gateway_env(),
         )
         setup.container_env(self.scenario, env)
         try:
@@ -214,8 +228,9 @@ class ScenarioAttempt:
             pids_limit=setup.limits.pids_limit or None,
             log_max_bytes=setup.limits.max_file_size,  # the engine keeps no more than container.log may hold
             # Meta's agent images give tools to the agent through a setuid wrapper, which
-            # no-new-privileges would defeat; the oracle images have no such wrapper.
-            no_new_privileges=settings.profile is container_env.ORACLE,
+            # no-new-privileges would defeat; the oracle images (the reference image too, whatever its
+            # agent does) have no such wrapper.
+            no_new_privileges=settings.profile is container_env.ORACLE or settings.is_reference,
         )
         try:
             container = setup.engine.launch(spec)
@@ -226,6 +241,43 @@ class ScenarioAttempt:
             raise Gaia2InfraError("container_start", self.setup.redactor.redact(str(exc))) from None
         self.client = client_for(container, setup.engine.reach, self.adapter_port)
         return container
+
+    def _gateway_env(self) -> container_env.GatewayEnv | None:
+        """The attempt's token and the gateway's URLs (granted once, whatever relaunches follow)."""
+        gateway = self.setup.gateway
+        if gateway is None:
+            return None
+        if self.token is None:
+            try:
+                self.token = gateway.grant(
+                    entry_of(self.key, self.attempt), self.folder, self.setup.scenario_cap, self.setup.token_cap
+                )
+            except GatewayError as exc:
+                raise Gaia2InfraError("gateway_error", str(exc)) from None
+        return container_env.GatewayEnv(self.token, gateway.urls.get("agent"), gateway.urls.get("judge"))
+
+    def _gateway_stop(self) -> Fault | None:
+        """A cap the gateway enforced on this attempt's calls: the attempt ends on it at once."""
+        if self.setup.gateway is None or self.token is None or time.monotonic() < self.next_gateway_check:
+            return None
+        self.next_gateway_check = time.monotonic() + STATUS_EVERY_S
+        try:
+            stopped = self.setup.gateway.stopped(self.token)
+        except GatewayError:
+            return None  # asked again next time; the revocation at the end tells it too
+        return Fault(*stopped) if stopped else None
+
+    def _revoke(self) -> dict[str, Any] | None:
+        """The attempt's token revoked, and what the gateway measured of its calls (None: no token,
+        or the gateway did not answer: then the trace's figures stand, said in a warning)."""
+        if self.setup.gateway is None or self.token is None:
+            return None
+        token, self.token = self.token, None
+        try:
+            return self.setup.gateway.revoke(token)
+        except GatewayError as exc:
+            log.warning("gaia2: %s: %s; its cost is read from its trace", self.key, exc)
+            return None
 
     def _exited_message(self, code: int | None, logs: str) -> str:
         tail = "\n".join(self.setup.redactor.redact(logs).rstrip().splitlines()[-LOG_TAIL_LINES:])
@@ -384,6 +436,9 @@ class ScenarioAttempt:
             stop = self.setup.stop_reason()
             if stop:
                 return False, Fault("budget_cap", stop)
+            capped = self._gateway_stop()
+            if capped is not None:
+                return False, capped
             if time.monotonic() >= deadline:
                 if failures >= STATUS_FAILURES_BEFORE_FILE and status is None:
                     return False, Fault(
@@ -421,13 +476,17 @@ class ScenarioAttempt:
                 skipped = collect(self.container, self.folder, self.setup.limits, self.setup.redactor)
             except Exception as exc:  # noqa: BLE001 - the record is written whatever the copy did
                 skipped = [{"path": store.STATE_DIR, "reason": f"copy-out failed: {type(exc).__name__}"}]
+            wire = self._revoke()
+            if wire is not None and isinstance(wire.get("stopped"), list) and stop is None:
+                stop = Fault(*map(str, wire["stopped"][:2]))  # a cap outranks what the refused agent did next
             record = build_record(
                 self._facts(fault, stop, timed_out, skipped), Evidence.read(self.folder), self.setup.redactor
             )
             if self.universe_position is not None:
                 record = replace(record, universe_position=self.universe_position)
             if self.setup.prices is not None:
-                record = replace(record, **attempt_cost(self.folder, self.setup.prices, self.setup.settings.model))
+                traced = attempt_cost(self.folder, self.setup.prices, self.setup.settings.model)
+                record = replace(record, **(wire_cost(wire, traced) if wire is not None else traced))
                 # before result.json
                 record_spend(self.setup.run_root, self.key, self.attempt, record.cost_usd, attempt_tokens(record))
             store.RunFolder.write_record(self.folder, record)

@@ -31,6 +31,7 @@ from pytest_gaia2.plan import selection, sequence
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.report.sequential import Baseline, Decision
+from pytest_gaia2.run import gateway as gateway_mod
 from pytest_gaia2.run import hooked_env, provenance
 from pytest_gaia2.run.scenario_runs import ScenarioRunner, scenario_dir
 from pytest_gaia2.store import folder as store
@@ -107,10 +108,22 @@ class RunContext:
             owner_pid=self.owner_pid,
         )
         self._image_id: str | None = None
+        self.gateway: gateway_mod.Gateway | None = None
+        """The run's model gateway, on the controller (or the only process) while the run lasts."""
+        self.gateway_access: dict[str, Any] | None = worker_input.get("gaia2_gateway")
+        self.gateway_routes: dict[str, gateway_mod.Upstream] = {}
         if self.active:
             self.notes.extend([*self.settings.warnings, *self.engines.notes()])
             if not self.values["preflight_only"]:
                 settings_mod.validate(self.settings)
+                self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values["gateway"])
+                self.notes.extend(gateway_notes)
+                for cap in ("scenario_cap", "scenario_token_cap"):
+                    if self.values[cap] is not None and not self.gateway_routes:
+                        raise OptionError(
+                            f"--gaia2-{cap.replace('_', '-')} needs the model gateway, which is off for this run "
+                            f"({'; '.join(gateway_notes) or 'no provider key is configured'})"
+                        )
                 self.items()  # discovery and selection problems surface at start-up
                 _ = self.baseline  # as does a baseline that cannot be read
 
@@ -294,6 +307,7 @@ class RunContext:
             **self.engines.handover(worker),
             "gaia2_discovered": shipped(*self.discovered) if self.active else None,
             "gaia2_baseline": self.baseline.shipped() if self.active and self.baseline else None,
+            "gaia2_gateway": self.gateway_access,
         }
 
     # -- once per run, on the controller -----------------------------------------------------
@@ -322,6 +336,48 @@ class RunContext:
         except store.StoreError as exc:  # it names a folder from anywhere: no escape reaches the terminal
             raise pytest.UsageError(printable(str(exc))) from None
         self.book.folder = self.folder
+        self._start_gateway()
+
+    def _start_gateway(self) -> None:
+        """The run's model gateway, listening where this engine's containers reach the host, before
+        any worker starts (they are handed its address and admin secret)."""
+        if not self.gateway_routes or self.folder is None:
+            return
+        from pytest_gaia2.cost.prices import PriceBook
+        from pytest_gaia2.engine.errors import EngineError
+        from pytest_gaia2.run.pacer import Pacer
+
+        try:
+            candidate = self.engine().host_gateway_address()
+        except EngineError:
+            candidate = None  # pre-flight names the engine's trouble
+        try:
+            prices = PriceBook.load(self.path(self.values["price_file"]) if self.values["price_file"] else None)
+            self.gateway = gateway_mod.Gateway(
+                self.gateway_routes,
+                prices=prices,
+                run_folder=self.folder.path,
+                bind_host=gateway_mod.listen_host(candidate),
+                run_cap=self.values["budget_cap"],
+                spent_before=Ledger(self.folder.path).total() if self.values["resume"] else 0.0,
+                ca_bundle=self.settings.ca_bundle,
+                pacer=Pacer(
+                    self.folder.path,
+                    self.values["max_starts_per_minute"],
+                    adaptive=self.values["pacing"] == "adaptive",
+                    workers=self.workers,
+                ),
+            )
+            self.gateway.start()
+        except (gateway_mod.GatewayError, OptionError) as exc:
+            self.gateway = None
+            raise pytest.UsageError(printable(self.redactor.redact(str(exc)))) from None
+        self.gateway_access = self.gateway.access()
+        routes = ", ".join(self.gateway_routes)
+        self.notes.append(
+            f"model gateway on at {self.gateway.bind_host}:{self.gateway.port} ({routes}): containers get a "
+            "per-scenario token, never a provider key; money is measured on the wire (wire.jsonl)"
+        )
 
     def engine(self) -> Engine:
         return self.engines.engine()
@@ -366,6 +422,7 @@ class RunContext:
                 preflight_only=self.values["preflight_only"],
                 cache_dir=cache_dir(),
                 endpoint_check=not self.values["skip_endpoint_check"],
+                gateway_port=self.gateway.port if self.gateway is not None else None,
             )
         except (EngineError, preflight.PreflightError) as exc:
             pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
@@ -501,6 +558,9 @@ class RunContext:
             max_starts_per_minute=self.values["max_starts_per_minute"],
             decided=self._decided,
             adaptive_pacing=self.values["pacing"] == "adaptive",
+            gateway=gateway_mod.GatewayClient.of(self.gateway_access) if self.gateway_access else None,
+            scenario_cap=self.values["scenario_cap"],
+            token_cap=self.values["scenario_token_cap"],
         )
 
     @property
@@ -654,6 +714,9 @@ class RunContext:
         self.engines.remove_run(worker=worker)
 
     def close(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop()  # every token with it
+            self.gateway = None
         if self.folder is not None and not self.is_worker:
             self.folder.unlock()
         self.engines.close()

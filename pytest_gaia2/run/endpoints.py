@@ -79,7 +79,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _host_url(url: str) -> str:
+def host_side_url(url: str) -> str:
+    """``url`` as this host reaches it: ``host.docker.internal`` (the containers' name for it) is 127.0.0.1."""
     parts = urlsplit(url)
     if parts.hostname != HOST_ALIAS:
         return url
@@ -87,15 +88,21 @@ def _host_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def _opener(url: str, proxy_env: Mapping[str, str], ca_bundle: Path | None) -> urllib.request.OpenerDirector:
-    """The proxies and CA bundle the containers get, never the host's own settings beyond them."""
+def proxies_for(url: str, proxy_env: Mapping[str, str]) -> dict[str, str]:
+    """The proxy per scheme the containers' proxy variables give ``url`` (none when NO_PROXY covers it)."""
     lower = {name.lower(): value for name, value in proxy_env.items() if value}
     proxies = {scheme: lower[f"{scheme}_proxy"] for scheme in ("http", "https") if f"{scheme}_proxy" in lower}
     host = urlsplit(url).hostname or ""
     # proxy_bypass_environment is CPython's own NO_PROXY matcher, undocumented and so absent from typeshed.
     bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
     if "no_proxy" in lower and bypass(host, {"no": lower["no_proxy"]}):
-        proxies = {}
+        return {}
+    return proxies
+
+
+def _opener(url: str, proxy_env: Mapping[str, str], ca_bundle: Path | None) -> urllib.request.OpenerDirector:
+    """The proxies and CA bundle the containers get, never the host's own settings beyond them."""
+    proxies = proxies_for(url, proxy_env)
     context = ssl.create_default_context(cafile=str(ca_bundle) if ca_bundle else None)
     return urllib.request.build_opener(
         urllib.request.ProxyHandler(proxies), urllib.request.HTTPSHandler(context=context), _NoRedirect()
@@ -162,7 +169,7 @@ def ping(endpoint: Endpoint, *, proxy_env: Mapping[str, str], ca_bundle: Path | 
     head = f"{endpoint.role} endpoint {endpoint.where} (model {_shown(endpoint.model)})"
     if endpoint.provider.lower() in OWN_PROTOCOL:
         return Answer(True, f"{head}: not pinged (provider {endpoint.provider} has its own protocol)")
-    base = _host_url(endpoint.url).rstrip("/")
+    base = host_side_url(endpoint.url).rstrip("/")
     opener = _opener(base, proxy_env, ca_bundle)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if endpoint.key:

@@ -161,25 +161,28 @@ class PacerState:
         entry = {"at": iso(now), "event": event, "rate": None if rate is None else round(rate, 2)}
         return (*self.history, entry)[-HISTORY_KEPT:]
 
+    def slowed(self, now: float) -> PacerState:
+        """Slower after provider trouble, once per storm; with the pacing off, unchanged."""
+        if not self.adaptive:
+            return self
+        if self.last_decrease is not None and now - self.last_decrease < max(SAME_STORM_S, self.interval):
+            return self  # the same storm: one halving is enough
+        current = self.effective or self.observed(now)
+        rate = max(MIN_RATE, current * DECREASE)
+        return replace(
+            self,
+            rate=rate,
+            recover_at=self.recover_at if self.rate is not None else current,
+            last_decrease=now,
+            slowdowns=self.slowdowns + 1,
+            history=self._noted(now, "slower", rate),
+        )
+
     def ended(self, trouble: bool, now: float) -> PacerState:
         """After one attempt: slower after provider trouble, faster (and at last unpaced) after none;
         with the pacing off, the trouble is only counted."""
         if trouble:
-            counted = replace(self, provider_errors=self.provider_errors + 1)
-            if not self.adaptive:
-                return counted
-            if self.last_decrease is not None and now - self.last_decrease < max(SAME_STORM_S, self.interval):
-                return counted  # the same storm: one halving is enough
-            current = self.effective or self.observed(now)
-            rate = max(MIN_RATE, current * DECREASE)
-            return replace(
-                counted,
-                rate=rate,
-                recover_at=self.recover_at if self.rate is not None else current,
-                last_decrease=now,
-                slowdowns=self.slowdowns + 1,
-                history=self._noted(now, "slower", rate),
-            )
+            return replace(self, provider_errors=self.provider_errors + 1).slowed(now)
         if self.rate is None or not self.adaptive:
             return self
         target = self.recover_at or MIN_RATE
@@ -282,3 +285,8 @@ class Pacer:
     def ended(self, trouble: bool) -> None:
         """One attempt ended, with provider trouble or without."""
         self._update(lambda state, now: (state.ended(trouble, now), 0.0))
+
+    def trouble_seen(self) -> None:
+        """The provider refused or failed a call just now (the model gateway saw it): slower at
+        once, not when the attempt ends; the attempt still counts as troubled when it does."""
+        self._update(lambda state, now: (state.slowed(now), 0.0))

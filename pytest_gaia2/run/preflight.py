@@ -24,7 +24,7 @@ from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.engine.client import pid_alive
 from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.engine.spec import plain_host
-from pytest_gaia2.run.endpoints import Endpoint, ping
+from pytest_gaia2.run.endpoints import HOST_ALIAS, Endpoint, ping
 
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
@@ -245,14 +245,21 @@ def _spread_image(engines: list[Engine], settings: RunSettings, outcome: Preflig
 
 
 def check(
-    pool: EnginePool, settings: RunSettings, *, preflight_only: bool, cache_dir: Path, endpoint_check: bool = True
+    pool: EnginePool,
+    settings: RunSettings,
+    *,
+    preflight_only: bool,
+    cache_dir: Path,
+    endpoint_check: bool = True,
+    gateway_port: int | None = None,
 ) -> PreflightOutcome:
     """Every check, in the order a user would fix them; raises on the first fatal one, except
     with ``preflight_only``, which reports a bad URL or a missing image like any failed check.
     The model endpoints are asked for a one-token completion before the image is built or any
     container started (``endpoint_check`` False: --gaia2-skip-endpoint-check).
     Per engine: it answers, its orphans are reaped, the image is there (copied when missing), the
-    model endpoints are reachable from it; the rest is checked once."""
+    model endpoints are reachable from it, and so is the run's model gateway (``gateway_port``; a
+    gateway no container reaches would fail every scenario); the rest is checked once."""
     outcome = PreflightOutcome()
     outcome.lines.append("gaia2 pre-flight:")
     engines = pool.engines()  # raises EngineError with the fix
@@ -331,4 +338,27 @@ def check(
                     f"model endpoint {host}:{port} did not accept a TCP connection from a container{where} "
                     "(is the server up? on the host, use host.docker.internal)"
                 )
+        if gateway_port is not None:
+            _check_gateway(engine, settings, gateway_port, where, outcome)
     return outcome
+
+
+def _check_gateway(engine: Engine, settings: RunSettings, port: int, where: str, outcome: PreflightOutcome) -> None:
+    """The model gateway must be reachable from a container as ``host.docker.internal``."""
+    what = f"model gateway {HOST_ALIAS}:{port} reachable from a container{where}"
+    if engine.probe_tcp(
+        settings.image,
+        HOST_ALIAS,
+        port,
+        network=settings.network,
+        extra_hosts=container_env.extra_hosts(),
+        timeout_s=ENDPOINT_CHECK_SECONDS,
+    ):
+        outcome.check(True, what)
+        return
+    fix = (
+        "a firewall on this host may drop connections from the engine's bridge, or the engine is remote; "
+        "allow the port, or run with --gaia2-gateway=off"
+    )
+    outcome.check(False, what, fix)
+    raise PreflightError(f"the model gateway at {HOST_ALIAS}:{port} is not reachable from a container{where}: {fix}")

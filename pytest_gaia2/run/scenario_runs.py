@@ -26,6 +26,7 @@ from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.run import chain, provider
 from pytest_gaia2.run.attempt import AttemptSetup, ScenarioAttempt
 from pytest_gaia2.run.evidence import ScenarioResult
+from pytest_gaia2.run.gateway import GatewayClient
 from pytest_gaia2.run.pacer import Pacer
 from pytest_gaia2.run.verdict import Gaia2InfraError
 from pytest_gaia2.store.folder import RunFolder, StoreError, inside
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pytest_gaia2")
 
+NOT_RETRIED = frozenset({"scenario_cap"})
 BACKOFF_BASE_S = 2.0
 BACKOFF_MAX_S = 60.0
 
@@ -57,8 +59,9 @@ def reusable(record: AttemptRecord | None, scenario_sha256: str | None) -> bool:
 
 def retried(record: AttemptRecord, tried: int, retries: int) -> bool:
     """Whether another attempt follows the ``tried``-th of this session: an infrastructure error
-    (any category) is tried ``retries`` more times, each in a folder of its own; a judgment never is."""
-    return record.outcome == "error" and tried <= retries
+    is tried ``retries`` more times, each in a folder of its own; a judgment never is, nor a
+    scenario stopped by its own spending cap (it would spend as much again)."""
+    return record.outcome == "error" and record.error_category not in NOT_RETRIED and tried <= retries
 
 
 def backoff(tried: int, jitter: Callable[[], float] = random.random) -> float:
@@ -68,9 +71,14 @@ def backoff(tried: int, jitter: Callable[[], float] = random.random) -> float:
 
 
 def troubled(result: ScenarioResult) -> bool:
-    """Whether an attempt tells the pacer of provider trouble: its verdict names the provider,
-    or its agent saw the provider fail calls (even ones it recovered from)."""
-    return result.record.error_category in provider.CATEGORIES or provider.read(result.folder).failed_calls > 0
+    """Whether an attempt tells the pacer of provider trouble: its verdict names the provider, the
+    gateway saw the provider refuse or fail calls, or its agent did (even ones it recovered from)."""
+    wire = result.record.wire or {}
+    return (
+        result.record.error_category in provider.CATEGORIES
+        or bool(wire.get("rate_limited") or wire.get("server_errors"))
+        or provider.read(result.folder).failed_calls > 0
+    )
 
 
 def counts_as_error(record: AttemptRecord) -> bool:
@@ -119,6 +127,9 @@ class ScenarioRunner:
         max_starts_per_minute: float | None = None,
         decided: Callable[[], str | None] = lambda: None,
         adaptive_pacing: bool = True,
+        gateway: GatewayClient | None = None,
+        scenario_cap: float | None = None,
+        token_cap: int | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -133,6 +144,9 @@ class ScenarioRunner:
         self.only = only
         """With --gaia2-probe-only: the probe's keys; every other item is skipped."""
         self.container_env = container_env
+        self.gateway = gateway
+        self.scenario_cap = scenario_cap
+        self.token_cap = token_cap
         self.decided = decided
         """Why no new scenario starts because the comparison with a baseline is decided, or None."""
         self.prices = PriceBook.load(price_file)
@@ -218,6 +232,9 @@ class ScenarioRunner:
             stop_reason=self._cap_reason,
             board=PhaseBoard(self.folder.path, self.worker),
             container_env=self.container_env,
+            gateway=self.gateway,
+            scenario_cap=self.scenario_cap,
+            token_cap=self.token_cap,
         )
 
     def new_attempt(self, item: PlannedItem) -> ScenarioAttempt:

@@ -176,10 +176,12 @@ class AttemptRecord:
     host_port: int | None = None
     verdict_sources: dict[str, Any] | None = None
     skipped_files: list[dict[str, Any]] = field(default_factory=list)
-    # what it cost (from the attempt's trace.jsonl and the prices)
+    # what it cost (measured by the model gateway, else from the attempt's trace.jsonl, and the prices)
     usage: dict[str, Any] | None = None
     cost_usd: float | None = None
     cost_source: str | None = None
+    wire: dict[str, Any] | None = None
+    """With the model gateway on: its counts of the attempt's calls and the trace's cross-check."""
 
     @property
     def key(self) -> str:
@@ -322,6 +324,15 @@ CATEGORIES: dict[str, tuple[str, str]] = {
     "budget_cap": (
         "the run's spend passed --gaia2-budget-cap while the scenario was running",
         "the summary's spend; the scenario's files are kept as far as it got",
+    ),
+    "scenario_cap": (
+        "with the model gateway on, the scenario's model calls reached --gaia2-scenario-cap (USD) or "
+        "--gaia2-scenario-token-cap (tokens): stopped at once and not retried (a runaway scenario)",
+        "wire.jsonl (every call, the refused one last), trace.jsonl",
+    ),
+    "gateway_error": (
+        "the run's model gateway did not answer when the attempt asked for its token",
+        "the message; the run's first lines say where the gateway listens",
     ),
     "idle_timeout": (
         "no new daemon event (status, turn, event count) for --gaia2-idle-timeout seconds: the agent "

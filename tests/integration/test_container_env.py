@@ -62,11 +62,15 @@ def always(thinking: str = "low") -> dict[str, str]:
             "GAIA2_ADAPTER_PORT": "8090", "GAIA2_TRACE_FILE": "/tmp/trace.jsonl"}
 
 
-def probe_run(run_gaia2: Any, pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
-    """One container started for the probe test; what it recorded, the env as a dict."""
+def probe_run(run_gaia2: Any, pytester: pytest.Pytester, *args: str, gateway: str = "off") -> dict[str, Any]:
+    """One container started for the probe test; what it recorded, the env as a dict. The model
+    gateway is off unless asked for: the contract's tables are upstream's, keys in the environment."""
     pytester.makepyfile(test_probe=PROBE)
     # The cases name model endpoints that do not exist: only the container's environment is tested.
-    result = run_gaia2("-k", "env_probe", f"--gaia2-scenarios={SCENARIO}", "--gaia2-skip-endpoint-check", *args)
+    result = run_gaia2(
+        "-k", "env_probe", f"--gaia2-scenarios={SCENARIO}", "--gaia2-skip-endpoint-check", f"--gaia2-gateway={gateway}",
+        *args,
+    )
     result.assert_outcomes(passed=1)
     assert gaia2_containers(run_id_of(pytester.path / "out")) == []
     probe = json.loads((pytester.path / "probe.json").read_text(encoding="utf-8"))
@@ -134,7 +138,8 @@ CASES = {
          "OPENAI_COMPAT_API_KEY": OAI, "OPENAI_COMPLETIONS_API_KEY": OAI,
          "BASE_URL": "http://host.docker.internal:11434/v1", "GAIA2_JUDGE_PROVIDER": "openai-compat",
          "GAIA2_JUDGE_MODEL": "llama-j", "GAIA2_JUDGE_API_KEY": TEAM,
-         "HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "localhost,127.0.0.1",
+         "HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "localhost,127.0.0.1,host.docker.internal",
+         "no_proxy": "host.docker.internal",  # behind a proxy the model host is reached directly
          "NODE_EXTRA_CA_CERTS": CA_PATH, "REQUESTS_CA_BUNDLE": CA_PATH, "SSL_CERT_FILE": CA_PATH},
     ),
     # An oracle image gets no agent variables even when a provider and keys are at hand; the
@@ -227,3 +232,26 @@ def test_host_network_reaches_the_host_by_name_too(
     assert 31000 <= int(env["GAIA2_ADAPTER_PORT"]) <= 31999 and 31000 <= int(env["OPENCLAW_GATEWAY_PORT"]) <= 31999
     assert env["OPENCLAW_GATEWAY_URL"] == f"ws://127.0.0.1:{env['OPENCLAW_GATEWAY_PORT']}"
     assert probe["host_reply"] == [0, token]
+
+
+def test_with_the_gateway_on_no_key_enters_the_container_and_the_base_urls_are_the_gateways(
+    pytester: pytest.Pytester, run_gaia2: Any, clean_env: pytest.MonkeyPatch
+) -> None:
+    """The Hermes case with the gateway on (its default with keys configured): the engine's own record of
+    the container's environment holds the gateway's URLs and one token where the keys were, and no key."""
+    case = CASES["hermes"]
+    for key, value in case.environ.items():
+        clean_env.setenv(key, value)
+    derived_image(case.image)
+    probe = probe_run(run_gaia2, pytester, f"--gaia2-image={case.image}", *case.args, gateway="on")
+    env = probe["env"]
+    keys = {value for key, value in case.environ.items() if key.endswith("_KEY")}
+    assert not [name for name, value in env.items() if any(key in value for key in keys)]
+    token = env["API_KEY"]
+    assert token.startswith("gaia2-gw-")
+    assert env["ANTHROPIC_API_KEY"] == env["GAIA2_JUDGE_API_KEY"] == token
+    host, port = env["BASE_URL"].removeprefix("http://").split("/")[0].split(":")
+    assert host == "host.docker.internal" and env["BASE_URL"].endswith(f":{port}/agent")
+    assert env["GAIA2_JUDGE_BASE_URL"] == f"http://host.docker.internal:{port}/judge"
+    assert (env["PROVIDER"], env["MODEL"], env["VARIANT"]) == ("anthropic", "claude-x", "fast")
+    assert "model gateway on at" in probe["stdout"]

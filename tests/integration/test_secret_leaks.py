@@ -113,6 +113,7 @@ def test_no_key_in_anything_the_run_wrote(
         f"--gaia2-image={run.image}", "--gaia2-provider=anthropic", "--gaia2-model=m",
         "--gaia2-judge-provider=anthropic", "--gaia2-judge-model=j", "--gaia2-api-key-env=TEAM_AGENT_KEY",
         "--gaia2-judge-api-key-env=TEAM_JUDGE_KEY", f"--gaia2-env=SOME_TOKEN={SECRETS['SOME_TOKEN']}",
+        "--gaia2-gateway=off",  # the keys in the containers' environment, for the masking to be tested
         "--gaia2-health-timeout=30", *(f"--gaia2-scenarios={path}" for path in run.scenarios), *run.args,
     )
     result.assert_outcomes(**run.outcomes)

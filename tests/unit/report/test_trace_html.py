@@ -305,6 +305,28 @@ def test_index_of_an_empty_or_broken_run(tmp_path: Path) -> None:
     assert "<h1>" in write_index(tmp_path).read_text(encoding="utf-8")
 
 
+def test_the_gateways_calls_are_shown_beside_the_trace_and_escaped(attempt: Path) -> None:
+    wire = {"calls": 2, "trace_calls": 1, "trace_minus_wire_usd": -0.02, "unseen_calls": 0}
+    store.write_json(attempt / "result.json", record("search/x", wire=wire).to_json())
+    calls = [
+        {"time": "2026-12-05T23:30:01.123+00:00", "route": "agent", "model": "m", "status": 200, "latency_ms": 812,
+         "input_tokens": 10, "output_tokens": 5, "cost_usd": 0.02},
+        {"time": "2026-12-05T23:30:02.000+00:00", "route": "agent", "model": HOSTILE, "status": 402,
+         "latency_ms": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None, "refused": "scenario_cap"},
+    ]
+    write_lines(attempt / "wire.jsonl", [*calls, "not an object"])
+    html = write_trace(attempt).read_text(encoding="utf-8")
+    rows = read_tables(attempt / "trace.html").tables["wire"]
+    assert rows[0] == ["2026-12-05T23:30:01.123+00:00", "agent", "m", "200", "812", "10 / 5", "0.02", ""]
+    assert rows[1][1:4] == ["agent", shown(HOSTILE), "402"] and rows[1][-1] == "scenario_cap"
+    assert len(rows) == 2 and "<script>window" not in html
+    assert "2 calls here, 1 in the trace, whose cost differs by -0.020000 USD" in html
+
+
+def test_no_wire_log_no_wire_section(attempt: Path) -> None:
+    assert "Model calls on the wire" not in write_trace(attempt).read_text(encoding="utf-8")
+
+
 def test_the_judges_audit_trail_is_shown_and_linked(attempt: Path) -> None:
     """gaia2-cli's TypeSafe judge writes judge_decisions.jsonl into the state folder: each model
     call's probability and threshold are on the page, hostile text escaped, the file linked."""

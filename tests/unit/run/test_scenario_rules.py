@@ -19,7 +19,7 @@ from pytest_gaia2.cost.budget import Budget, record_spend
 from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.plan.scenarios import load_scenario
 from pytest_gaia2.run.evidence import ScenarioResult
-from pytest_gaia2.run.scenario_runs import ScenarioRunner, retried, reusable, scenario_dir, stored_result
+from pytest_gaia2.run.scenario_runs import NOT_RETRIED, ScenarioRunner, retried, reusable, scenario_dir, stored_result
 from pytest_gaia2.run.verdict import Gaia2InfraError
 from pytest_gaia2.store.folder import RESULT_FILE, RunFolder
 from pytest_gaia2.store.record import CATEGORIES, AttemptRecord, outcome_of
@@ -157,10 +157,15 @@ def test_a_file_that_cannot_run_has_no_stored_verdict(run: RunFolder) -> None:
 # -- retries -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("category", sorted(CATEGORIES))
+@pytest.mark.parametrize("category", sorted(set(CATEGORIES) - NOT_RETRIED))
 def test_an_error_is_retried_whatever_its_category(category: str) -> None:
     error = make_record(None, category=category)
     assert retried(error, 1, 1) and not retried(error, 2, 1)
+
+
+def test_a_scenario_stopped_by_its_own_cap_is_never_retried() -> None:
+    assert NOT_RETRIED == {"scenario_cap"}
+    assert not retried(make_record(None, category="scenario_cap"), 1, 5)
 
 
 @pytest.mark.parametrize("success", [True, False])

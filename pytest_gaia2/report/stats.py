@@ -14,13 +14,12 @@ than a finished one.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_gaia2.report.rates import Z95, Cluster, Rate
+from pytest_gaia2.report.rates import Cluster, Rate, cluster_robust
 from pytest_gaia2.report.repeats import RepeatStats, repeat_stats
 from pytest_gaia2.report.rows import (
     NOT_RUN,
@@ -112,10 +111,9 @@ class UniverseClustered:
 
     Scenarios of one universe share apps and data, so they pass or fail together more than
     independent draws would; treating them as independent makes the interval too narrow. The
-    cluster-robust standard error SE^2 = sum over universes of (sum of (x_i - p))^2 / n^2 (Miller
-    2024, "Adding Error Bars to Evals", eq. 4) gives the normal interval p +- 1.96 SE, clipped to
-    0..1. The design effect is SE^2 over the independent p(1 - p)/n: how many times the
-    variance is inflated (1: the universes do not matter; 2: half the scenarios' information).
+    interval is :func:`rates.cluster_robust`'s (CR1 with t on universes - 1 degrees of freedom,
+    never narrower than Wilson's). The design effect is how many times clustering inflates the
+    variance (1: the universes do not matter; 2: half the scenarios' information).
     """
 
     clusters: int
@@ -139,27 +137,17 @@ class UniverseClustered:
 
 def universe_clustered(rows: Sequence[ResultRow], judged: bool) -> UniverseClustered | None:
     """The universe-clustered interval of the strict (or judged-only) rate; None with fewer than
-    two universes or no counted result."""
+    two universes or two counted results."""
     counted = [row for row in rows if not judged or row.outcome in ("passed", "failed")]
-    universes = {row.universe for row in counted}
-    if len(universes) < 2:
-        return None
-    n = len(counted)
-    p = sum(row.outcome == "passed" for row in counted) / n
-    sums = dict.fromkeys(universes, 0.0)
+    tallies: dict[str, list[int]] = {}
     for row in counted:
-        sums[row.universe] += (row.outcome == "passed") - p
-    variance = sum(total * total for total in sums.values()) / (n * n)
-    independent = p * (1 - p) / n
-    half = Z95 * math.sqrt(variance)
-    return UniverseClustered(
-        clusters=len(universes),
-        n=n,
-        value=p,
-        low=max(0.0, p - half),
-        high=min(1.0, p + half),
-        design_effect=variance / independent if independent > 0 else None,
-    )
+        tally = tallies.setdefault(row.universe, [0, 0])
+        tally[0] += row.outcome == "passed"
+        tally[1] += 1
+    if len(tallies) < 2 or len(counted) < 2:
+        return None
+    value, low, high, design = cluster_robust(*zip(*tallies.values(), strict=True))
+    return UniverseClustered(len(tallies), len(counted), value, low, high, design)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,7 @@ Intervals: Wilson 95% when every scenario contributes one result. With repeats
 (``--gaia2-repeat K``) the K results of a scenario are not independent (an easy scenario
 passes every time), so a Wilson interval over K x N results would be too narrow; every
 rate over (scenario, run) pairs then gets a scenario-clustered percentile bootstrap
-instead (:func:`cluster_bootstrap`). Universes, which hold several scenarios each, get a
-cluster-robust interval with a small-sample correction (:func:`cluster_robust`).
+instead (:func:`cluster_bootstrap`).
 """
 
 from __future__ import annotations
@@ -83,40 +82,6 @@ def cluster_bootstrap(
         return 0.0, 1.0
     cuts = statistics.quantiles(estimates, n=40, method="inclusive")  # 2.5% steps
     return cuts[0], cuts[-1]
-
-
-def cluster_robust(successes: Sequence[int], trials: Sequence[int]) -> tuple[float, float, float, float | None]:
-    """A rate over clustered results with a cluster-robust 95% interval: (rate, low, high, design effect).
-
-    The pooled rate p = sum(successes) / n with the CR1 variance G / (G - 1) x sum over the G
-    clusters of (successes - trials x p)^2 / n^2 (the cluster-robust "sandwich" of Liang and Zeger
-    1986 with Stata's small-sample factor) and Student's t with G - 1 degrees of freedom, as
-    Cameron and Miller (2015, J. Human Resources 50:317, section VI) advise for few clusters: the
-    normal quantile with CR0 covers 60% at 2 clusters and 83% at 5. The interval is never narrower
-    than Wilson's over the n results, because a cluster cannot make its results more informative
-    than independent ones; that also keeps it open at 0% and 100%, where every residual is 0.
-
-    The design effect is the CR1 variance over the unbiased independent one, p (1 - p) / (n - 1),
-    so it averages 1 when clusters do not matter; None when p is 0 or 1 (no spread to compare).
-    Needs at least 2 clusters and 2 results.
-    """
-    from scipy.stats import t
-
-    clusters, n = len(trials), sum(trials)
-    if clusters < 2 or n < 2 or len(successes) != clusters:
-        raise ValueError(f"cluster_robust: need 2 or more clusters and results, got {clusters} and {n}")
-    p = sum(successes) / n
-    residuals = sum((passed - count * p) ** 2 for passed, count in zip(successes, trials, strict=True))
-    variance = clusters / (clusters - 1) * residuals / (n * n)
-    half = float(t.ppf(0.975, clusters - 1)) * math.sqrt(variance)
-    low, high = wilson(sum(successes), n)
-    independent = p * (1 - p) / (n - 1)
-    return (
-        p,
-        max(0.0, min(low, p - half)),
-        min(1.0, max(high, p + half)),
-        variance / independent if independent else None,
-    )
 
 
 def percent_number(fraction: float) -> str:

@@ -9,8 +9,8 @@ import pytest
 from gaia2_records import record
 from scipy.stats import t
 
-from pytest_gaia2.report.rates import cluster_robust, wilson
-from pytest_gaia2.report.stats import summarise
+from pytest_gaia2.report.rates import wilson
+from pytest_gaia2.report.stats import cluster_robust, summarise
 
 
 def _records(letters: dict[str, str]) -> list[dict[str, object]]:

@@ -17,12 +17,8 @@ from pytest_gaia2.plan import selection
 from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.store.record import AttemptRecord
 
-DRAWS = 4000
+DRAWS = 100_000
 SEED = 20261201
-EXACT_SUM = 250
-"""Up to this many new scenarios a simulated total sums each one's cost (DRAWS x 250 doubles, 8 MB);
-past it, their sum is normal given the drawn parameters: the uncertainty of the mean dominates
-there, and the benchmark's 800-scenario rows check it."""
 FEWEST = 3
 """Positive values an interval needs: from 2, the log-scale spread has one degree of freedom and
 the upper bound runs to 10^19 times the mean (true, and of no use)."""
@@ -38,8 +34,8 @@ def predict_total(values: Sequence[float], count: int, seed: int = SEED) -> tupl
     Mathew 2003, J. Stat. Plan. Inference 115:103), which keeps its coverage with 5 to 10 skewed
     values where a bootstrap of the mean covers 60-85%: each of :data:`DRAWS` seeded draws takes
     the log-scale spread from its chi-square pivot and the log-scale mean from its t-like one,
-    then sums ``count`` costs from that log-normal, so both the unknown mean and the spread of
-    single scenarios are in it. Values of exactly 0 (a scenario that made no model call) are a
+    then the total of ``count`` costs from that log-normal, so both the unknown mean and the spread
+    of single scenarios are in it. Values of exactly 0 (a scenario that made no model call) are a
     share of their own, drawn from its Jeffreys Beta.
     """
     import numpy as np
@@ -59,22 +55,24 @@ def predict_total(values: Sequence[float], count: int, seed: int = SEED) -> tupl
     centre = logs.mean() - rng.standard_normal(DRAWS) * np.sqrt(variance / positive)
     share = rng.beta(zeros + 0.5, positive + 0.5, DRAWS) if zeros else np.zeros(DRAWS)
     paid = rng.binomial(count, 1 - share)
-    with np.errstate(over="ignore", invalid="ignore"):  # a huge drawn spread overflows: no bound, said below
-        totals = _totals(rng, centre, variance, paid, count)
-    low, high = np.quantile(totals, [0.025, 0.975])
+    with np.errstate(divide="ignore", over="ignore"):  # log(0) for one cost; e^huge is no bound: said below
+        logs = _log_totals(rng, centre, variance, paid)
+        low, high = np.exp(np.quantile(logs, [0.025, 0.975], method="inverted_cdf"))
     return (estimate, float(low), float(high)) if math.isfinite(high) else (estimate, None, None)
 
 
-def _totals(rng: Any, centre: Any, variance: Any, paid: Any, count: int) -> Any:
-    """Each draw's total of ``paid`` costs from its log-normal (``count`` at most)."""
+def _log_totals(rng: Any, centre: Any, variance: Any, paid: Any) -> Any:
+    """Each draw's total of ``paid`` costs from its log-normal, on the log scale (-inf for none):
+    a sum of log-normals taken as the log-normal of the same mean and variance (Fenton and
+    Wilkinson 1960), so each total is one draw and the quantiles come from many at any count.
+    The sum's log-scale variance log(1 + (e^v - 1)/m) is computed as log(m - 1 + e^v) - log(m),
+    which holds for a drawn v past what e^v can hold."""
     import numpy as np
 
-    if count <= EXACT_SUM:
-        draws = np.exp(centre[:, None] + np.sqrt(variance)[:, None] * rng.standard_normal((DRAWS, count)))
-        return np.where(np.arange(count)[None, :] < paid[:, None], draws, 0.0).sum(axis=1)
-    mean = np.exp(centre + variance / 2)
-    spread = np.sqrt(paid * np.expm1(variance)) * mean
-    return np.maximum(0.0, paid * mean + spread * rng.standard_normal(DRAWS))
+    many = np.maximum(paid, 1)
+    spread = np.logaddexp(np.log(many - 1.0), variance) - np.log(many)
+    logs = np.log(many) + centre + variance / 2 - spread / 2 + np.sqrt(spread) * rng.standard_normal(DRAWS)
+    return np.where(paid > 0, logs, -np.inf)
 
 
 def choose(items: Sequence[PlannedItem], k: int, seed: int) -> set[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_gaia2.cost import projection as probe
 from pytest_gaia2.cost import spend
-from pytest_gaia2.cost.budget import Budget, Ledger, usd_text
+from pytest_gaia2.cost.budget import STOPS, Budget, Ledger, usd_text
 from pytest_gaia2.cost.usage import shown_names
 from pytest_gaia2.report import stats
 from pytest_gaia2.report import summary as report
@@ -88,9 +88,9 @@ class ResultBook:
         """With --gaia2-stop-when-decided: the sequential test's decision, once made."""
 
     def note_not_started(self, key: str, why: str) -> None:
-        """A planned key skipped before it started; the first budget skip fixes the spend at stop."""
+        """A planned key skipped before it started; the first skip by a limit fixes the spend at stop."""
         self.not_started.setdefault(key, why)
-        if why.startswith("budget") and self.spent_at_stop is None:
+        if why.startswith(STOPS) and self.spent_at_stop is None:
             self.spent_at_stop = self.spent()
 
     @property
@@ -103,6 +103,10 @@ class ResultBook:
         """The run's spend in its ledger (every session's), None without a run folder."""
         return Ledger(self.folder.path).total() if self.folder is not None else None
 
+    def tokens(self) -> int | None:
+        """The run's tokens in its ledger (every session's), None without a run folder."""
+        return Ledger(self.folder.path).read().total_tokens if self.folder is not None else None
+
     def stop(self) -> report.Stop:
         """Why the run stopped short of its plan (None when complete), with the budget and spend."""
         summary = self.summary()
@@ -112,7 +116,7 @@ class ResultBook:
         reason = (
             None
             if summary.complete
-            else self.end_reason or next((why for why in reasons if why.startswith("budget")), None) or reasons[0]
+            else self.end_reason or next((why for why in reasons if why.startswith(STOPS)), None) or reasons[0]
         )
         return report.Stop(
             reason,
@@ -122,6 +126,9 @@ class ResultBook:
             self.spent_at_stop if reason else None,
             not_started,
             self.decided if reason is not None and reason.startswith(DECIDED) else None,
+            self.budget.token_halt,
+            self.tokens() if self.budget.token_halt is not None else None,
+            self.budget.max_errors,
         )
 
     def add(
@@ -203,7 +210,7 @@ class ResultBook:
         summary = self.summary()
         self.settle_probe()
         lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
-        body = report.summary_lines(summary, None)  # the gate's verdict is printed last: gate_lines
+        body = report.summary_lines(summary, None)  # the gate's verdict is printed last: verdict_lines
         if self.probe_only(summary):  # a probe's end is its projection, not an incomplete run
             body[0] = (
                 f"PROBE ONLY: {summary.done} of {summary.planned} planned {summary.planned_unit} ran as the probe "
@@ -237,10 +244,36 @@ class ResultBook:
             and all(self.not_started.get(key, "").startswith(report.PROBE_ONLY) for key in summary.not_run)
         )
 
-    def gate_lines(self) -> list[str]:
-        """The gate's verdict, for the very end of the output (after pytest's own summary)."""
-        decision = self.decision(self.summary()) if self.anything_to_write else None
-        return decision.lines if decision else []
+    def verdict_lines(self) -> list[str]:
+        """The very end of the output (after pytest's own summary): the gate's bars, then one
+        verdict line: the gate's PASS or FAIL with each missed bar, or, without a gate, a run
+        that stopped short of its plan; either says why the run stopped early."""
+        if not self.anything_to_write:
+            return []
+        summary = self.summary()
+        stop = self.stop()
+        decision = self.decision(summary)
+        if decision is not None:
+            return [*decision.lines, decision.verdict(stop.brief)]
+        if stop.brief is None or self.probe_only(summary):
+            return []
+        line = (
+            f"gaia2: INCOMPLETE: {len(summary.not_run)} of {summary.planned} planned {summary.planned_unit} "
+            f"did not run; stopped early: {stop.brief}"
+        )
+        if stop.by_limit:
+            line += (
+                "; accepted (--gaia2-allow-incomplete)"
+                if self.allow_incomplete
+                else "; exit status 1 (--gaia2-allow-incomplete accepts it)"
+            )
+        return [line]
+
+    def halted_short(self) -> bool:
+        """Whether one of the run's limits (a budget, a token halt, --gaia2-max-errors) stopped it
+        short of its plan and --gaia2-allow-incomplete does not accept that: without a gate such
+        a run exits 1, as a gate fails an incomplete run."""
+        return not self.allow_incomplete and self.anything_to_write and self.stop().by_limit
 
     def _budget_text(self) -> str | None:
         """The run's spend against its budget (the ledger holds every session's), when one is set."""

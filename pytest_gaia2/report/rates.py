@@ -98,6 +98,11 @@ def percent(fraction: float) -> str:
     return f"{percent_number(fraction)}%"
 
 
+def counted(number: int, noun: str) -> str:
+    """``1 error``, ``3 errors``: a count with its noun, as every line of a report says it."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 IntervalMethod = Literal["wilson", "cluster-bootstrap"]
 
 

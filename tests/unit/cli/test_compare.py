@@ -126,8 +126,9 @@ def test_a_resumed_run_is_compared_on_its_latest_sessions_plan(
     data = as_json(capsys, a, b)
     assert [run["planned"] for run in data["runs"]] == [3, 3] and data["matched"] == 3
     assert data["comparisons"][0]["strict"]["cells"]["only_b_passed"] == ["search/s3"]  # planned in A, never run
-    assert cli.main(["export", str(a), "--output", str(tmp_path / "export")]) == 0
-    report = json.loads((tmp_path / "export" / "report.json").read_text(encoding="utf-8"))
+    assert cli.main(["export", str(a), "--output", str(tmp_path / "export")]) == 2  # s3 never ran
+    assert cli.main(["export", str(a), "--output", str(tmp_path / "export"), "--allow-partial"]) == 0
+    report = json.loads((tmp_path / "export" / "computed_stats.json").read_text(encoding="utf-8"))
     assert report["metadata"]["not_run"] == 1
 
 

@@ -186,7 +186,7 @@ def test_write_summary_json(tmp_path: Path) -> None:
     data = json.loads(text)
     assert list(data)[:2] == ["model", "image_id"]
     assert (data["total"], data["errors"]) == (161, 6)
-    assert data["gate"] == {"met": True, "lines": decision.lines}
+    assert data["gate"] == {"met": True, "lines": decision.lines, "unmet": []}
     assert sorted(p.name for p in path.parent.iterdir()) == ["summary.json"]
 
 

@@ -70,7 +70,7 @@ def _log_totals(rng: Any, centre: Any, variance: Any, paid: Any) -> Any:
     import numpy as np
 
     many = np.maximum(paid, 1)
-    spread = np.logaddexp(np.log(many - 1.0), variance) - np.log(many)
+    spread = np.maximum(0.0, np.logaddexp(np.log(many - 1.0), variance) - np.log(many))  # never -1e-16
     logs = np.log(many) + centre + variance / 2 - spread / 2 + np.sqrt(spread) * rng.standard_normal(DRAWS)
     return np.where(paid > 0, logs, -np.inf)
 

@@ -155,10 +155,12 @@ def test_a_probe_the_halt_cuts_short_still_projects_from_what_it_measured(
     ran = result.parseoutcomes()["passed"]
     assert ran in ((2,) if not workers else (2, 3)), result.stdout.str()
     at = f"-n {2 if workers else 1}"
+    # From 3 costs an interval, and with it what the halt is expected to complete.
     cost = "no interval from fewer than 3 scenarios with a cost" if ran == 2 else "95% interval $7.20–$7.20"
+    reach = "; the halt ($2.00) is expected to complete 2 of the 6 (95% interval 2–2)" if ran == 3 else ""
     line = (
         f"gaia2: probe of {ran} of 4 (cut short: the run stopped before the rest): the 6 selected scenarios "
-        f"≈ $7.20 ({cost}) and ≈ * s at {at}"
+        f"≈ $7.20 ({cost}) and ≈ * at {at}{reach}"
     )
     result.stdout.fnmatch_lines(["INCOMPLETE: *", line])
     assert sum(line.startswith("gaia2: probe of") for line in result.outlines) == 1  # in the summary, once

@@ -4,8 +4,10 @@ Reads a probe (``--gaia2-probe-only``) or any earlier run: cost and wall time pe
 split, the pass rate, and, given a second run of the same scenarios, how often the two disagree
 (the discordance rate that decides how many pairs a paired comparison needs). Then answers:
 scenarios (pairs) to detect a gap of ``--gap`` points with ``--power`` at ``--alpha``, or for an
-interval of half-width ``--half-width`` on one rate; what they cost, with an interval; how long
-they take at ``-n N``; and what ``--budget`` buys. The maths is in :mod:`power`.
+interval of half-width ``--half-width`` on one rate, and over the discordance's interval when it
+was measured; whether the pool (``--pool``, else the full Gaia2's 160 per split) holds that many;
+what they cost, with an interval (both arms of a paired comparison); how long they take at
+``-n N``; and what ``--budget`` buys. The maths is in :mod:`power` and :mod:`projection`.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.cli.main import CommandError, create_file
+from pytest_gaia2.cost.projection import FEWEST, predict_total
 from pytest_gaia2.report import power
 from pytest_gaia2.report.markdown import plain
-from pytest_gaia2.report.paired import AnalysisExtraMissing
 from pytest_gaia2.report.rates import percent, percent_number, wilson
 from pytest_gaia2.report.rows import split_order
 from pytest_gaia2.store import folder as store
@@ -70,13 +72,28 @@ class Source:
         return min(max(0.5, low), high)
 
 
-def discordance(a: Source, b: Source) -> tuple[float, int]:
-    """The share of keys judged in both runs whose verdicts differ, and how many keys that is over."""
+def discordance(a: Source, b: Source) -> tuple[int, int]:
+    """How many keys judged in both runs have verdicts that differ, and how many keys were judged in both."""
     both = [key for key in a.records.keys() & b.records.keys() if a.records[key].outcome in ("passed", "failed")]
     both = [key for key in both if b.records[key].outcome in ("passed", "failed")]
     if not both:
         raise CommandError(f"{a.path} and {b.path}: no scenario judged in both runs, so no discordance rate")
-    return sum(a.records[key].outcome != b.records[key].outcome for key in both) / len(both), len(both)
+    return sum(a.records[key].outcome != b.records[key].outcome for key in both), len(both)
+
+
+FULL_SPLIT = 160
+"""Scenarios in one split of the full Gaia2 (800 over 5 splits): the pool a plan assumes without --pool."""
+
+
+def pool_of(source: Source, given: int | None) -> tuple[int, str]:
+    """The scenarios a run can select, and where that number comes from."""
+    if given is not None:
+        return given, "--pool"
+    splits = {record.split for record in source.records.values()}
+    return FULL_SPLIT * len(splits), (
+        f"the full Gaia2 has {FULL_SPLIT} per split, {len(splits)} split{'s' if len(splits) > 1 else ''} here; "
+        "--pool N sets another"
+    )
 
 
 def _money(value: float) -> str:
@@ -108,8 +125,56 @@ def _split_rows(source: Source) -> list[dict[str, Any]]:
     return rows
 
 
-def answer(source: Source, args: argparse.Namespace, psi: float | None, pairs_seen: int | None) -> dict[str, Any]:
-    """The plan as data: the question, the scenarios it needs, their cost and time, the budget's reach."""
+def _totals(arms: list[list[float]], scenarios: int) -> dict[str, Any] | None:
+    """What ``scenarios`` scenarios of each arm add up to (cost or seconds): the estimates added,
+    and each arm's 95% prediction interval added end to end (at least 95% for the sum); None
+    without values."""
+    if not arms[0]:
+        return None
+    predicted = [predict_total(values or arms[0], scenarios) for values in arms]
+    lows, highs = [low for _, low, _ in predicted], [high for _, _, high in predicted]
+    return {
+        "estimate": sum(estimate for estimate, _, _ in predicted),
+        "low": None if None in lows else sum(low for low in lows if low is not None),
+        "high": None if None in highs else sum(high for high in highs if high is not None),
+        "arms": len(arms),
+    }
+
+
+def _paired(
+    source: Source, args: argparse.Namespace, psi: float | None, seen: tuple[int, int] | None, notes: list[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The paired question and its answer: pairs at the discordance, and over its interval when measured."""
+    if psi is None:
+        assumed = source.planning_rate
+        psi = 2 * assumed * (1 - assumed)
+        notes.append(
+            f"discordance assumed {percent(psi)} = 2p(1-p) at p = {percent(assumed)} (the judged rate's interval "
+            "end nearest 50%): two runs that agree no more than chance would; give a second run or "
+            "--discordance for a sharper answer"
+        )
+    if not args.gap <= psi:
+        raise CommandError(f"--gap {args.gap:g} is larger than the discordance rate {psi:g}: no such pairs exist")
+    question: dict[str, Any] = {
+        "kind": "paired-gap",
+        "gap": args.gap,
+        "discordance": psi,
+        "pairs_seen": seen[1] if seen else None,
+    }
+    paired = power.paired_pairs(args.gap, psi, args.power, args.alpha).to_dict()
+    if seen is not None:
+        low, high = wilson(*seen)
+        ends = [power.paired_pairs(args.gap, max(end, args.gap), args.power, args.alpha).pairs for end in (low, high)]
+        question["discordance_interval"] = [low, high]
+        paired["range"] = ends
+    return question, paired
+
+
+def answer(
+    source: Source, args: argparse.Namespace, psi: float | None, seen: tuple[int, int] | None, other: Source | None
+) -> dict[str, Any]:
+    """The plan as data: the question, the scenarios it needs, what the pool allows, their cost and
+    time (both arms of a paired comparison), the budget's reach."""
     rate = source.rate
     result: dict[str, Any] = {
         "source": str(source.path),
@@ -121,47 +186,60 @@ def answer(source: Source, args: argparse.Namespace, psi: float | None, pairs_se
         "workers": args.workers,
     }
     notes: list[str] = []
+    pool, pool_from = pool_of(source, args.pool)
+    arms = [source] if args.gap is None else [source, other or source]
     if args.gap is not None:
-        if psi is None:
-            assumed = source.planning_rate
-            psi = 2 * assumed * (1 - assumed)
-            notes.append(
-                f"discordance assumed {percent(psi)} = 2p(1-p) at p = {percent(assumed)} (the judged rate's interval "
-                "end nearest 50%): two runs that agree no more than chance would; give a second run or "
-                "--discordance for a sharper answer"
-            )
-        if not args.gap <= psi:
-            raise CommandError(f"--gap {args.gap:g} is larger than the discordance rate {psi:g}: no such pairs exist")
-        paired = power.paired_pairs(args.gap, psi, args.power, args.alpha)
-        result["question"] = {"kind": "paired-gap", "gap": args.gap, "discordance": psi, "pairs_seen": pairs_seen}
-        result["paired"] = paired.to_dict()
-        needed = paired.pairs
+        result["question"], result["paired"] = _paired(source, args, psi, seen, notes)
+        psi = result["question"]["discordance"]
+        needed = result["paired"]["pairs"]
     else:
         expected = args.rate if args.rate is not None else source.planning_rate
         needed = power.rate_scenarios(args.half_width, expected)
         result["question"] = {"kind": "half-width", "half_width": args.half_width, "rate": expected}
     result["scenarios"] = needed
-    costs, seconds = source.costs(), source.seconds()
-    if needed is not None and costs:
-        usd, low, high = power.total_interval(costs, needed)
-        result["cost_usd"] = {"estimate": usd, "low": low, "high": high, "priced": len(costs)}
-        if len(costs) < len(source.records):
-            notes.append(f"cost from the {len(costs)} of {len(source.records)} results that were priced")
-    if needed is not None and seconds:
-        total, low, high = power.total_interval(seconds, needed)
-        result["time_s"] = {"estimate": total / args.workers, "low": low / args.workers, "high": high / args.workers}
+    runnable = pool if needed is None else min(needed, pool)
+    result["pool"] = {"scenarios": pool, "from": pool_from, "runnable": runnable, "capped": runnable != needed}
+    if runnable != needed:
+        result["pool"]["at_pool"] = (
+            power.exact_power(pool, args.gap, result["question"]["discordance"], args.alpha)
+            if args.gap is not None
+            else power.half_width(pool, result["question"]["rate"])
+        )
+    cost = _totals([arm.costs() for arm in arms], runnable)
+    if cost is not None:
+        result["cost_usd"] = {**cost, "priced": len(source.costs())}
+        if len(source.costs()) < len(source.records):
+            notes.append(f"cost from the {len(source.costs())} of {len(source.records)} results that were priced")
+        if len(arms) == 2 and not (other and other.costs()):
+            notes.append("the second arm's cost is assumed to be the first's (no priced second run)")
+    time = _totals([arm.seconds() for arm in arms], runnable)
+    if time is not None:
+        result["time_s"] = {
+            name: None if time[name] is None else time[name] / args.workers for name in ("estimate", "low", "high")
+        }
     if args.budget is not None:
-        if not costs or statistics.fmean(costs) <= 0:
+        result["budget"] = _reach(args, source, arms, psi)
+        if result["budget"] is None:
+            del result["budget"]
             notes.append("the budget's reach is unknown: no priced result to plan from")
-        else:
-            buys = math.floor(args.budget / statistics.fmean(costs))
-            reach: dict[str, Any] = {"budget_usd": args.budget, "scenarios": buys}
-            reach["half_width"] = power.half_width(buys, source.planning_rate)
-            if psi is not None:
-                reach["detectable_gap"] = power.detectable_gap(buys, psi, args.power, args.alpha)
-            result["budget"] = reach
     result["notes"] = notes
     return result
+
+
+def _reach(args: argparse.Namespace, source: Source, arms: list[Source], psi: float | None) -> dict[str, Any] | None:
+    """What the budget buys: scenarios of one run (one rate's interval) and, for a paired gap,
+    pairs of both arms (the smallest gap they detect with the exact test's power)."""
+    if not source.costs() or statistics.fmean(source.costs()) <= 0:
+        return None
+    means = [statistics.fmean(arm.costs() or source.costs()) for arm in arms]
+    buys = math.floor(args.budget / means[0])
+    reach: dict[str, Any] = {"budget_usd": args.budget, "scenarios": buys}
+    reach["half_width"] = power.half_width(buys, source.planning_rate)
+    if psi is not None:
+        pairs = math.floor(args.budget / sum(means)) if len(arms) == 2 else buys // 2
+        reach["pairs"] = pairs
+        reach["detectable_gap"] = power.detectable_gap(pairs, psi, args.power, args.alpha)
+    return reach
 
 
 def markdown(plan: dict[str, Any]) -> str:
@@ -198,34 +276,61 @@ def markdown(plan: dict[str, Any]) -> str:
                 else f"more than {power.MAX_PAIRS} pairs: not feasible."
             )
         )
+        if "range" in paired:
+            low, high = q["discordance_interval"]
+            ends = [
+                f"{pairs:,}" if pairs is not None else f"more than {power.MAX_PAIRS:,}" for pairs in paired["range"]
+            ]
+            lines.append(
+                f"- the discordance is an estimate: its 95% interval is {percent(low)} to {percent(high)}, "
+                f"over which the pairs needed run from {ends[0]} to {ends[1]}"
+            )
     else:
         lines.append(
             f"For a 95% interval of ±{percent_number(q['half_width'])} points on a rate near {percent(q['rate'])}: "
             f"**{plan['scenarios']} scenarios**."
         )
+    pool = plan["pool"]
+    if pool["capped"]:
+        needed = "more pairs than are feasible" if plan["scenarios"] is None else str(plan["scenarios"])
+        lines.append(
+            f"- the pool holds {pool['scenarios']} scenarios ({plain(pool['from'])}), fewer than the {needed} "
+            f"needed: all {pool['scenarios']} give "
+            + (
+                f"an exact power of {percent(pool['at_pool'])} for this gap"
+                if q["kind"] == "paired-gap"
+                else f"an interval of ±{percent_number(pool['at_pool'])} points"
+            )
+            + "; the cost and time below are for the pool"
+        )
+    arms = " for both arms (each agent runs them)" if q["kind"] == "paired-gap" else ""
     if "cost_usd" in plan:
         cost = plan["cost_usd"]
-        lines.append(f"- cost ≈ {_money(cost['estimate'])} (95% interval {_money(cost['low'])}–{_money(cost['high'])})")
+        lines.append(f"- cost{arms} ≈ {_money(cost['estimate'])} ({_interval(cost, _money)})")
     if "time_s" in plan:
         time = plan["time_s"]
-        lines.append(
-            f"- time ≈ {_hours(time['estimate'])} at -n {plan['workers']} "
-            f"(95% interval {_hours(time['low'])}–{_hours(time['high'])})"
-        )
+        lines.append(f"- time{arms} ≈ {_hours(time['estimate'])} at -n {plan['workers']} ({_interval(time, _hours)})")
     if "budget" in plan:
         reach = plan["budget"]
         gap = reach.get("detectable_gap")
         lines.append(
-            f"- the budget {_money(reach['budget_usd'])} buys ≈ {reach['scenarios']} scenarios: an interval of "
-            f"±{percent_number(reach['half_width'] or 1.0)} points on one rate"
+            f"- the budget {_money(reach['budget_usd'])} buys ≈ {reach['scenarios']} scenarios of one run: an "
+            f"interval of ±{percent_number(reach['half_width'] or 1.0)} points on one rate"
             + (
-                f", or a paired gap of {percent_number(gap)} points detected {plan['power']:.0%} of the time"
+                f"; or {reach['pairs']} pairs (both arms): a paired gap of {percent_number(gap)} points detected "
+                f"{plan['power']:.0%} of the time (exact McNemar power)"
                 if gap is not None
                 else ""
             )
         )
     lines += [f"- note: {plain(note)}" for note in plan["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _interval(block: dict[str, Any], shown: Any) -> str:
+    if block["low"] is None or block["high"] is None:
+        return f"no interval from fewer than {FEWEST} values"
+    return f"95% interval {shown(block['low'])}–{shown(block['high'])}"
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -257,6 +362,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.05, help="two-sided significance level (default 0.05)")
     parser.add_argument("--discordance", type=float, help="share of pairs whose verdicts differ (else from two runs)")
     parser.add_argument("--rate", type=float, help="expected rate for --half-width (default: the run's judged rate)")
+    parser.add_argument(
+        "--pool",
+        type=int,
+        metavar="N",
+        help=f"scenarios the run can select (default: the full Gaia2's {FULL_SPLIT} per split of the RUN)",
+    )
     parser.add_argument("-n", "--workers", type=int, default=1, help="parallel workers the run will use (-n N)")
     parser.add_argument("--budget", type=float, metavar="USD", help="what this much money buys")
     parser.add_argument("--format", choices=("markdown", "json"), default="markdown", help="output format")
@@ -273,6 +384,8 @@ def run(args: argparse.Namespace) -> int:
     _fraction("--discordance", args.discordance)
     if args.rate is not None and not (math.isfinite(args.rate) and 0 <= args.rate <= 1):
         raise CommandError(f"--rate: expected a fraction from 0 to 1, got {args.rate!r}")
+    if args.pool is not None and not 1 <= args.pool <= power.MAX_PAIRS:
+        raise CommandError(f"--pool: expected 1 to {power.MAX_PAIRS} scenarios, got {args.pool}")
     if not 1 <= args.workers <= 4096:
         raise CommandError(f"-n: expected 1 to 4096 workers, got {args.workers}")
     if args.budget is not None and not (math.isfinite(args.budget) and 0 < args.budget < 1e9):
@@ -280,13 +393,11 @@ def run(args: argparse.Namespace) -> int:
     sources = [Source.read(path) for path in args.runs]
     psi, seen = args.discordance, None
     if psi is None and len(sources) == 2:
-        psi, seen = discordance(*sources)
+        seen = discordance(*sources)
+        psi = seen[0] / seen[1]
         if psi == 0:
             raise CommandError("the two runs never disagree: no gap can be detected from them (give --discordance)")
-    try:
-        plan = answer(sources[0], args, psi, seen)
-    except AnalysisExtraMissing as exc:
-        raise CommandError(str(exc)) from None
+    plan = answer(sources[0], args, psi, seen, sources[1] if len(sources) == 2 else None)
     text = markdown(plan) if args.format == "markdown" else json.dumps(plan, indent=2) + "\n"
     if args.output:
         create_file("--output", Path(args.output), text.encode("utf-8"), [source.path for source in sources])

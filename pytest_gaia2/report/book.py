@@ -74,6 +74,8 @@ class ResultBook:
         self._persistent: list[dict[str, Any]] | None = None
         self.unpriced_models: set[str] = set()
         self.projection: probe.Projection | None = None
+        self.probe_keys: frozenset[str] = frozenset()
+        self.workers = 1
         self.not_started: dict[str, str] = {}
         """Planned keys that were skipped before any attempt, and why (budget, probe only)."""
         self.spent_at_stop: float | None = None
@@ -136,6 +138,7 @@ class ResultBook:
         tell the user now: one warning per model without a price, and the probe's projection
         once its last scenario is in."""
         self.records[record.key] = record
+        self.probe_keys, self.workers = frozenset(probe_keys), workers
         self._summary = self._persistent = None
         if self.folder is not None:
             self.folder.append_result(record)
@@ -154,15 +157,26 @@ class ResultBook:
             )
         notices += spend.refusal_notice(record)
         if probe_keys and self.projection is None and probe_keys <= self.records.keys():
-            self.projection = probe.project(
-                [self.records[key] for key in probe_keys],
-                len(self.planned),
-                workers,
-                halt=self.budget.halt,
-                cap=self.budget.cap,
-            )
-            notices.append(self.projection.line())
+            notices.append(self._project().line())
         return notices
+
+    def _project(self) -> probe.Projection:
+        """The probe's projection from the probe's records there are (all of them, unless the run
+        stopped first)."""
+        self.projection = probe.project(
+            [record for key, record in self.records.items() if key in self.probe_keys],
+            len(self.planned),
+            self.workers,
+            halt=self.budget.halt,
+            cap=self.budget.cap,
+            chosen=len(self.probe_keys),
+        )
+        return self.projection
+
+    def settle_probe(self) -> None:
+        """A probe the run stopped before its last scenario still projects, from what it measured."""
+        if self.projection is None and self.probe_keys & self.records.keys():
+            self._project()
 
     def summary(self) -> stats.Summary:
         """Computed once per change (800 x 3 results take a fraction of a second)."""
@@ -198,6 +212,7 @@ class ResultBook:
     def lines(self) -> list[str]:
         """The terminal summary: counts, rates with intervals, errors, the gate, reused verdicts."""
         summary = self.summary()
+        self.settle_probe()
         lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
         body = report.summary_lines(summary, None)  # the gate's verdict is printed last: verdict_lines
         if self.probe_only(summary):  # a probe's end is its projection, not an incomplete run
@@ -279,10 +294,12 @@ class ResultBook:
         """results.jsonl rewritten one line per key, and summary.json; the gate's decision."""
         summary = self.summary()
         decision = self.decision(summary)
+        self.settle_probe()
         if self.folder is not None:
             self.folder.rewrite_results(self.records.values())
             extra = {
                 **extra,
+                "probe": self.projection.to_json() if self.projection else None,
                 "cost": spend.summary(self.records.values()),
                 "persistent_errors": self.persistent(),
                 "stop": self.stop().to_dict(),

@@ -4,7 +4,7 @@ Pure maths. The paired size starts from Connor's normal approximation for McNema
 (Connor 1987, Biometrics 43:207) and then steps to the smallest number of pairs at which the
 *exact* conditional McNemar test, the one ``compare`` reports, reaches the asked power: the
 exact test is conservative at small counts, so the approximation alone would promise power the
-comparison does not have. The exact power needs scipy (the ``analysis`` extra).
+comparison does not have.
 """
 
 from __future__ import annotations
@@ -12,9 +12,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
-
-from pytest_gaia2.report.paired import ANALYSIS_EXTRA, AnalysisExtraMissing
 
 MAX_PAIRS = 100_000
 """Beyond this the answer is "not feasible": no benchmark has that many scenarios."""
@@ -43,21 +40,13 @@ def connor_pairs(gap: float, discordance: float, power: float = 0.8, alpha: floa
     return math.ceil(root * root / (gap * gap) - 1e-9)
 
 
-def _scipy_binom() -> Any:
-    try:
-        from scipy.stats import binom
-    except ImportError:
-        raise AnalysisExtraMissing(f"exact power of the McNemar test needs scipy: {ANALYSIS_EXTRA}") from None
-    return binom
-
-
 def exact_power(pairs: int, gap: float, discordance: float, alpha: float = 0.05) -> float:
     """Power of the two-sided exact McNemar test with ``pairs`` pairs: the discordant count D is
     Binomial(pairs, discordance); given D = d, B's wins are Binomial(d, (1 + gap/discordance)/2)
     and the test rejects when 2 x (the smaller tail at 1/2) <= alpha, as scipy's binomtest does
     for p = 1/2."""
-    binom = _scipy_binom()
     import numpy as np
+    from scipy.stats import binom
 
     if pairs <= 0:
         return 0.0
@@ -122,17 +111,18 @@ def rate_scenarios(half_width: float, rate: float = 0.5, confidence: float = 0.9
 
 
 def detectable_gap(pairs: int, discordance: float, power: float = 0.8, alpha: float = 0.05) -> float | None:
-    """The smallest gap Connor's formula says ``pairs`` pairs detect with ``power`` at this
-    discordance (bisection; the formula falls as the gap grows); None when even a gap as large
-    as the discordance needs more pairs."""
+    """The smallest gap ``pairs`` pairs detect with at least ``power`` by the exact McNemar test at
+    this discordance (bisection: the exact power rises with the gap); None when even a gap as
+    large as the discordance is detected less often. Connor's approximation here said a gap at
+    which the exact power is 77%, not 80%."""
     if pairs <= 0 or not 0 < discordance <= 1:
         return None
-    if connor_pairs(discordance, discordance, power, alpha) > pairs:
+    if exact_power(pairs, discordance, discordance, alpha) < power:
         return None
     low, high = 0.0, discordance
-    for _ in range(60):
+    for _ in range(40):
         middle = (low + high) / 2
-        if middle > 0 and connor_pairs(middle, discordance, power, alpha) <= pairs:
+        if exact_power(pairs, middle, discordance, alpha) >= power:
             high = middle
         else:
             low = middle
@@ -145,16 +135,3 @@ def half_width(scenarios: int, rate: float = 0.5, confidence: float = 0.95) -> f
         return None
     z = z_of(1 - (1 - confidence) / 2)
     return z * math.sqrt(max(rate * (1 - rate), 1e-6) / scenarios)
-
-
-def total_interval(values: list[float], count: int, confidence: float = 0.95) -> tuple[float, float, float]:
-    """The total of ``count`` new draws like ``values`` (cost or seconds per scenario): the estimate
-    count x mean, and an interval that holds both the spread of single draws and the uncertainty
-    of the mean itself: sd x sqrt(count + count^2 / m) for m observed values. Never below 0."""
-    if not values or count < 0:
-        raise ValueError("total_interval needs observed values and a count >= 0")
-    m = len(values)
-    mean = sum(values) / m
-    sd = math.sqrt(sum((value - mean) ** 2 for value in values) / (m - 1)) if m > 1 else mean
-    spread = z_of(1 - (1 - confidence) / 2) * sd * math.sqrt(count + count * count / m)
-    return count * mean, max(0.0, count * mean - spread), count * mean + spread

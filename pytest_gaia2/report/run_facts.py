@@ -130,10 +130,12 @@ def probe_of(document: Mapping[str, Any]) -> Projection | None:
         or workers is None
         or hours is None
         or any(value is not None and checked[name] is None for name, value in money.items())
-        or len({checked["usd"] is None, checked["low"] is None, checked["high"] is None}) > 1
+        or (checked["low"] is None) != (checked["high"] is None)
+        or (checked["usd"] is None and checked["low"] is not None)
+        or (block.get("chosen") is not None and _count(block.get("chosen"), 1) is None)
     ):
         return None
-    return Projection(planned, probed, hours=hours, workers=workers, **checked)
+    return Projection(planned, probed, hours=hours, workers=workers, chosen=_count(block.get("chosen"), 1), **checked)
 
 
 def keys_of(value: Any) -> tuple[str, ...] | None:

@@ -644,7 +644,6 @@ class RunContext:
                 "run_id": self.run_id,
                 "session_id": self.session_id,
                 "plugin_version": PLUGIN_VERSION,
-                "probe": self.book.projection.to_json() if self.book.projection else None,
             }
             try:
                 decision = self.book.write(extra)

@@ -113,12 +113,13 @@ def test_the_cap_stops_a_running_scenario_and_keeps_its_files(
 def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
     pytester: pytest.Pytester, run_gaia2: Any, priced: Any
 ) -> None:
-    """Every scenario costs the same, so the projection of 6 from a probe of 2 is the true cost."""
+    """Every scenario costs the same, so the projection of 6 from a probe of 2 is the true cost (2
+    costs bound no interval)."""
     _scenarios(pytester, 6)
     full = priced(run_gaia2, "-n", "2", "--gaia2-probe=2", "--gaia2-seed=3")
     full.assert_outcomes(passed=6)
-    full.stdout.fnmatch_lines(["gaia2: probe of 2: the 6 selected scenarios ≈ $7.20 (95% interval $7.20–$7.20) "
-                               "and ≈ * s at -n 2"])  # seconds, never "0.01 h"
+    full.stdout.fnmatch_lines(["gaia2: probe of 2: the 6 selected scenarios ≈ $7.20 (no interval from fewer than 3 "
+                               "scenarios with a cost) and ≈ * s at -n 2"])  # seconds, never "0.01 h"
     # Printed once its last scenario is in, and again in the summary: each time on a line of its
     # own, never after xdist's progress dots.
     probe_lines = [line for line in full.outlines if "gaia2: probe of 2:" in line]
@@ -133,13 +134,39 @@ def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["probe"]["usd"] == pytest.approx(true_cost) and summary["complete"] is False
     # The pages end the probe as the terminal does: as its projection, not as an incomplete run.
-    projection = "probe of 2: the 6 selected scenarios ≈ $7.20 (95% interval $7.20–$7.20)"
+    projection = "probe of 2: the 6 selected scenarios ≈ $7.20 (no interval from fewer than 3 scenarios with a cost)"
     markdown = (folder / "report.md").read_text(encoding="utf-8")
     assert ("**PROBE ONLY:** 2 of 6 planned scenarios ran as the probe (`--gaia2-probe-only`); its result is "
             f"the projection: `{projection}") in markdown and "INCOMPLETE" not in markdown
     for page in ("report.html", "index.html"):
         html = (folder / page).read_text(encoding="utf-8")
         assert 'id="probe-only"' in html and projection in html and "INCOMPLETE" not in html, page
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "n2"])
+def test_a_probe_the_halt_cuts_short_still_projects_from_what_it_measured(
+    pytester: pytest.Pytester, run_gaia2: Any, priced: Any, workers: list[str]
+) -> None:
+    """A probe of 4 under a $2 halt at $1.20 a scenario: serially the halt stops it after 2; on two
+    workers after 2 or 3 (both start before anything is spent). The projection is made from
+    those, says so, and is in summary.json."""
+    _scenarios(pytester, 6)
+    result = priced(run_gaia2, *workers, "--gaia2-probe=4", "--gaia2-seed=3", "--gaia2-budget-halt=2.0")
+    ran = result.parseoutcomes()["passed"]
+    assert ran in ((2,) if not workers else (2, 3)), result.stdout.str()
+    at = f"-n {2 if workers else 1}"
+    # From 3 costs an interval, and with it what the halt is expected to complete.
+    cost = "no interval from fewer than 3 scenarios with a cost" if ran == 2 else "95% interval $7.20–$7.20"
+    reach = "; the halt ($2.00) is expected to complete 2 of the 6 (95% interval 2–2)" if ran == 3 else ""
+    line = (
+        f"gaia2: probe of {ran} of 4 (cut short: the run stopped before the rest): the 6 selected scenarios "
+        f"≈ $7.20 ({cost}) and ≈ * at {at}{reach}"
+    )
+    result.stdout.fnmatch_lines(["INCOMPLETE: *", line])
+    assert sum(line.startswith("gaia2: probe of") for line in result.outlines) == 1  # in the summary, once
+    probe = json.loads((run_folder(pytester.path / "out") / "summary.json").read_text())["probe"]
+    assert (probe["probed"], probe["chosen"], probe["planned"]) == (ran, 4, 6)
+    assert probe["usd"] == pytest.approx(6 * PER_SCENARIO)
 
 
 def test_an_unknown_model_gives_tokens_and_one_warning_never_a_guessed_price(

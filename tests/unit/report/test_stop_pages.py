@@ -280,7 +280,7 @@ def test_a_probe_only_run_cut_short_is_incomplete(tmp_path: Path) -> None:
         assert "probe-only" not in _shown(write_index(run).read_text(encoding="utf-8"))
 
 
-PROBE_KEYS = ("planned", "probed", "usd", "low", "high", "hours", "workers", "halt", "cap")
+PROBE_KEYS = ("planned", "probed", "usd", "low", "high", "hours", "workers", "halt", "cap", "chosen")
 
 
 @settings(max_examples=300, deadline=None)

@@ -38,7 +38,6 @@ from pytest_gaia2.report import power, rejudged, run_facts, settings_diff, stats
 from pytest_gaia2.report import summary as report
 from pytest_gaia2.report.markdown import code_span, plain
 from pytest_gaia2.report.paired import (
-    AnalysisExtraMissing,
     Answer,
     PairedTable,
     Rule,
@@ -827,17 +826,12 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--alpha: expected a level between 0 and 1 (0.05), got {args.alpha!r}")
     labels = [chr(ord("A") + index) if index < 26 else f"R{index + 1}" for index in range(len(args.runs))]
     arms = [load_arm(label, path, args.judge) for label, path in zip(labels, args.runs, strict=False)]
-    try:
-        result = build(
-            arms, None if args.drop is None else args.drop * 100, args.gate, args.alpha, args.allow_incomplete
-        )
-        text = (
-            markdown(result)
-            if args.format == "markdown"
-            else json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n"
-        )
-    except AnalysisExtraMissing as exc:
-        raise CommandError(str(exc)) from None
+    result = build(arms, None if args.drop is None else args.drop * 100, args.gate, args.alpha, args.allow_incomplete)
+    text = (
+        markdown(result)
+        if args.format == "markdown"
+        else json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n"
+    )
     if args.output:
         create_file("--output", Path(args.output), text.encode("utf-8"), [arm.path.resolve() for arm in arms])
     else:

@@ -29,12 +29,6 @@ from pytest_gaia2.report.rates import Rate, design_effect, t_quantile, wilson, z
 from pytest_gaia2.report.repeats import LETTER, MISSING_RUN
 from pytest_gaia2.report.rows import natural_key
 
-ANALYSIS_EXTRA = "pip install 'pytest-gaia2[analysis]'"
-
-
-class AnalysisExtraMissing(RuntimeError):
-    """A statistic needs a library of the ``analysis`` extra that is not installed."""
-
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
     """Two-sided exact (conditional) McNemar p-value of ``only_a`` vs ``only_b`` discordant pairs.
@@ -48,10 +42,8 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
         raise ValueError(f"mcnemar_exact: counts must be >= 0, got {only_a} and {only_b}")
     if only_a + only_b == 0:
         return 1.0
-    try:
-        from scipy.stats import binomtest
-    except ImportError:
-        raise AnalysisExtraMissing(f"the exact McNemar test needs scipy: {ANALYSIS_EXTRA}") from None
+    from scipy.stats import binomtest
+
     return float(binomtest(only_b, only_a + only_b, 0.5).pvalue)
 
 
@@ -65,10 +57,8 @@ SIGN_FLIP_SEED = 20260105
 
 
 def _numpy() -> Any:
-    try:
-        import numpy
-    except ImportError:
-        raise AnalysisExtraMissing(f"the paired test with repeats needs numpy and scipy: {ANALYSIS_EXTRA}") from None
+    import numpy
+
     return numpy
 
 

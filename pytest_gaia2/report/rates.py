@@ -46,50 +46,13 @@ Cluster = Sequence[tuple[int, int]]
 """One scenario's results: (successes, trials) per stratum (per run for avg@k, else one)."""
 
 
-T_SERIES_MAX_DF = 300
-"""Past this many degrees of freedom the quantile comes from its expansion, not the series."""
-
-
 def t_quantile(probability: float, df: int) -> float:
-    """Student's t quantile for a whole number of degrees of freedom, without scipy (a run's
-    summary needs it and scipy is an extra): bisection on the exact finite series of the t
-    distribution's two-sided probability (Abramowitz & Stegun 1964, 26.7.3 and 26.7.4); past
-    :data:`T_SERIES_MAX_DF` degrees of freedom, its Cornish-Fisher expansion."""
+    """Student's t quantile (scipy's), for the small-sample intervals over scenarios and universes."""
     if df < 1 or not 0.5 <= probability < 1:
         raise ValueError(f"t_quantile: need df >= 1 and 0.5 <= probability < 1, got {df} and {probability}")
-    if df > T_SERIES_MAX_DF:  # Cornish-Fisher to the fourth order (A&S 26.7.5): within 1e-12 here
-        z = statistics.NormalDist().inv_cdf(probability)
-        terms = (
-            (z**3 + z) / 4,
-            (5 * z**5 + 16 * z**3 + 3 * z) / 96,
-            (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
-            (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
-        )
-        return z + sum(term / df**power for power, term in enumerate(terms, start=1))
-    inside = 2 * probability - 1  # P(|T| <= t)
+    from scipy.stats import t
 
-    def within(t: float) -> float:
-        theta = math.atan(t / math.sqrt(df))
-        cos2, term = math.cos(theta) ** 2, 1.0
-        if df % 2:
-            term = total = math.cos(theta) if df > 1 else 0.0
-            for step in range(1, (df - 1) // 2):
-                term *= cos2 * (2 * step) / (2 * step + 1)
-                total += term
-            return 2 / math.pi * (theta + math.sin(theta) * total)
-        total = term
-        for step in range(1, df // 2):
-            term *= cos2 * (2 * step - 1) / (2 * step)
-            total += term
-        return math.sin(theta) * total
-
-    low, high = 0.0, 1.0
-    while within(high) < inside:
-        low, high = high, high * 2
-    for _ in range(100):
-        middle = (low + high) / 2
-        low, high = (middle, high) if within(middle) < inside else (low, middle)
-    return (low + high) / 2
+    return float(t.ppf(probability, df))
 
 
 def design_effect(sums: Sequence[float], trials: Sequence[int], per_trial_variance: float) -> float:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-import sys
 
 import pytest
 
 from pytest_gaia2.report.paired import (
-    AnalysisExtraMissing,
     PairedTable,
     mcnemar_exact,
     newcombe_interval,
@@ -94,13 +92,6 @@ def test_pattern_strings_and_counts() -> None:
     assert pattern(["passed", "failed", "error", None, "not_run"]) == "PFE.."
     counts = pattern_counts({"s1": "PPF", "s2": "PPP", "s3": "PPF", "s4": "PFE"})
     assert counts == [("PPF", 2, ("s1", "s3")), ("PFE", 1, ("s4",)), ("PPP", 1, ("s2",))]
-
-
-def test_missing_scipy_names_the_analysis_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "scipy.stats", None)  # makes "from scipy.stats import ..." fail
-    with pytest.raises(AnalysisExtraMissing, match=r"pytest-gaia2\[analysis\]"):
-        mcnemar_exact(1, 2)
-    assert mcnemar_exact(0, 0) == 1.0  # nothing to test: no import needed
 
 
 def test_the_sign_flip_test_is_mcnemars_with_one_repeat_and_counts_scenarios_with_more() -> None:

@@ -298,18 +298,6 @@ def test_bad_input_is_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureF
     assert message in err and err.count("\n") == 1
 
 
-def test_missing_scipy_is_one_line_naming_the_extra(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
-    a = write_run(tmp_path / "a", {"s1": "P"})
-    b = write_run(tmp_path / "b", {"s1": "F"})
-    monkeypatch.setitem(sys.modules, "scipy.stats", None)
-    code, _, err = compare(capsys, a, b)
-    assert code == 2
-    assert "needs scipy: pip install 'pytest-gaia2[analysis]'" in err
-
-
 @pytest.mark.parametrize("place", ["in_run", "in_output_of_run", "existing"])
 def test_output_never_lands_in_a_run_folder_nor_over_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                             place: str) -> None:

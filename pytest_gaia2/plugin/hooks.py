@@ -9,6 +9,7 @@ An ``OptionError`` from below becomes pytest's usage error here (``ERROR: ...``,
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +36,7 @@ RESULT_KEY = pytest.StashKey[Any]()
 EXIT_STATUS_KEY = pytest.StashKey[int]()
 RUN_FOLDER_KEY = pytest.StashKey[dict[Path, bool]]()
 ATTEMPT_KEY = pytest.StashKey[Any]()
+COLLECTED_KEY = pytest.StashKey[bool]()
 NODE_PREFIX = "gaia2"
 
 
@@ -178,9 +180,11 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
 
     planned = {id(item): found for item in items if (found := planned_item(item)) is not None}
     if not planned:
-        _nothing_selected(config, items, context)
         return
-    keep = context.narrow(list(planned.values()))
+    try:
+        keep = context.narrow(list(planned.values()))
+    except OptionError:  # refused once, by _check_selection, on the process that owns the run
+        return
     dropped = [item for item in items if id(item) in planned and planned[id(item)].key not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -197,19 +201,27 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
         items[:] = probe_first(items, keys, key_of)
 
 
-def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: RunContext) -> None:
-    """-m or -k that leaves no test at all of a run with scenarios is a usage error that says why."""
+def _check_selection(config: pytest.Config, context: RunContext, ids: list[str]) -> None:
+    """The selection's usage errors, checked once on the process that owns the run (the only
+    one, or the xdist controller with the ids a worker collected), before pre-flight and before
+    any test is dealt out: -m or -k that leaves no test at all of a run with scenarios, and a
+    sample or prefix its pool cannot give. The workers never refuse: with a sample they cannot
+    draw they keep what -k and -m left, which this check draws from again and refuses."""
     from pytest_gaia2.plan.items import extra_split_markers, universe_markers
     from pytest_gaia2.plan.selection import nothing_selected
 
     planned = context.items()
-    if items or not planned:
+    if not planned or context.prepared or context.stopped:
         return
-    markers = sorted({item.split_marker for item in planned}) + universe_markers(planned)
-    names = sorted({item.split for item in planned} | set(extra_split_markers(planned)))
-    for option, expression in (("-m", config.option.markexpr), ("-k", config.option.keyword)):
-        if expression:
-            raise pytest.UsageError(nothing_selected(option, expression, markers, names if option == "-k" else []))
+    if not ids:
+        markers = sorted({item.split_marker for item in planned}) + universe_markers(planned)
+        names = sorted({item.split for item in planned} | set(extra_split_markers(planned)))
+        for option, expression in (("-m", config.option.markexpr), ("-k", config.option.keyword)):
+            if expression:
+                raise OptionError(nothing_selected(option, expression, markers, names if option == "-k" else []))
+        return
+    index = {item.key: item for item in planned}
+    context.narrow([index[key] for key in _planned(context, ids) if key in index])
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -364,34 +376,60 @@ def _planned(context: RunContext, node_ids: list[str]) -> list[str]:
     )
 
 
-def _prepare(context: RunContext, planned: list[str], collect_only: bool = False) -> None:
-    """The run prepared once (pre-flight, run folder); then its live status, on the controller."""
+def _prepare(context: RunContext, ids: list[str], collect_only: bool = False) -> bool:
+    """The selection checked, then the run prepared once (pre-flight, run folder) and its live
+    status started, on the process that owns the run. False when the run is stopped, by a usage
+    error (exit status 4) or a pre-flight refusal: no test runs, and why is printed last
+    (:func:`_print_stop`). Under xdist nothing is raised here: the workers, which wait to be
+    dealt tests, end as soon as there are none, instead of being killed after a timeout."""
+    from pytest_gaia2.run.context import RunStopped
+
     was_prepared = context.prepared
-    context.prepare(planned, collect_only=collect_only)
+    try:
+        _check_selection(context.config, context, ids)
+        context.prepare(_planned(context, ids), collect_only=collect_only)
+    except OptionError as exc:
+        from pytest_gaia2.store.redact import printable
+
+        context.stopped = RunStopped([printable(str(exc))], code=pytest.ExitCode.USAGE_ERROR)
+        return False
+    except RunStopped:
+        return False
     if context.prepared and not was_prepared and context.folder is not None:
         from pytest_gaia2.plugin.live_status import start_live_status
 
         start_live_status(context.config, context.folder.path, context.book, context.values["progress_interval"])
+    return not context.stopped
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_collection_modifyitems")
+def pytest_collection_completed(session: pytest.Session) -> Any:
+    """Whether every plugin's pytest_collection_modifyitems returned: pytest calls
+    pytest_collection_finish even after one raised, and a refused run must not go on."""
+    result = yield
+    session.stash[COLLECTED_KEY] = True
+    return result
 
 
 @pytest.hookimpl(trylast=True)
-@_usage_errors()
 def pytest_collection_finish(session: pytest.Session) -> None:
     context = _context(session.config)
-    if context:
-        _prepare(
-            context,
-            _planned(context, [item.nodeid for item in session.items]),
-            collect_only=session.config.option.collectonly,
-        )
+    if not context or COLLECTED_KEY not in session.stash:
+        return
+    if session.testsfailed and not session.config.option.continue_on_collection_errors:
+        return  # pytest stops at a collection error before running anything
+    ids = [item.nodeid for item in session.items]
+    if not _prepare(context, ids, collect_only=session.config.option.collectonly):
+        session.items.clear()
 
 
 @pytest.hookimpl(optionalhook=True)
-@_usage_errors()
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """xdist controller, for each worker's collection, before any test is dealt out: a stopped
+    run's collections are emptied, so the scheduler deals out nothing and the workers end."""
     context = _context(node.config)
-    if context:
-        _prepare(context, _planned(context, ids))
+    if context and not _prepare(context, list(ids)):
+        ids.clear()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -404,7 +442,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """The run's summary, then what ``pytest_gaia2_summary`` hooks add (masked, printable)."""
     context = _context(config)
-    if context is None:
+    if context is None or exitstatus == pytest.ExitCode.USAGE_ERROR:
         return
     lines = context.summary_lines()
     for line in lines:
@@ -435,6 +473,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     wind_down = session.config.stash.get(WIND_DOWN_KEY, None)
     status = context.finish(int(exitstatus), signum=wind_down.first if wind_down is not None else None)
     add_junit_properties(session.config, context)
+    if context.stopped is not None:
+        status = context.stopped.code
     if status is not None:
         session.exitstatus = status
     session.config.stash[EXIT_STATUS_KEY] = int(session.exitstatus)
@@ -453,10 +493,28 @@ def _print_gate(config: pytest.Config, context: RunContext) -> None:
         reporter.write_line(printable(context.redactor.redact(line)), green=met, red=not met, bold=True)
 
 
+def _print_stop(config: pytest.Config, context: RunContext) -> None:
+    """Why the run stopped before any test, after pytest's own summary, the same serially and
+    under xdist: a usage error as pytest prints its own (``ERROR: ...`` on stderr), a refusal
+    as plain lines, never pytest's ``Exit`` form."""
+    stopped = context.stopped
+    if stopped is None or context.is_worker:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for line in stopped.lines:
+        if stopped.code == pytest.ExitCode.USAGE_ERROR:
+            sys.stderr.write(f"ERROR: {line}\n\n")
+        elif reporter is None:
+            sys.stderr.write(line + "\n")
+        else:
+            reporter.write_line(line, red=stopped.code != 0, green=stopped.code == 0, bold=True)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     context = _context(config)
     if context:
         _print_gate(config, context)
+        _print_stop(config, context)
         context.close()
     wind_down = config.stash.get(WIND_DOWN_KEY, None)
     if wind_down is not None:

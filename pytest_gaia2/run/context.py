@@ -43,17 +43,22 @@ if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
 
-EXIT_SETUP_FAILED = 3
+EXIT_REFUSED = 6
+"""The exit status of a run pre-flight refused (the engine does not answer, the image is missing,
+a model endpoint is not ready, the run to resume was made with other settings, its folder is in
+use): pytest's own codes end at 5, and its 3 means an internal error."""
 WORKER_WIND_DOWN = 30.0
 """Seconds an interrupted run waits for its xdist workers to write their records."""
 
 
-def _same(one: Path, other: Path) -> bool:
-    """Whether two paths name the same folder (through links and relative parts)."""
-    try:
-        return one.resolve() == other.resolve()
-    except (OSError, RuntimeError):
-        return False
+class RunStopped(Exception):
+    """The run ends before any scenario starts: ``lines`` say why, ``code`` is its exit status.
+    The plugin prints the lines as they are (never pytest's ``Exit`` form) and runs no test."""
+
+    def __init__(self, lines: list[str], code: int = EXIT_REFUSED) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+        self.code = code
 
 
 class RunContext:
@@ -88,6 +93,8 @@ class RunContext:
             on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
         )
         self.prepared = False
+        self.stopped: RunStopped | None = None
+        """Why pre-flight ended the run before any scenario (the run then has no folder)."""
         self.mid_line: Callable[[Any], bool] = lambda reporter: False
         """Whether the terminal's last line is unfinished; the plugin sets the real test
         (plugin.private_api.mid_line, a room above this one)."""
@@ -158,7 +165,11 @@ class RunContext:
             from pytest_gaia2.plan import dataset
 
             return dataset.materialise(self.values["dataset"], splits.split_names(self.values["splits"]))
-        return [self.path(raw) for raw in self.values["scenarios"]] or [self.base / "scenarios"]
+        given = [self.path(raw) for raw in self.values["scenarios"]]
+        missing = [str(path) for path in given if not os.path.lexists(path)]
+        if missing:
+            raise OptionError(f"--gaia2-scenarios: no such file or folder: {', '.join(missing)}")
+        return given or [self.base / "scenarios"]
 
     # -- the plan ----------------------------------------------------------------------------
 
@@ -303,6 +314,11 @@ class RunContext:
         try:
             if resume:
                 self.folder = store.RunFolder.find(self.output, None if resume is True else self.path(resume))
+                if self.folder.skipped:
+                    self.notes.append(
+                        f"--gaia2-resume: continuing {self.folder.path.name}, the latest run with a verdict; "
+                        f"newer without one: {', '.join(path.name for path in self.folder.skipped)}"
+                    )
                 stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
                 self.run_id = str(stored.get("run_id") or self.session_id)
             else:
@@ -317,13 +333,28 @@ class RunContext:
     def prepare(self, planned: list[str], collect_only: bool = False) -> None:
         """Pre-flight, the run folder and its lock: once, before any container, on the controller.
 
-        A failure ends the run with one message instead of one error per test.
+        A failure ends the run with one message instead of one error per test: an
+        :class:`OptionError` for a usage error, :class:`RunStopped` (kept in ``stopped``) for a
+        refusal; either way no run folder is created and ``latest`` does not move.
         """
         if planned and not collect_only and not self.order:
             self.order = list(planned)
-        if self.prepared or self.is_worker or collect_only or not (planned or self.values["preflight_only"]):
+        if self.prepared or self.stopped or self.is_worker or collect_only:
             return
-        if self.baseline is not None and self.folder is not None and _same(self.baseline.path, self.folder.path):
+        if not (planned or self.values["preflight_only"]):
+            return
+        try:
+            self._prepare(planned)
+        except RunStopped as stop:
+            self.prepared, self.stopped = False, stop
+            raise
+
+    def _prepare(self, planned: list[str]) -> None:
+        if (
+            self.baseline is not None
+            and self.folder is not None
+            and store.same_folder(self.baseline.path, self.folder.path)
+        ):
             raise OptionError(
                 f"--gaia2-stop-when-decided: {self.baseline.path} is the run folder this run writes into; "
                 "the baseline is an earlier run"
@@ -356,23 +387,28 @@ class RunContext:
                 endpoint_check=not self.values["skip_endpoint_check"],
             )
         except (EngineError, preflight.PreflightError) as exc:
-            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
+            raise self._stop(f"pytest-gaia2: {exc}") from None
         self._image_id = outcome.image_id
         write = self._writer()
         if self.values["preflight_only"]:
             for line in outcome.lines:
                 write(printable(self.redactor.redact(line)))
-            pytest.exit("pytest-gaia2: pre-flight only", returncode=0 if outcome.ok else 1)
+            verdict = "every check passed" if outcome.ok else "a check failed"
+            raise RunStopped([f"pytest-gaia2: pre-flight only: {verdict}"], code=0 if outcome.ok else 1)
         try:
             self._open_folder(outcome.facts, planned)
         except store.StoreError as exc:
-            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
+            raise self._stop(f"pytest-gaia2: {exc}") from None
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
             write(self.redactor.redact(f"gaia2: {line}"))
         for warning in self.book.gate_warnings(len(planned)):
             write(warning)
         shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
+
+    def _stop(self, text: str) -> RunStopped:
+        """A refusal: its lines masked and printable, with EXIT_REFUSED."""
+        return RunStopped([printable(self.redactor.redact(line)) for line in text.splitlines()])
 
     def _writer(self) -> Callable[[str], None]:
         """A line of its own on the terminal: under xdist the progress dots leave
@@ -418,21 +454,29 @@ class RunContext:
             selection.write_manifest(self.folder.file(store.MANIFEST_FILE), [(s.split, s.scenario_id) for s in chosen])
 
     def _check_resume(self) -> None:
-        """Refuse (or warn about) continuing a run made with other provenance or changed files."""
+        """Refuse (or warn about) continuing a run made with other provenance or changed files:
+        each difference in words, and the one command that continues the run as it was made."""
         assert self.folder is not None
         stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
         hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario}
-        differences = provenance.differences(stored, self.provenance(), self.folder.records(), hashes)
+        now = {"provenance": self.provenance(), "settings": settings_mod.public_dict(self.settings)}
+        differences = provenance.differences(stored, now, self.folder.records(), hashes)
         if not differences:
             return
-        text = f"--gaia2-resume: {self.folder.path} was run with other settings: " + "; ".join(differences)
-        if self.values["resume_mismatch"] != "warn":
-            self.folder.unlock()
-            pytest.exit(
-                self.redactor.redact(f"{text} (use --gaia2-resume-mismatch=warn to continue anyway)"),
-                returncode=pytest.ExitCode.USAGE_ERROR,
-            )
-        self._writer()(self.redactor.redact(f"gaia2: warning: {text}"))
+        head = f"--gaia2-resume: {self.folder.path} was run with other settings:"
+        if self.values["resume_mismatch"] == "warn":
+            self._writer()(printable(self.redactor.redact(f"gaia2: warning: {head} {'; '.join(differences)}")))
+            return
+        sessions = store.read_jsonl(self.folder.file(store.SESSIONS_FILE))
+        earlier = next((str(s["command"]) for s in reversed(sessions) if s.get("command")), stored.get("command"))
+        lines = [f"pytest-gaia2: {head}", *(f"  {difference}" for difference in differences)]
+        if isinstance(earlier, str) and earlier:
+            lines += [
+                "to continue it with the settings it was run with (its saved verdicts are reused, none is paid again):",
+                f"  {provenance.resume_command(earlier, self.folder.path)}",
+            ]
+        lines.append("to run these settings instead, start a new run: leave out --gaia2-resume")
+        raise RunStopped([printable(self.redactor.redact(line)) for line in lines])
 
     def provenance(self) -> dict[str, Any]:
         return provenance.of_session(
@@ -521,7 +565,7 @@ class RunContext:
             self._writer()(printable(self.redactor.redact(text)))
 
     def summary_lines(self) -> list[str]:
-        if self.is_worker or not self.active or self.config.option.collectonly:
+        if self.is_worker or not self.active or self.config.option.collectonly or self.stopped:
             return []
         if not self.book.anything_to_write:
             return ["gaia2: no scenario ran"]

@@ -37,6 +37,8 @@ EXIT_STATUS_KEY = pytest.StashKey[int]()
 RUN_FOLDER_KEY = pytest.StashKey[dict[Path, bool]]()
 ATTEMPT_KEY = pytest.StashKey[Any]()
 COLLECTED_KEY = pytest.StashKey[bool]()
+USAGE_ERROR_OUTPUT = "gaia2_usage_error"
+"""The ``workeroutput`` key an xdist worker hands a selection's usage error over in."""
 NODE_PREFIX = "gaia2"
 
 
@@ -179,11 +181,13 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     from pytest_gaia2.plugin.allure import planned_item
 
     planned = {id(item): found for item in items if (found := planned_item(item)) is not None}
-    if not planned:
-        return
     try:
+        if not planned:
+            _nothing_selected(config, items, context)
+            return
         keep = context.narrow(list(planned.values()))
-    except OptionError:  # refused once, by _check_selection, on the process that owns the run
+    except OptionError as exc:
+        _refuse_selection(config, context, items, exc)
         return
     dropped = [item for item in items if id(item) in planned and planned[id(item)].key not in keep]
     if dropped:
@@ -201,27 +205,38 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
         items[:] = probe_first(items, keys, key_of)
 
 
-def _check_selection(config: pytest.Config, context: RunContext, ids: list[str]) -> None:
-    """The selection's usage errors, checked once on the process that owns the run (the only
-    one, or the xdist controller with the ids a worker collected), before pre-flight and before
-    any test is dealt out: -m or -k that leaves no test at all of a run with scenarios, and a
-    sample or prefix its pool cannot give. The workers never refuse: with a sample they cannot
-    draw they keep what -k and -m left, which this check draws from again and refuses."""
+def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: RunContext) -> None:
+    """-m or -k that leaves no test at all of a run with scenarios is a usage error that says why."""
     from pytest_gaia2.plan.items import extra_split_markers, universe_markers
     from pytest_gaia2.plan.selection import nothing_selected
 
     planned = context.items()
-    if not planned or context.prepared or context.stopped:
+    if items or not planned:
         return
-    if not ids:
-        markers = sorted({item.split_marker for item in planned}) + universe_markers(planned)
-        names = sorted({item.split for item in planned} | set(extra_split_markers(planned)))
-        for option, expression in (("-m", config.option.markexpr), ("-k", config.option.keyword)):
-            if expression:
-                raise OptionError(nothing_selected(option, expression, markers, names if option == "-k" else []))
-        return
-    index = {item.key: item for item in planned}
-    context.narrow([index[key] for key in _planned(context, ids) if key in index])
+    markers = sorted({item.split_marker for item in planned}) + universe_markers(planned)
+    names = sorted({item.split for item in planned} | set(extra_split_markers(planned)))
+    for option, expression in (("-m", config.option.markexpr), ("-k", config.option.keyword)):
+        if expression:
+            raise OptionError(nothing_selected(option, expression, markers, names if option == "-k" else []))
+
+
+def _refuse_selection(config: pytest.Config, context: RunContext, items: list[pytest.Item], exc: OptionError) -> None:
+    """A selection that cannot run stops the run as a usage error, with one message whatever
+    the process layout: nothing is collected (so nothing is dealt out, and no pre-flight or run
+    folder follows) and the message goes to the process that owns the run: it is that process
+    serially; an xdist worker hands it over in ``workeroutput`` (:func:`pytest_testnodedown`),
+    so pytest does not end the worker with an INTERNALERROR. Raising here would not stop
+    pytest from calling pytest_collection_finish, nor xdist from dealing out what was collected."""
+    from pytest_gaia2.run.context import RunStopped
+    from pytest_gaia2.store.redact import printable
+
+    items.clear()
+    message = printable(str(exc))
+    worker_output = getattr(config, "workeroutput", None)
+    if worker_output is not None:
+        worker_output[USAGE_ERROR_OUTPUT] = message
+    elif context.stopped is None:
+        context.stopped = RunStopped([message], code=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -377,8 +392,8 @@ def _planned(context: RunContext, node_ids: list[str]) -> list[str]:
 
 
 def _prepare(context: RunContext, ids: list[str], collect_only: bool = False) -> bool:
-    """The selection checked, then the run prepared once (pre-flight, run folder) and its live
-    status started, on the process that owns the run. False when the run is stopped, by a usage
+    """The run prepared once (pre-flight, run folder) and its live status started, on the
+    process that owns the run. False when the run is stopped, by a usage
     error (exit status 4) or a pre-flight refusal: no test runs, and why is printed last
     (:func:`_print_stop`). Under xdist nothing is raised here: the workers, which wait to be
     dealt tests, end as soon as there are none, instead of being killed after a timeout."""
@@ -386,7 +401,6 @@ def _prepare(context: RunContext, ids: list[str], collect_only: bool = False) ->
 
     was_prepared = context.prepared
     try:
-        _check_selection(context.config, context, ids)
         context.prepare(_planned(context, ids), collect_only=collect_only)
     except OptionError as exc:
         from pytest_gaia2.store.redact import printable
@@ -435,8 +449,15 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     context = _context(node.config)
-    if error and context:
+    if not context:
+        return
+    if error:
         context.remove_worker_containers(node.gateway.id)
+    refused = (getattr(node, "workeroutput", None) or {}).get(USAGE_ERROR_OUTPUT)
+    if refused and context.stopped is None:
+        from pytest_gaia2.run.context import RunStopped
+
+        context.stopped = RunStopped([str(refused)], code=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

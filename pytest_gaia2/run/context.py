@@ -116,6 +116,7 @@ class RunContext:
             self.notes.extend([*self.settings.warnings, *self.engines.notes()])
             if not self.values["preflight_only"]:
                 settings_mod.validate(self.settings)
+                self._check_urls()
                 self.items()  # discovery and selection problems surface at start-up
                 _ = self.baseline  # as does a baseline that cannot be read
 
@@ -132,6 +133,14 @@ class RunContext:
             environ={**os.environ, **self.config_secrets},
             reference_image=build.image_name(),
         )
+
+    def _check_urls(self) -> None:
+        from pytest_gaia2.run import preflight
+
+        try:
+            preflight.check_urls(self.settings)
+        except preflight.PreflightError as exc:
+            raise OptionError(str(exc)) from None
 
     @cached_property
     def redactor(self) -> hooked_env.LearningRedactor:

@@ -402,7 +402,7 @@ class RunContext:
         if self.values["preflight_only"]:
             for line in outcome.lines:
                 write(printable(self.redactor.redact(line)))
-            verdict = "every check passed" if outcome.ok else "a check failed"
+            verdict = "ready to run" if outcome.ok else "not ready (see each [FAIL] above)"
             raise RunStopped([f"pytest-gaia2: pre-flight only: {verdict}"], code=0 if outcome.ok else 1)
         try:
             self._open_folder(outcome.facts, planned)

@@ -25,6 +25,7 @@ from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.cost import projection as probe
 from pytest_gaia2.cost.budget import Budget, Ledger
+from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.engine.pool import EnginePool
 from pytest_gaia2.plan import items as plan_mod
 from pytest_gaia2.plan import selection, sequence
@@ -117,6 +118,7 @@ class RunContext:
             if not self.values["preflight_only"]:
                 settings_mod.validate(self.settings)
                 self._check_urls()
+                _ = self.prices  # as does a price file that cannot be read
                 self.items()  # discovery and selection problems surface at start-up
                 _ = self.baseline  # as does a baseline that cannot be read
 
@@ -534,7 +536,7 @@ class RunContext:
             workers=self.workers,
             budget=self.budget,
             only=self.probe_keys if self.values["probe_only"] else None,
-            price_file=self.path(self.values["price_file"]) if self.values["price_file"] else None,
+            prices=self.prices,
             container_env=functools.partial(
                 hooked_env.adjust, self.config.hook.pytest_gaia2_container_env, self.redactor
             ),
@@ -542,6 +544,12 @@ class RunContext:
             decided=self._decided,
             adaptive_pacing=self.values["pacing"] == "adaptive",
         )
+
+    @cached_property
+    def prices(self) -> PriceBook:
+        """--gaia2-price-file, read once per process at start-up (a bad file is a usage error)."""
+        raw = self.values["price_file"]
+        return PriceBook.load(self.path(raw) if raw else None)
 
     @property
     def budget(self) -> Budget:

@@ -1,7 +1,8 @@
 """Write the documentation pages that are generated from the code's own tables.
 
-``docs/reference/options.md`` comes from ``pytest_gaia2.config.options.OPTIONS`` and
-``docs/reference/categories.md`` from ``pytest_gaia2.store.record.CATEGORIES``, so the
+``docs/reference/options.md`` comes from ``pytest_gaia2.config.options.OPTIONS``,
+``docs/reference/categories.md`` from ``pytest_gaia2.store.record.CATEGORIES`` and
+``docs/reference/exit-codes.md`` from ``pytest_gaia2.run.context.EXIT_STATUSES``, so the
 reference can never say something the code does not do. The pages are committed; the unit
 test ``tests/unit/test_docs_drift.py`` renders them again and fails when they differ.
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from pytest_gaia2.config.options import OPTIONS, Option
 from pytest_gaia2.config.values import size, size_or_zero
+from pytest_gaia2.run.context import EXIT_STATUSES
 from pytest_gaia2.store.record import CATEGORIES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +60,16 @@ against it in both rates.
 These are every category the code knows (`pytest_gaia2.CATEGORIES`); the Allure categories are
 made from the same table. [Failures and errors](../failures.md) tells each path in full, with the
 passes and failures around them.
+"""
+
+
+EXIT_CODES_INTRO = """\
+# Exit status
+
+What `pytest` with the plugin exits with. A command that is refused (4 or 6) starts no container,
+creates no run folder and leaves `latest` where it was, so a `--gaia2-resume` after it continues
+the run whose verdicts are paid for. The console commands (`pytest-gaia2 ...`) have their own
+codes: 0, 1 for a verdict they were asked to gate on, 2 for bad input ([Commands](../commands.md)).
 """
 
 
@@ -126,9 +138,23 @@ def categories_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def exit_codes_page() -> str:
+    """docs/reference/exit-codes.md: every exit status of a run and what it means."""
+    lines = [
+        NOTICE.format(source="pytest_gaia2.run.context.EXIT_STATUSES"),
+        "",
+        EXIT_CODES_INTRO,
+        "| Exit status | What it means |",
+        "|---|---|",
+        *(f"| {code} | {cell(what)} |" for code, what in EXIT_STATUSES),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "docs/reference/options.md": options_page,
     "docs/reference/categories.md": categories_page,
+    "docs/reference/exit-codes.md": exit_codes_page,
 }
 """Each generated page, by its path from the repository root, and what renders it."""
 

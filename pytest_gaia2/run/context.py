@@ -48,6 +48,35 @@ EXIT_REFUSED = 6
 """The exit status of a run pre-flight refused (the engine does not answer, the image is missing,
 a model endpoint is not ready, the run to resume was made with other settings, its folder is in
 use): pytest's own codes end at 5, and its 3 means an internal error."""
+EXIT_STATUSES: tuple[tuple[int, str], ...] = (
+    (
+        0,
+        "every scenario passed, or the gate (`--gaia2-min-pass-rate`, `--gaia2-max-error-rate`) is met; "
+        "`--gaia2-preflight-only`: every check passed",
+    ),
+    (
+        1,
+        "a scenario failed or errored, or the gate is missed (it alone decides when set); "
+        "`--gaia2-preflight-only`: a check failed",
+    ),
+    (2, "interrupted: Ctrl-C, SIGTERM, or a collection error (pytest's own)"),
+    (3, "pytest's internal error: a bug, never a refusal of the plugin (pytest's own)"),
+    (
+        4,
+        "a usage error, before any container and before any run folder: a bad option or ini value, a "
+        "`--gaia2-scenarios` path that does not exist, a `-m` or `-k` that selects no scenario, a sample "
+        "larger than its pool; one `ERROR:` line on stderr, the same serially and under `-n`",
+    ),
+    (5, "no test was collected (pytest's own)"),
+    (
+        EXIT_REFUSED,
+        "pre-flight refused the run, before any container and before any run folder: the engine "
+        "does not answer, the image is missing or broken, a model endpoint is not ready, the run to resume "
+        "was made with other settings, the run folder is in use or cannot be created; plain lines saying "
+        "why and what to do, the same serially and under `-n`",
+    ),
+)
+"""Every exit status of a pytest run with the plugin, and what it means (docs/reference/exit-codes.md)."""
 WORKER_WIND_DOWN = 30.0
 """Seconds an interrupted run waits for its xdist workers to write their records."""
 

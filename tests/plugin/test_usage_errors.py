@@ -165,3 +165,15 @@ def test_a_selection_mistake_is_the_same_serially_and_at_n_2(
     args, line = MISTAKES[name]
     lines = both_layouts(check_gaia2, project, *args)
     assert len(lines) == 1 and fnmatch(lines[0], line), (lines, line)
+
+
+def test_a_collection_error_stops_before_any_run_folder(
+    project: pytest.Pytester, check_gaia2: Callable[..., pytest.RunResult]
+) -> None:
+    """pytest stops at a test file that cannot be imported before running anything: no
+    pre-flight and no run folder either (pytest-xdist runs the rest instead, as it always does)."""
+    project.makepyfile(test_broken="import a_module_that_is_not_there")
+    result = check_gaia2("-m", "search_split")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*Interrupted: 1 error during collection*"])
+    assert not (project.path / "out").exists() and "gaia2: 4 planned" not in result.stdout.str()

@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Reply = Callable[[str, str], "str | int"]
+PING = "ping"
+"""The prompt of the endpoint check's one-token completion (pytest_gaia2.run.endpoints)."""
 
 
 @dataclass
@@ -40,6 +42,11 @@ class Request:
 class ChatServer:
     port: int
     requests: list[Request] = field(default_factory=list)
+
+    @property
+    def questions(self) -> list[Request]:
+        """The requests other than the endpoint check's one-token ``ping`` (a run's pre-flight, a re-judge's)."""
+        return [r for r in self.requests if not (r.prompt == PING and r.body.get("max_tokens") == 1)]
 
     @property
     def container_url(self) -> str:

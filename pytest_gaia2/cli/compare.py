@@ -2,14 +2,23 @@
 
 Scenarios are matched by (split, scenario id, repeat); each later run is compared with the
 first (A) on two 2x2 tables, with the ids of the discordant cells, the difference with a paired
-interval and the exact McNemar p-value (:mod:`paired`). With three or more runs, every key gets
-its pattern string (``PPF``). A key missing from some run is listed, never silently dropped;
-provenance that differs between runs (image, model, gateway, judge, plugin, scenario files) is
-warned about, and every setting of run_config.json that differs is listed, because then more
-than one variable changed. Each rate ends with one plain sentence: the gap, whether it could be
-chance, and how many pairs would detect a gap that size (:mod:`power`). ``--fail-if-worse``
-gates on the evidence: the paired interval's bound by default, the p-value or the point
-estimate only when asked.
+interval and a paired p-value (:mod:`paired`). A pair exists only where both runs have a
+verdict: a scenario one run never ran (it stopped on a decision, its budget halted it, it was
+interrupted, or it was not selected) is not "not passed", it is missing, and what is missing on
+each side, and why, is counted and said in the verdict sentence. With repeats the scenario is
+the unit. A run that stopped on a decision (``--gaia2-stop-when-decided``) is compared with the
+sequential test's own always-valid answer, not a fixed-sample interval, which would exaggerate
+the gap that made it stop (:func:`sequential.always_valid`).
+
+With three or more runs, every key gets its pattern string (``PPF``) and the output notes that
+several comparisons with one baseline multiply the chance of a false alarm. Provenance that
+differs between runs (image, model, gateway, judge, plugin, scenario files) is warned about,
+and every setting of run_config.json that differs is listed, because then more than one
+variable changed. Each rate ends with one plain sentence: the gap with its interval, whether it
+could be chance, and how many pairs would detect a gap that size (:mod:`power`).
+``--fail-if-worse`` gates on the same answer the sentence gives: the interval's bound by
+default, the p-value or the point estimate only when asked; it refuses to gate on a run that
+stopped for another reason than a decision unless ``--allow-incomplete``.
 """
 
 from __future__ import annotations
@@ -17,8 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
@@ -27,9 +37,19 @@ from pytest_gaia2.cli.main import CommandError, create_file
 from pytest_gaia2.report import power, rejudged, run_facts, settings_diff, stats
 from pytest_gaia2.report import summary as report
 from pytest_gaia2.report.markdown import code_span, plain
-from pytest_gaia2.report.paired import AnalysisExtraMissing, PairedTable, pattern, pattern_counts
-from pytest_gaia2.report.rates import percent, percent_number
-from pytest_gaia2.report.rows import NOT_RUN, natural_key, planned_keys
+from pytest_gaia2.report.paired import (
+    AnalysisExtraMissing,
+    Answer,
+    PairedTable,
+    Rule,
+    answer,
+    pattern,
+    pattern_counts,
+)
+from pytest_gaia2.report.rates import percent, percent_number, wilson
+from pytest_gaia2.report.rows import NOT_RUN, OUTCOMES, natural_key, planned_keys
+from pytest_gaia2.report.sequential import DECIDED, always_valid
+from pytest_gaia2.report.summary import PROBE_ONLY
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 
@@ -50,21 +70,55 @@ COMPARED_FIELDS = (
 LISTED = 10
 
 STRICT_RULE = (
-    "strict: every matched pair counts; a run passed a pair only when its judge passed it "
-    "(failed, error and not run are all 'not passed')"
+    "strict: every pair with a verdict in both runs counts; a run passed a pair only when its judge passed it "
+    "(failed and error are 'not passed'; a scenario a run never ran is no pair, it is missing)"
 )
 JUDGED_RULE = (
     "judged-only: only pairs judged (passed or failed) in both runs count; a pair with an "
     "error or not run in either run is left out"
 )
 GATES = {
-    "interval": "the upper end of the paired 95% interval of B - A (strict) is below -D: B is worse by more than D "
-    "with 95% confidence",
-    "p-value": "B - A (strict) is below -D and the exact McNemar p-value is below --alpha",
+    "interval": "the upper end of the paired interval of B - A (strict, at confidence 1 - --alpha) is below -D: "
+    "B is worse by more than D with that confidence",
+    "p-value": "B - A (strict) is below -D and the paired p-value is below --alpha",
     "point": "the point estimate of B - A (strict) is below -D, whatever the noise",
 }
-"""--gate X: when ``--fail-if-worse D`` fails a later run B (exit 1)."""
+"""--gate X: when ``--fail-if-worse D`` fails a later run B (exit 1). A run that stopped on a
+decision is held to the sequential test's always-valid interval and p-value instead."""
 POWER = 0.8
+
+MISSING_KINDS = {
+    "decided": "stopped on a decision",
+    "budget": "budget halt",
+    "errors": "error limit",
+    "probe": "probe only",
+    "interrupted": "interrupted",
+    "not selected": "not selected",
+}
+"""Why a run has no verdict for a scenario the other run planned or ran, in the order said."""
+REFUSED = 2
+"""Exit status of ``--fail-if-worse`` refusing a run that stopped short for another reason than a decision."""
+
+
+def why_kind(why: str) -> str:
+    """The kind of a not-started reason (summary.json's ``not_started`` ``why``)."""
+    if why.startswith(DECIDED):
+        return "decided"
+    if why.startswith("budget"):
+        return "budget"
+    if why.startswith("errors"):
+        return "errors"
+    if why.startswith(PROBE_ONLY):
+        return "probe"
+    return "interrupted"
+
+
+SINGULAR = {"pairs": "pair", "scenarios": "scenario"}
+
+
+def plural(count: int, word: str) -> str:
+    """``1 pair``, ``2 pairs``."""
+    return f"{count} {word if count == 1 else word + 's'}"
 
 
 @dataclass(frozen=True)
@@ -79,6 +133,16 @@ class Arm:
     records: dict[Key, AttemptRecord]
     summary: stats.Summary
     config: dict[str, Any]
+    order: tuple[Key, ...] = ()
+    """The run's start order: its first session's plan, then every other key."""
+    why: dict[Key, str] = field(default_factory=dict)
+    """Each planned key without a verdict: the kind of why (:data:`MISSING_KINDS`)."""
+    stop: str | None = None
+    """What stopped the run short of its plan (a kind of :data:`MISSING_KINDS`), None when complete."""
+    stop_reason: str | None = None
+
+    def verdict(self, key: Key) -> bool:
+        return self.outcomes.get(key) in OUTCOMES
 
 
 def read_run_config(folder: store.RunFolder) -> tuple[dict[str, Any], list[str]]:
@@ -106,8 +170,9 @@ def load_arm(label: str, path: str | Path, judge: str | None = None) -> Arm:
     """The run folder named on the command line (or the ``latest`` of an output folder); with
     ``judge``, every verdict its judge gave is replaced by that re-judge's (no verdict: error)."""
     folder = store.RunFolder.existing(path)
-    config, _ = read_run_config(folder)
+    config, first = read_run_config(folder)
     stored = list(folder.records(strict=True))
+    facts = run_facts.read(folder.path, config)
     planned = latest_plan(folder, config, stored)
     records = {(record.split, record.scenario_id, record.repeat): record for record in stored}
     outcomes: dict[Key, str] = {key: record.outcome for key, record in records.items()}
@@ -129,7 +194,38 @@ def load_arm(label: str, path: str | Path, judge: str | None = None) -> Arm:
     summary = stats.summarise(
         [{**record.to_json(), "outcome": outcomes[key]} for key, record in records.items()], planned=planned or None
     )
-    return Arm(label, folder.path, str(config.get("run_id") or ""), outcomes, spelled, records, summary, config)
+    started = list(planned_keys(first))
+    order = tuple(dict.fromkeys([*started, *sorted(outcomes, key=_key_order)]))
+    reasons = dict(facts.stop.not_started) if facts.stop is not None else {}
+    why = {key: why_kind(reasons.get(spelled[key], "")) for key, outcome in outcomes.items() if outcome == NOT_RUN}
+    stop = None
+    if why:
+        stop = (
+            why_kind(facts.stop.reason)
+            if facts.stop is not None and facts.stop.reason
+            else "interrupted"  # no stop on record: killed, still running, or ended early
+        )
+    reason = facts.stop.reason if facts.stop is not None and facts.stop.reason else None
+    if stop is not None and reason is None:
+        reason = "no stop on record: the run was killed, is still running, or ended early"
+    return Arm(
+        label,
+        folder.path,
+        str(config.get("run_id") or ""),
+        outcomes,
+        spelled,
+        records,
+        summary,
+        config,
+        order,
+        why,
+        stop,
+        reason,
+    )
+
+
+def _key_order(key: Key) -> tuple[Any, ...]:
+    return natural_key(key[0]), natural_key(key[1]), key[2]
 
 
 def provenance_warnings(arms: Sequence[tuple[str, Mapping[Any, AttemptRecord]]]) -> list[str]:
@@ -168,13 +264,24 @@ def provenance_warnings(arms: Sequence[tuple[str, Mapping[Any, AttemptRecord]]])
 
 @dataclass(frozen=True)
 class Comparison:
-    """Arm B against arm A on the matched keys."""
+    """Arm B against arm A on the keys both have a verdict for, with one answer per table."""
 
     a: str
     b: str
     strict: PairedTable
     judged: PairedTable
     left_out: int
+    missing: dict[str, dict[str, int]]
+    """Per arm: how many keys the other arm planned or ran that this one has no verdict for, by why."""
+    strict_answer: Answer
+    judged_answer: Answer
+    sequential: str | None = None
+    """The label of the run that stopped on a decision (its answers are the sequential test's)."""
+    keys: int = 0
+    """The keys either run planned or ran: the pairs are those of them with a verdict in both."""
+
+    def answer(self, table: PairedTable) -> Answer:
+        return self.strict_answer if table is self.strict else self.judged_answer
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -183,17 +290,20 @@ class Comparison:
             "strict": self.strict.to_dict(),
             "judged": self.judged.to_dict(),
             "judged_left_out": self.left_out,
+            "missing": self.missing,
+            "answers": {"strict": self.strict_answer.to_dict(), "judged": self.judged_answer.to_dict()},
+            "sequential": self.sequential,
         }
 
 
-def worse(table: PairedTable, drop: float, gate: str, alpha: float) -> bool:
+def worse(found: Answer, drop: float, gate: str) -> bool:
     """Whether B is worse than A by more than ``drop`` (a fraction) under the ``gate`` rule."""
-    if table.delta is None:
+    if found.delta is None:
         return False
-    if gate == "interval":
-        return table.interval()[1] < -drop - 1e-12
-    below = table.delta < -drop - 1e-12
-    return below and (gate == "point" or table.p_value() < alpha)
+    below = found.delta < -drop - 1e-12
+    if gate == "interval":  # a decided run's range is cut at 0 on its side: 0 itself is then left out
+        return found.high < -drop - 1e-12 or (found.direction == "worse" and found.high <= -drop)
+    return below and (gate == "point" or found.direction == "worse")
 
 
 def _p_text(p: float) -> str:
@@ -204,44 +314,160 @@ def _p_text(p: float) -> str:
     return f"{Decimal(repr(p)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):f}"
 
 
-def sentence(a: str, b: str, table: PairedTable, alpha: float, rate: str) -> str:
-    """What a non-statistician should take from one 2x2 table, in one or two sentences."""
-    if table.n == 0:
-        return f"No pairs count for the {rate} rate, so nothing can be said."
-    discordant = len(table.only_a) + len(table.only_b)
-    gap = table.delta or 0.0
-    if gap == 0:
-        disagree = f"{discordant} pairs disagree, as many each way" if discordant else "no pair disagrees"
-        return f"{b} and {a} pass the same share of the {table.n} pairs on the {rate} rate ({disagree}): no gap."
-    p = table.p_value()
-    low, high = table.interval()
+def _missing_text(c: Comparison) -> str:
+    """What is left out on each side and why, one clause per side that lacks something."""
+    parts = []
+    for label in (c.b, c.a):
+        kinds = c.missing.get(label, {})
+        if kinds:
+            why = ", ".join(f"{MISSING_KINDS[kind]}: {count}" for kind, count in kinds.items())
+            parts.append(f"{label} has no verdict for {sum(kinds.values())} ({why})")
+    return f" Not compared: {'; '.join(parts)}." if parts else ""
+
+
+def _needed(table: PairedTable, alpha: float) -> str:
+    """How many pairs (scenarios, with repeats) would detect the gap seen, over the discordance's
+    95% interval: the discordance of a handful of pairs is itself uncertain."""
+    only_a, only_b, n = len(table.only_a), len(table.only_b), table.n
+    gap = (only_b - only_a) / n
+    low, high = wilson(only_a + only_b, n)
+    needed = [
+        power.paired_pairs(gap, max(abs(gap), discordance), POWER, alpha).pairs
+        for discordance in ((only_a + only_b) / n, low, high)
+    ]
     size = percent_number(abs(gap))
-    direction = "better" if gap > 0 else "worse"
-    chance = (
-        f"with {table.n} pairs this is unlikely to be chance (p = {_p_text(p)}, below {alpha:g})"
-        if p < alpha
-        else f"with {table.n} pairs this could be chance (p = {_p_text(p)}, not below {alpha:g})"
-    )
-    needed = power.observed_pairs_needed(len(table.only_a), len(table.only_b), table.n, POWER, alpha)
-    detect = (
-        f"About {needed} pairs would detect a {size}-point gap {POWER:.0%} of the time."
-        if needed is not None
-        else f"Not even {power.MAX_PAIRS} pairs would reliably detect a gap this small."
-    )
+    if needed[0] is None:
+        return f"Not even {power.MAX_PAIRS} pairs would reliably detect a gap this small."
+    unit = "pairs"
+    if table.clustered:  # an effective pair is worth deff / (pairs per scenario) scenarios
+        per = table.design_effect * table.scenarios / n
+        needed = [None if value is None else math.ceil(value * per) for value in needed]
+        unit = f"scenarios at {n / table.scenarios:g} runs each"
+    spread = f"{needed[1]} to {needed[2]}" if needed[2] is not None else f"{needed[1]} to more than {power.MAX_PAIRS}"
     return (
-        f"{b} is {direction} than {a} by {size} points on the {rate} rate; {chance}; the 95% interval runs "
-        f"from {_points(low)} to {_points(high)} points. {detect}"
+        f"About {needed[0]} {unit} ({spread} over the discordance's 95% interval, {percent(low)} to "
+        f"{percent(high)}) would detect a {size}-point gap {POWER:.0%} of the time."
     )
 
 
-def compare(a: Arm, b: Arm, matched: Sequence[Key]) -> Comparison:
-    spell = {key: a.spelled[key] for key in matched}
-    strict = PairedTable.of({spell[key]: (a.outcomes[key] == "passed", b.outcomes[key] == "passed") for key in matched})
-    judged_keys = [key for key in matched if {a.outcomes[key], b.outcomes[key]} <= {"passed", "failed"}]
-    judged = PairedTable.of(
-        {spell[key]: (a.outcomes[key] == "passed", b.outcomes[key] == "passed") for key in judged_keys}
+def sentence(c: Comparison, table: PairedTable, alpha: float, rate: str, rule: Rule = "interval") -> str:
+    """What a non-statistician should take from one 2x2 table: the gap, its interval, whether it
+    could be chance (by the same answer the gate holds), and what is missing on either side."""
+    a, b = c.a, c.b
+    missing = _missing_text(c)
+    if table.n == 0:
+        return f"No pairs count for the {rate} rate, so nothing can be said.{missing}"
+    found = c.answer(table)
+    level = f"{found.confidence:.0%}"
+    over = (
+        f"{plural(table.scenarios, 'scenario')} ({table.n} pairs; the scenario is the unit)"
+        if table.clustered
+        else plural(table.n, "pair")
     )
-    return Comparison(a.label, b.label, strict, judged, len(matched) - len(judged_keys))
+    if found.sequential:
+        span = (
+            f"the always-valid {level} range of the gap (a confidence sequence, as {c.sequential} stopped on a "
+            f"decision) runs from {_points(found.low)} to {_points(found.high)} points"
+        )
+    else:
+        span = f"the {level} interval runs from {_points(found.low)} to {_points(found.high)} points"
+    gap = found.delta or 0.0
+    discordant = len(table.only_a) + len(table.only_b)
+    if found.sequential and found.decision is not None:
+        d = found.decision
+        return (
+            f"{b} is {found.direction} than {a} on the {rate} rate over {over}: the sequential test decided it at "
+            f"level {percent(1 - found.confidence)} ({d.better} better, {d.worse} worse of "
+            f"{plural(d.pairs, 'judged ' + SINGULAR[d.unit])}, always-valid p = {_p_text(found.p)}); the gap is "
+            f"{_points(gap)} points and {span}.{missing}"
+        )
+    if gap == 0:
+        disagree = (
+            f"{plural(discordant, 'pair')} {'disagrees' if discordant == 1 else 'disagree'}, as many each way"
+            if discordant
+            else "no pair disagrees"
+        )
+        return (
+            f"{b} and {a} pass the same share of the {over} on the {rate} rate ({disagree}): no gap seen, but "
+            f"{span}, so a gap of up to {percent_number(max(-found.low, found.high))} points either way is not "
+            f"ruled out.{missing}"
+        )
+    size = percent_number(abs(gap))
+    way = "better" if gap > 0 else "worse"
+    if found.direction is not None:
+        why = "the interval leaves out no gap" if rule == "interval" else f"p = {_p_text(found.p)}, below {alpha:g}"
+        return (
+            f"{b} is {way} than {a} by {size} points on the {rate} rate over {over}; this is unlikely to be "
+            f"chance ({why}); {span}.{missing}"
+        )
+    hint = "" if found.sequential else " " + _needed(table, alpha)
+    return (
+        f"{b} is {way} than {a} by {size} points on the {rate} rate over {over}; this could be chance: {span}, "
+        f"which includes no gap.{hint}{missing}"
+    )
+
+
+def _unit_of(key: Key) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+def _table(a: Arm, b: Arm, keys: Sequence[Key], spelled: Mapping[Key, str]) -> PairedTable:
+    return PairedTable.of(
+        {spelled[key]: (a.outcomes[key] == "passed", b.outcomes[key] == "passed") for key in keys},
+        {spelled[key]: _unit_of(key) for key in keys},
+    )
+
+
+def _in_order(table: PairedTable, order: Sequence[Key], spelled: Mapping[Key, str]) -> list[float]:
+    """The table's per-scenario differences in the order the stopped run finished its scenarios:
+    each scenario at the place of its last key in the run's start order."""
+    differences = dict(zip(table.scenario_names(), table.differences(), strict=True))
+    last: dict[str, int] = {}
+    for place, key in enumerate(order):
+        name = table.scenario.get(spelled.get(key, ""))
+        if name is not None:
+            last[name] = place
+    names = sorted(differences, key=lambda name: (last.get(name, len(order)), natural_key(name)))
+    return [float(differences[name]) for name in names]
+
+
+def compare(a: Arm, b: Arm, alpha: float = 0.05, rule: Rule = "interval") -> Comparison:
+    """B against A over the keys both have a verdict for; what either lacks, by why."""
+    union = sorted(a.outcomes.keys() | b.outcomes.keys(), key=_key_order)
+    both = [key for key in union if a.verdict(key) and b.verdict(key)]
+    missing: dict[str, dict[str, int]] = {}
+    for arm in (a, b):
+        kinds = [arm.why.get(key, "not selected") for key in union if not arm.verdict(key)]
+        missing[arm.label] = {kind: kinds.count(kind) for kind in MISSING_KINDS if kind in kinds}
+    spelled = {key: a.spelled.get(key) or b.spelled[key] for key in union}
+    strict = _table(a, b, both, spelled)
+    judged_keys = [key for key in both if {a.outcomes[key], b.outcomes[key]} <= {"passed", "failed"}]
+    judged = _table(a, b, judged_keys, spelled)
+    decided = next((arm for arm in (b, a) if arm.stop == "decided"), None)
+    if decided is None:
+        answers = [answer(table, alpha, rule) for table in (strict, judged)]
+    else:
+        answers = [
+            always_valid(
+                _in_order(table, decided.order, spelled),
+                alpha,
+                str(decided.path),
+                "scenarios" if table.clustered else "pairs",
+            )
+            for table in (strict, judged)
+        ]
+    return Comparison(
+        a.label,
+        b.label,
+        strict,
+        judged,
+        len(both) - len(judged_keys),
+        missing,
+        answers[0],
+        answers[1],
+        None if decided is None else decided.label,
+        len(union),
+    )
 
 
 @dataclass(frozen=True)
@@ -259,13 +485,37 @@ class ComparedRuns:
     gate: str
     alpha: float
     settings: tuple[tuple[str, list[tuple[str, str]]], ...]
+    refused: tuple[str, ...] = ()
+    """Why ``--fail-if-worse`` refused to gate: one line per run that stopped short for another
+    reason than a decision (empty with ``--allow-incomplete``)."""
 
     @property
     def repeated(self) -> bool:
         return any(key[2] > 1 for key in self.matched)
 
+    @property
+    def rule(self) -> Rule:
+        return "p-value" if self.gate == "p-value" else "interval"
 
-def build(arms: Sequence[Arm], points: float | None, gate: str = "interval", alpha: float = 0.05) -> ComparedRuns:
+
+def refusals(arms: Sequence[Arm]) -> tuple[str, ...]:
+    """One line per run that stopped short of its plan for another reason than a decision:
+    gating on it would read a halt or a Ctrl-C as a regression (or hide one)."""
+    return tuple(
+        f"{arm.label} stopped before its plan was done ({MISSING_KINDS.get(arm.stop, arm.stop)}: "
+        f"{plural(len(arm.why), 'planned key')} without a verdict; {arm.stop_reason})"
+        for arm in arms
+        if arm.stop is not None and arm.stop != "decided"
+    )
+
+
+def build(
+    arms: Sequence[Arm],
+    points: float | None,
+    gate: str = "interval",
+    alpha: float = 0.05,
+    allow_incomplete: bool = False,
+) -> ComparedRuns:
     every = {key for arm in arms for key in arm.outcomes}
     matched = tuple(
         sorted(
@@ -277,11 +527,15 @@ def build(arms: Sequence[Arm], points: float | None, gate: str = "interval", alp
     missing = {
         arm.label: tuple(sorted((spelled[key] for key in every - arm.outcomes.keys()), key=natural_key)) for arm in arms
     }
-    comparisons = tuple(compare(arms[0], arm, matched) for arm in arms[1:])
+    rule: Rule = "p-value" if gate == "p-value" else "interval"
+    comparisons = tuple(compare(arms[0], arm, alpha, rule) for arm in arms[1:])
     patterns = (
         {spelled[key]: pattern([arm.outcomes.get(key) for arm in arms]) for key in every} if len(arms) > 2 else None
     )
-    worsened = tuple(c.b for c in comparisons if points is not None and worse(c.strict, points / 100, gate, alpha))
+    refused = refusals(arms) if points is not None and not allow_incomplete else ()
+    worsened = tuple(
+        c.b for c in comparisons if points is not None and not refused and worse(c.strict_answer, points / 100, gate)
+    )
     warnings = provenance_warnings([(arm.label, arm.records) for arm in arms])
     settings = settings_diff.differences([(arm.label, arm.config) for arm in arms])
     return ComparedRuns(
@@ -296,6 +550,7 @@ def build(arms: Sequence[Arm], points: float | None, gate: str = "interval", alp
         gate,
         alpha,
         tuple(settings),
+        refused,
     )
 
 
@@ -306,7 +561,7 @@ def _points(value: float) -> str:
     return f"{'+' if value > 0 else ''}{percent_number(value)}"
 
 
-def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str, alpha: float) -> list[str]:
+def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str, result: ComparedRuns) -> list[str]:
     lines = [
         f"### {title}",
         "",
@@ -319,22 +574,35 @@ def _table_lines(c: Comparison, table: PairedTable, title: str, rule: str, alpha
         "",
     ]
     rate = title.split(" (")[0].lower()
+    words = f"**In words:** {sentence(c, table, result.alpha, rate, result.rule)}"
     if table.n == 0:
-        return lines + ["No pairs.", "", f"**In words:** {sentence(c.a, c.b, table, alpha, rate)}", ""]
+        return lines + ["No pairs.", "", words, ""]
     lines += [
         f"- passed in {c.a} only ({len(table.only_a)}): {_keys(table.only_a)}",
         f"- passed in {c.b} only ({len(table.only_b)}): {_keys(table.only_b)}",
         "",
     ]
-    low, high = table.interval()
+    found = c.answer(table)
     rate_a, rate_b = table.rate_a, table.rate_b
+    method = {
+        "newcombe-paired": "Newcombe, paired",
+        "newcombe-paired-scenario-clustered": f"Newcombe, paired, scenario-clustered: design effect "
+        f"{table.design_effect:.2f}, t on {table.scenarios - 1} df",
+        "confidence-sequence": "always-valid confidence sequence",
+    }[found.method]
+    test = {
+        "mcnemar-exact": "exact McNemar",
+        "sign-flip-scenarios": "exact sign-flip test over scenarios",
+    }.get(found.test, "sequential test, always-valid")
+    discordant = len(table.only_a) + len(table.only_b)
     lines.append(
         f"{c.a} {rate_a.successes}/{table.n} = {percent(rate_a.value or 0.0)}, {c.b} {rate_b.successes}/"
-        f"{table.n} = {percent(rate_b.value or 0.0)}; **Δ ({c.b} − {c.a}) {_points(table.delta or 0.0)} "
-        f"points**, 95% CI [{_points(low)}, {_points(high)}] (Newcombe, paired); exact McNemar "
-        f"p = {table.p_value():.3g} ({len(table.only_a) + len(table.only_b)} discordant pairs)"
+        f"{table.n} = {percent(rate_b.value or 0.0)}; **Δ ({c.b} − {c.a}) {_points(found.delta or 0.0)} "
+        f"points**, {found.confidence:.0%} CI [{_points(found.low)}, {_points(found.high)}] ({method}); {test} "
+        f"p = {found.p:.3g} ({plural(discordant, 'discordant pair')}"
+        + (f" in {plural(table.scenarios, 'scenario')})" if table.clustered else ")")
     )
-    return lines + ["", f"**In words:** {sentence(c.a, c.b, table, alpha, rate)}", ""]
+    return lines + ["", words, ""]
 
 
 def _keys(keys: Sequence[str]) -> str:
@@ -382,7 +650,10 @@ def markdown(result: ComparedRuns) -> str:
         ]
     else:
         lines += ["Settings: every setting of run_config.json is the same in every run.", ""]
-    lines.append(f"Matched by (split, scenario id, repeat): {len(result.matched)} keys present in every run.")
+    lines.append(
+        f"Matched by (split, scenario id, repeat): {len(result.matched)} keys planned or run in every run; "
+        "a pair below needs a verdict in both runs."
+    )
     lines += [
         f"- missing from {label} ({len(keys)}, not compared): {_keys(keys)}"
         for label, keys in result.missing.items()
@@ -390,14 +661,16 @@ def markdown(result: ComparedRuns) -> str:
     ]
     if result.repeated:
         lines.append(
-            "- pairs are (scenario, run): a scenario's repeats are not independent, so the intervals "
-            "and p-values below are optimistic"
+            "- pairs are (scenario, run), but a scenario's repeats are not independent: the scenario is the "
+            "unit of every test and interval below (per-scenario pass fractions)"
         )
+    if len(result.comparisons) > 1:
+        lines.append(f"- {multiplicity(len(result.comparisons), result.alpha)}")
     lines.append("")
     for c in result.comparisons:
         lines += [f"## {c.b} vs {c.a}", ""]
-        lines += _table_lines(c, c.strict, "Strict", STRICT_RULE, result.alpha)
-        lines += _table_lines(c, c.judged, f"Judged-only ({c.left_out} pairs left out)", JUDGED_RULE, result.alpha)
+        lines += _table_lines(c, c.strict, "Strict", STRICT_RULE, result)
+        lines += _table_lines(c, c.judged, f"Judged-only ({plural(c.left_out, 'pair')} left out)", JUDGED_RULE, result)
     if result.patterns is not None:
         labels = "".join(arm.label for arm in result.arms)
         lines += [
@@ -410,12 +683,35 @@ def markdown(result: ComparedRuns) -> str:
         lines.append("")
     if result.points is not None:
         verdict = f"FAIL: worse than {result.arms[0].label}: {_keys(result.worse)}" if result.worse else "ok"
+        partial = [c for c in result.comparisons if c.strict.n < c.keys]
+        if partial:
+            verdict += (
+                " (pairs with a verdict in both runs: "
+                + ", ".join(f"{c.b} {c.strict.n} of {c.keys}" for c in partial)
+                + ")"
+            )
+        if result.refused:
+            verdict = (
+                "REFUSED, not gated: "
+                + "; ".join(result.refused)
+                + ". --allow-incomplete gates on the pairs both runs have a verdict for"
+            )
         lines += [
             f"--fail-if-worse D = {result.points / 100:g} ({result.points:g} points), --gate {result.gate}: fails "
             f"when {GATES[result.gate]}: {verdict}",
             "",
         ]
     return "\n".join(lines)
+
+
+def multiplicity(comparisons: int, alpha: float) -> str:
+    """The note for several runs compared with one baseline, each at ``alpha``."""
+    family = 1 - (1 - alpha) ** comparisons
+    return (
+        f"{comparisons} runs are each compared with the first at level {alpha:g}: if none differed, the chance "
+        f"that at least one comparison still shows a gap is up to {percent(family)}; for {alpha:g} over all of "
+        f"them, use --alpha {alpha / comparisons:.3g} (Bonferroni)"
+    )
 
 
 def to_json(result: ComparedRuns) -> dict[str, Any]:
@@ -441,8 +737,8 @@ def to_json(result: ComparedRuns) -> dict[str, Any]:
         "sentences": [
             {
                 "b": c.b,
-                "strict": sentence(c.a, c.b, c.strict, result.alpha, "strict"),
-                "judged": sentence(c.a, c.b, c.judged, result.alpha, "judged-only"),
+                "strict": sentence(c, c.strict, result.alpha, "strict", result.rule),
+                "judged": sentence(c, c.judged, result.alpha, "judged-only", result.rule),
             }
             for c in result.comparisons
         ],
@@ -458,7 +754,14 @@ def to_json(result: ComparedRuns) -> dict[str, Any]:
         ],
         "fail_if_worse": None
         if result.points is None
-        else {"points": result.points, "gate": result.gate, "alpha": result.alpha, "worse": list(result.worse)},
+        else {
+            "points": result.points,
+            "gate": result.gate,
+            "alpha": result.alpha,
+            "worse": list(result.worse),
+            "refused": list(result.refused),
+        },
+        "multiplicity": multiplicity(len(result.comparisons), result.alpha) if len(result.comparisons) > 1 else None,
     }
 
 
@@ -495,6 +798,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         + "; ".join(f"{name}: {rule}" for name, rule in GATES.items()).replace("%", "%%"),  # argparse formats help
     )
     parser.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="let --fail-if-worse gate on a run that stopped before its plan was done for another reason than a "
+        "decision (a budget halt, Ctrl-C, a probe): on the pairs both runs have a verdict for. Without it such a "
+        "run is refused (exit 2); a run stopped by --gaia2-stop-when-decided is always gated, on its sequential test",
+    )
+    parser.add_argument(
         "--judge",
         metavar="NAME",
         help="compare under a re-judge's verdicts: each run's newest re-judge with a judge of this name "
@@ -518,7 +828,9 @@ def run(args: argparse.Namespace) -> int:
     labels = [chr(ord("A") + index) if index < 26 else f"R{index + 1}" for index in range(len(args.runs))]
     arms = [load_arm(label, path, args.judge) for label, path in zip(labels, args.runs, strict=False)]
     try:
-        result = build(arms, None if args.drop is None else args.drop * 100, args.gate, args.alpha)
+        result = build(
+            arms, None if args.drop is None else args.drop * 100, args.gate, args.alpha, args.allow_incomplete
+        )
         text = (
             markdown(result)
             if args.format == "markdown"
@@ -530,4 +842,12 @@ def run(args: argparse.Namespace) -> int:
         create_file("--output", Path(args.output), text.encode("utf-8"), [arm.path.resolve() for arm in arms])
     else:
         print(text, end="")
+    if result.refused:
+        print(
+            "pytest-gaia2 compare: --fail-if-worse refused: "
+            + "; ".join(result.refused)
+            + " (--allow-incomplete gates on the pairs both runs have a verdict for)",
+            file=sys.stderr,
+        )
+        return REFUSED
     return 1 if result.worse else 0

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("pytest_gaia2.cli.plan", "scenarios, cost and time an answer needs, from a probe or an earlier run"),
     "list": ("pytest_gaia2.cli.list", "the runs of an output folder, newest first, and an index.html of them"),
     "export": ("pytest_gaia2.cli.export", "a run as Meta's Gaia2 leaderboard takes it (--check validates an export)"),
+    "rehearsal": ("pytest_gaia2.cli.rehearsal", "write a Gaia2-shaped pool of up to 800 scenarios to rehearse offline"),
 }
 
 

@@ -9,6 +9,11 @@ the run's own files are never touched. Each re-judge writes a folder of its own,
 the ones before it, so a later re-judge never overwrites an earlier (paid-for) one. Several judges
 are compared in that folder's ``summary.json``; ``--judge-name`` names each judge's folder.
 
+Each model judge's endpoint is asked for one token first, as a run's pre-flight asks (an
+unreachable one refuses the re-judge, naming the judge and the endpoint, before any container
+starts); a judge that gave no verdict on a scenario is never counted as agreeing: agreement is
+over the scenarios it decided, and any scenario without a verdict makes the exit status 1.
+
 Only images that carry a judge can do it (:mod:`.rejudge_images`): pytest-gaia2's reference
 image (and images built from it) have ``/opt/gaia2_ref_rejudge.py``; Meta's gaia2-cli images
 judge only inside ``gaia2-eventd``, so pytest-gaia2 copies in a script that drives that daemon's
@@ -38,8 +43,9 @@ from pytest_gaia2.engine import client as engine_mod
 from pytest_gaia2.engine.container import Container, LaunchSpec
 from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES
-from pytest_gaia2.report.rates import Rate, percent
+from pytest_gaia2.report.rates import Rate, counted, percent
 from pytest_gaia2.report.rejudged import NUMBER_MAX, REJUDGE_DIR, REJUDGMENTS_FILE, number_of
+from pytest_gaia2.run.endpoints import Endpoint, ping
 from pytest_gaia2.store.folder import (
     RUN_CONFIG_FILE,
     RunFolder,
@@ -50,7 +56,7 @@ from pytest_gaia2.store.folder import (
     write_text,
 )
 from pytest_gaia2.store.record import AttemptRecord, is_judged
-from pytest_gaia2.store.redact import Redactor, secret_values
+from pytest_gaia2.store.redact import Redactor, printable, secret_values
 from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
 
 REFERENCE = "reference"
@@ -68,6 +74,8 @@ MEMORY_BYTES = 4 << 30
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+REASON_CHARS = 300
+"""Characters kept of why a judge gave no verdict (the container's words), in the summary and on the terminal."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,24 @@ def env_setting(raw: str) -> tuple[str, str]:
     return name.strip(), value
 
 
+def extra_body(raw: str) -> str:
+    """``--judge-extra-body``: a JSON object, passed on in one canonical form."""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {type(value).__name__}")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def upstream_settings(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Upstream's judge options as the container settings the TOML's [judge] keys become."""
+    found = [("GAIA2_JUDGE_PROMPT_VERSION", (args.judge_prompt_version or "").strip())]
+    found.append(("GAIA2_JUDGE_EXTRA_BODY", args.judge_extra_body or ""))
+    return [(name, value) for name, value in found if value]
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run folder (or an output folder: its latest run)")
     parser.add_argument(
@@ -146,6 +172,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="a judge setting for every judge's container, e.g. GAIA2_REF_JUDGE_EXACT=1",
+    )
+    parser.add_argument(
+        "--judge-prompt-version",
+        metavar="NAME",
+        help="the judge's prompt set for every model judge, as upstream's rejudge and [judge].prompt_version "
+        "(e.g. omnilingual-gaia2); passed to the judge's container as GAIA2_JUDGE_PROMPT_VERSION",
+    )
+    parser.add_argument(
+        "--judge-extra-body",
+        type=extra_body,
+        metavar="JSON",
+        help="a JSON object forwarded to every model judge's completion call, as upstream's rejudge and "
+        '[judge].extra_body (e.g. \'{"reasoning_effort": "low"}\'); passed as GAIA2_JUDGE_EXTRA_BODY',
     )
     parser.add_argument(
         "--judge-name",
@@ -271,6 +310,44 @@ def judge_env(spec: JudgeSpec, base_url: str | None, key: str) -> dict[str, str]
         if key:
             env["GAIA2_JUDGE_API_KEY"] = key
     return env
+
+
+def check_endpoints(
+    specs: Sequence[JudgeSpec], envs: Mapping[str, Mapping[str, str]], key_sources: Mapping[str, str | None]
+) -> list[str]:
+    """One real completion per model judge's endpoint, model and key (the run's own pre-flight
+    ping), before any container: raises, naming the judge and the endpoint, when one cannot
+    answer; the lines to show otherwise. A model judge with neither an endpoint nor a key would
+    call the image's default provider without one: refused too."""
+    lines: list[str] = []
+    asked: set[tuple[str, str, str]] = set()
+    for spec in specs:
+        if spec.name == REFERENCE:
+            continue
+        env = envs[spec.slug]
+        url, key = env.get("GAIA2_JUDGE_BASE_URL", ""), env.get("GAIA2_JUDGE_API_KEY", "")
+        judge = f"judge {spec.label or spec.name}"
+        if not url:
+            if not key:
+                raise CommandError(
+                    f"{judge}: no --judge-base-url and no key (--judge-api-key-env NAME, GAIA2_JUDGE_API_KEY, the "
+                    "provider's variable or API_KEY): its container would call the image's default endpoint "
+                    "without one; nothing was judged"
+                )
+            lines.append(f"{judge}: not pinged (no --judge-base-url: the image's default endpoint)")
+            continue
+        key_option = key_sources.get(spec.name) or "--judge-api-key-env"
+        endpoint = Endpoint(
+            judge, url, spec.model, key, "--judge-base-url", f"--judge {spec.name}", key_option, spec.provider
+        )
+        if endpoint.cache_key in asked:
+            continue
+        asked.add(endpoint.cache_key)
+        answer = ping(endpoint, proxy_env={}, ca_bundle=None)  # the judge's container gets no proxy either
+        if not answer.ok and answer.fatal:
+            raise CommandError(f"{answer.line}; nothing was judged")
+        lines.append(answer.line if answer.ok else f"warning: {answer.line}")
+    return lines
 
 
 def inbox(jobs: Sequence[Job]) -> tuple[tuple[str, bytes, int], ...]:
@@ -406,11 +483,16 @@ def verdict_row(job: Job, folder: Path, passes: int) -> dict[str, Any]:
 # -- comparing judges (pure) ---------------------------------------------------------------------
 
 
-def aggregate(in_container: Mapping[str, bool], verdicts: Mapping[str, Mapping[str, bool | None]]) -> dict[str, Any]:
+def aggregate(
+    in_container: Mapping[str, bool],
+    verdicts: Mapping[str, Mapping[str, bool | None]],
+    reasons: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
     """Each judge (by folder name) against the in-container verdicts and, with several judges, against each other.
 
     ``verdicts`` maps judge -> key -> True/False, None when the judge gave no verdict (which
-    counts as not passed in rates, and as no vote in agreement).
+    counts as not passed in rates, and as no vote in agreement: agreement is over the scenarios
+    the judge decided, its n); ``reasons`` maps judge -> key -> why it gave none.
     """
     keys = sorted(in_container)
     n = len(keys)
@@ -431,6 +513,9 @@ def aggregate(in_container: Mapping[str, bool], verdicts: Mapping[str, Mapping[s
             "flipped_to_fail": [k for k in judged if in_container[k] and not by_key[k]],
             "flipped_to_pass": [k for k in judged if not in_container[k] and by_key[k]],
             "error_ids": [k for k in keys if by_key.get(k) is None],
+            "error_reasons": {
+                k: why for k in keys if by_key.get(k) is None and (why := (reasons or {}).get(judge, {}).get(k))
+            },
         }
     out["disagree_with_in_container"] = {
         k: sorted(j for j, by_key in verdicts.items() if by_key.get(k) is not None and by_key[k] != in_container[k])
@@ -463,22 +548,34 @@ def _shown(rate: Mapping[str, Any]) -> str:
     return f"{percent(rate['value'])} ({rate['successes']}/{rate['n']}; 95% CI {percent(rate['low'])}-{percent(rate['high'])})"
 
 
+def _agreement(row: Mapping[str, Any]) -> str:
+    """Agreement over the scenarios the judge decided, with that n: a scenario without its
+    verdict is no agreement (and not in the n)."""
+    rate = row["agreement_with_in_container"]
+    if rate["value"] is None:
+        return "agrees on nothing: it decided no scenario"
+    return (
+        f"agrees with the in-container verdict on {rate['successes']} of the {rate['n']} it decided "
+        f"({percent(rate['value'])}; 95% CI {percent(rate['low'])}-{percent(rate['high'])})"
+    )
+
+
 def summary_lines(summary: Mapping[str, Any]) -> list[str]:
     lines = [f"in-container: {_shown(summary['in_container'])} passed"]
     for judge, row in summary["judges"].items():
         lines.append(
-            f"{judge}: {row['passed']} passed, {row['failed']} failed, {row['errors']} errors; "
-            f"pass rate {_shown(row['pass_rate'])}; agrees with the in-container verdict on "
-            f"{_shown(row['agreement_with_in_container'])}"
+            f"{judge}: {row['passed']} passed, {row['failed']} failed, {counted(row['errors'], 'error')} "
+            f"(no verdict); pass rate {_shown(row['pass_rate'])}; {_agreement(row)}"
         )
         lines += [
             f"  {label}: {', '.join(row[key])}"
-            for key, label in (
-                ("flipped_to_fail", "pass -> fail"),
-                ("flipped_to_pass", "fail -> pass"),
-                ("error_ids", "no verdict"),
-            )
+            for key, label in (("flipped_to_fail", "pass -> fail"), ("flipped_to_pass", "fail -> pass"))
             if row[key]
+        ]
+        reasons = row.get("error_reasons") or {}
+        lines += [
+            f"  no verdict: {key}" + (f" ({printable(reasons[key])})" if reasons.get(key) else "")
+            for key in row["error_ids"]
         ]
     for key in ("strict_all", "majority", "agreement", "unanimity"):
         if key in summary:
@@ -490,6 +587,23 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def verdict_line(summary: Mapping[str, Any]) -> str:
+    """The command's last line: FAIL when a judge left scenarios without a verdict (naming each
+    such judge and how many), else each judge's agreement with its n."""
+    n = summary["scenarios"]
+    missing = {judge: row["errors"] for judge, row in summary["judges"].items() if row["errors"]}
+    if missing:
+        named = "; ".join(f"{judge} gave no verdict on {errors} of {n}" for judge, errors in missing.items())
+        return f"rejudge: FAIL: {named} (the reasons: 'no verdict' above and rejudgments.jsonl)"
+    agreement = ", ".join(
+        f"{judge} {row['agreement_with_in_container']['successes']}/{row['agreement_with_in_container']['n']}"
+        for judge, row in summary["judges"].items()
+    )
+    return (
+        f"rejudge: done: every judge gave a verdict on all {n}; agreement with the in-container verdicts: {agreement}"
+    )
+
+
 # -- the command ------------------------------------------------------------------------------
 
 
@@ -497,7 +611,7 @@ def run(args: argparse.Namespace) -> int:
     folder = RunFolder.existing(args.run)
     if args.retries < 0:
         raise CommandError(f"--retries: must not be negative, got {args.retries}")
-    specs = [parse_judge(raw, args.judge_env) for raw in args.judge]
+    specs = [parse_judge(raw, [*upstream_settings(args), *args.judge_env]) for raw in args.judge]
     if args.judge_name:
         if len(args.judge_name) != len(specs):
             raise CommandError(f"--judge-name: one name per --judge ({len(specs)}), got {len(args.judge_name)}")
@@ -516,13 +630,18 @@ def run(args: argparse.Namespace) -> int:
     def lookup(name: str) -> str:
         return os.environ.get(name, "").strip()
 
-    keys = {
-        spec.name: resolve_judge_key(args.judge_api_key_env, spec.provider, lookup, "", None)[0]
+    resolved = {
+        spec.name: resolve_judge_key(args.judge_api_key_env, spec.provider, lookup, "", None)
         for spec in specs
         if spec.name != REFERENCE
     }
+    keys = {name: key for name, (key, _) in resolved.items()}
     redactor = Redactor(set(keys.values()) | secret_values(os.environ) | secret_values(dict(args.judge_env)))
+    envs = {spec.slug: judge_env(spec, args.judge_base_url, keys.get(spec.name, "")) for spec in specs}
+    for line in check_endpoints(specs, envs, {name: source for name, (_, source) in resolved.items()}):
+        print(f"rejudge: {redactor.redact(line)}")
     verdicts: dict[str, dict[str, bool | None]] = {}
+    reasons: dict[str, dict[str, str]] = {}
     try:
         client = engine_mod.connect()
     except EngineError as exc:
@@ -534,17 +653,19 @@ def run(args: argparse.Namespace) -> int:
         root = new_rejudge_folder(folder)
         for spec in specs:
             dest = _own_folder(folder, REJUDGE_DIR, root.name, spec.slug)
-            env = judge_env(spec, args.judge_base_url, keys.get(spec.name, ""))
-            passes = judge_image(engine, spec, image, judge, jobs, dest, env, args.retries, redactor)
+            passes = judge_image(engine, spec, image, judge, jobs, dest, envs[spec.slug], args.retries, redactor)
             rows = [verdict_row(job, inside(dest, *job.folder.split("/")), passes.get(job.folder, 0)) for job in jobs]
             write_text(dest / REJUDGMENTS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
             verdicts[spec.slug] = {row["key"]: row["success"] for row in rows}
+            reasons[spec.slug] = {
+                row["key"]: redactor.redact(row["error"])[:REASON_CHARS] for row in rows if row["error"]
+            }
     except EngineError as exc:
         raise CommandError(redactor.redact(str(exc))) from None
     finally:
         engine.remove_run()
         client.close()
-    summary = aggregate({job.record.key: bool(job.record.success) for job in jobs}, verdicts)
+    summary = aggregate({job.record.key: bool(job.record.success) for job in jobs}, verdicts, reasons)
     summary = {
         "run": str(folder.path),
         "image": image,
@@ -569,4 +690,5 @@ def run(args: argparse.Namespace) -> int:
     for line in summary_lines(summary):
         print(redactor.redact(line))
     print(f"rejudge: results in {root}")
-    return 1 if any(v is None for by_key in verdicts.values() for v in by_key.values()) else 0
+    print(redactor.redact(verdict_line(summary)))
+    return 1 if any(row["errors"] for row in summary["judges"].values()) else 0

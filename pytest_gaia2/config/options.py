@@ -26,6 +26,7 @@ from pytest_gaia2.config.values import (
     env_pair,
     fraction,
     image_reference,
+    language_code,
     level,
     non_negative_float,
     non_negative_int,
@@ -34,6 +35,7 @@ from pytest_gaia2.config.values import (
     positive_float,
     positive_int,
     resume_target,
+    revision,
     size,
     size_or_zero,
     stripped_text,
@@ -84,6 +86,19 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "dataset",
         "Hugging Face dataset ORG/NAME to materialise and run (e.g. meta-agents-research-environments/gaia2-cli).",
+    ),
+    Option(
+        "language",
+        "With --gaia2-dataset: a language_Script code (spa_Latn, cmn_Hans, ...) selecting the dataset's "
+        "per-language configs <language>_<split>, as upstream's [target].language (e.g. facebook/omnilingual-gaia2; "
+        "its translated splits are execution, search, adaptability and ambiguity).",
+        parse=language_code,
+    ),
+    Option(
+        "dataset-revision",
+        "With --gaia2-dataset: the dataset revision (branch, tag or commit) to load; a cached split made "
+        "from another revision is loaded again. Recorded in run_config.json.",
+        parse=revision,
     ),
     Option("splits", "Comma-separated split names, or 'all'."),
     Option("subset", 'Subset manifest in upstream\'s format: {"splits": {name: [scenario ids]}}.', path=True),
@@ -274,7 +289,8 @@ OPTIONS: tuple[Option, ...] = (
         "stop-when-decided",
         "A run folder of an earlier run (or an output folder: its latest run), the baseline: "
         "no new scenario starts once a sequential test on the pairs judged in both runs decides "
-        "this run is better or worse (the rest are skipped, reason decided; the run is incomplete).",
+        "this run is better or worse (the rest are skipped, reason decided; the run is incomplete). "
+        "With --gaia2-repeat the scenario is the unit: one pair per scenario, once its last run is in.",
         path=True,
     ),
     Option(
@@ -374,6 +390,19 @@ OPTIONS: tuple[Option, ...] = (
         "budget-cap",
         "USD: once the run's spend passes it, running scenarios are stopped too (error budget_cap, their files kept).",
         parse=usd,
+    ),
+    Option(
+        "token-halt",
+        "Tokens (input and output, every attempt of the run): once the run has used this many, no new scenario "
+        "starts, as with --gaia2-budget-halt; for models whose price is 0 or unknown (vLLM, Ollama).",
+        parse=positive_int,
+    ),
+    Option(
+        "max-errors",
+        "Stop paying for a broken setup: once N scenarios of this session (every worker's) have ended in an "
+        "infrastructure error, after their --gaia2-retries, no new scenario starts, as with --gaia2-budget-halt. "
+        "Broken scenario files, the budget cap's stops and interruptions do not count.",
+        parse=positive_int,
     ),
     Option(
         "probe",

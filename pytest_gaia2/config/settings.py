@@ -12,7 +12,7 @@ passed through as they are set, and the relay variable only produces a warning.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -428,8 +428,33 @@ def container_env(
             {name: CONTAINER_CA_BUNDLE for name in ("NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")}
         )
     env.update({key: value for key, value in extra.items() if key not in HOST_ONLY_VARS})
+    env.update(no_proxy_for_models(env, explicit=extra.keys()))
     env["GAIA2_ADAPTER_PORT"] = str(adapter_port)
     return env
+
+
+MODEL_URL_VARS = ("BASE_URL", "OPENROUTER_BASE_URL", "GAIA2_JUDGE_BASE_URL")
+"""The container variables that name a model endpoint the agent or the judge calls."""
+
+
+def no_proxy_for_models(env: Mapping[str, str], explicit: Iterable[str] = ()) -> dict[str, str]:
+    """``no_proxy``/``NO_PROXY`` extended with the hosts of the agent's and judge's endpoints, as
+    upstream's runner does: behind a proxy, a model server on the host or the cluster is reached
+    directly, not through the proxy (which would refuse it or see its traffic). Only when a proxy
+    is set, and never over a value the user gave with ``--gaia2-env``."""
+    if not any(env.get(name) for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")):
+        return {}
+    hosts = [host for name in MODEL_URL_VARS if (host := urlsplit(env.get(name) or "").hostname)]
+    if not hosts:
+        return {}
+    given = set(explicit)
+    merged: dict[str, str] = {}
+    for name in ("no_proxy", "NO_PROXY"):
+        if name in given:
+            continue
+        present = [item.strip() for item in (env.get(name) or "").split(",") if item.strip()]
+        merged[name] = ",".join(dict.fromkeys([*present, *hosts]))
+    return merged
 
 
 def _provider_env(settings: RunSettings) -> dict[str, str]:

@@ -12,7 +12,10 @@ from collections.abc import Sequence
 from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.store.names import SPLITS, split_marker, universe_of
 
-__all__ = ["SPLITS", "parse_splits", "split_marker", "split_names", "universe_of"]
+__all__ = ["SPLITS", "TRANSLATED_SPLITS", "parse_splits", "split_marker", "split_names", "universe_of"]
+
+TRANSLATED_SPLITS = tuple(name for name in SPLITS if name != "time")
+"""The splits of a per-language dataset (``--gaia2-language``): ``time`` is English-only."""
 
 
 def parse_splits(
@@ -31,15 +34,25 @@ def parse_splits(
     return names
 
 
-def split_names(spec: str | Sequence[str] | None, *, source: str = "--gaia2-splits") -> list[str]:
+def split_names(
+    spec: str | Sequence[str] | None, *, source: str = "--gaia2-splits", language: str | None = None
+) -> list[str]:
     """The split names a spec asks for: comma-separated (or a list), ``all``, or unset for all.
 
     Order is kept and duplicates dropped. Unknown names and ``all`` mixed with other names
-    are rejected, naming the bad value and where it came from (``source``).
+    are rejected, naming the bad value and where it came from (``source``). With a
+    ``language``, "all" means the translated splits and ``time`` is refused by name.
     """
+    available = TRANSLATED_SPLITS if language else SPLITS
     names = parse_splits(spec, source=source, lower=True)
     if names is None:
-        return list(SPLITS)
+        return list(available)
+    untranslated = [name for name in names if name in SPLITS and name not in available]
+    if untranslated:
+        raise OptionError(
+            f"{source}: split {', '.join(map(repr, untranslated))} is not available in language {language!r}: "
+            f"per-language datasets provide {', '.join(available)}"
+        )
     unknown = [name for name in names if name not in SPLITS]
     if unknown:
         raise OptionError(

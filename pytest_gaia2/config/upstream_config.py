@@ -9,8 +9,9 @@ pytest-gaia2. Every key gaia2-runner knows is handled one of three ways:
   ``$VAR``/``${VAR}``/``~`` expansion, as upstream does);
 - accepted with a note, when it concerns only upstream's own machinery (``runtime``,
   ``concurrency``, ``log_level``, ...);
-- refused, when ignoring it would silently change what is measured (``language``,
-  ``num_shards`` > 1).
+- replaced, when upstream's own machinery cannot be had (``runtime = "apptainer"``,
+  ``image_sif``): the run uses the container engine's API instead, and the replacement is
+  recorded (:attr:`UpstreamConfig.replaced`), not only noted.
 
 A key gaia2-runner does not know is refused by name, as upstream refuses it.
 
@@ -53,6 +54,8 @@ class UpstreamConfig:
     options: dict[str, Any]
     notes: list[str]
     secrets: dict[str, Secret] = field(default_factory=dict, repr=False)
+    replaced: list[dict[str, str]] = field(default_factory=list)
+    """Keys whose setting could not be honoured as written and what stands in for it (run_config.json)."""
 
     def secret_environ(self) -> dict[str, str]:
         """The literal keys as variables, to be layered over the environment the plugin reads keys from."""
@@ -91,16 +94,6 @@ def _ignored(kind: str, why: str) -> Handler:
 
     def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
         reader.note(where, f"= {getattr(reader, kind)(where, value)!r} is ignored: {why}")
-
-    return handle
-
-
-def _refused(kind: str, why: str, *, unless: Any = None) -> Handler:
-    """A key whose absence would change what is measured: refused unless it is harmless."""
-
-    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
-        if getattr(reader, kind)(where, value) != unless:
-            reader.fail(where, f"is not supported by pytest-gaia2: {why}")
 
     return handle
 
@@ -172,83 +165,183 @@ def _container_env(name: str, kind: str) -> Handler:
     return handle
 
 
-def _shard_id(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
-    if reader.integer(where, value) != 0:
-        reader.fail(
-            where,
-            "is not supported by pytest-gaia2: give each machine its own --gaia2-ids-file or subset manifest instead",
+def _shard_part(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+    """``shard_id`` and ``num_shards`` are read here and joined into one ``--gaia2-shard`` by :func:`_shard`."""
+    reader.integer(where, value)
+
+
+def _shard(reader: RunConfigReader, run: dict[str, Any]) -> None:
+    """Upstream's 0-based ``shard_id`` of ``num_shards`` as ``--gaia2-shard K/N`` (1-based)."""
+    if "num_shards" not in run and "shard_id" not in run:
+        return
+    count = run.get("num_shards", 1)
+    index = run.get("shard_id", 0)
+    if count < 1:
+        reader.fail("[run].num_shards", f"must be at least 1, got {count}")
+    if not 0 <= index < count:
+        reader.fail("[run].shard_id", f"must be from 0 to num_shards - 1 ({count - 1}), got {index}")
+    if count > 1:
+        reader.set("[run].shard_id", "shard", f"{index + 1}/{count}")
+        reader.note(
+            "[run].shard_id",
+            f"= {index} of num_shards = {count} becomes --gaia2-shard {index + 1}/{count}: pytest-gaia2's "
+            "partition is stratified by split and universe, not gaia2-runner's round robin, so merge only "
+            "shards run by pytest-gaia2",
         )
 
 
-# Every key gaia2-runner's run-config accepts (its main branch, plus the keys added on its
-# newer branches: language, image_sif, prompt_version, extra_body, idle_timeout,
-# stuck_loop_min_tool_calls, shard_id, num_shards).
-_SECTIONS: dict[str, dict[str, Handler]] = {
+def _language(reader: RunConfigReader, target: dict[str, Any]) -> None:
+    """``language`` selects per-language configs of a Hugging Face dataset, so it needs one (as upstream)."""
+    if not reader.options.get("language"):
+        return
+    for other in ("scenario", "dataset_root"):
+        if other in target:
+            reader.fail(
+                "[target].language",
+                f"cannot be used with [target].{other}: it selects a Hugging Face config of [target].dataset "
+                "(for a local copy of one language, point [target].dataset_root at it and drop language)",
+            )
+    names = split_names(
+        reader.options.get("splits"), source=f"{reader.file}: [target].splits", language=reader.options["language"]
+    )
+    reader.set(reader.origin.get("splits", "[target].language"), "splits", ",".join(names))
+
+
+def _runtime(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+    runtime = reader.text(where, value)
+    if runtime.lower() in ("", "docker", "podman"):
+        reader.note(
+            where,
+            f"= {runtime!r} is ignored: pytest-gaia2 drives containers through the Docker API "
+            "(for podman, point DOCKER_HOST at its socket)",
+        )
+    else:
+        reader.replace(where, runtime, "the container engine's API (Docker or Podman)")
+
+
+def _image_sif(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+    sif = reader.text(where, value)
+    if sif:
+        reader.replace(where, sif, "[agent].image run through the container engine's API")
+
+
+@dataclass(frozen=True)
+class UpstreamKey:
+    """One key of gaia2-runner's TOML: how it is read, and what pytest-gaia2 does with it (for the docs)."""
+
+    handle: Handler
+    does: str
+
+
+# Every key gaia2-runner's run-config accepts (its main branch, plus the keys of its newer
+# branches and example configs: sequences, language, image_sif, prompt_version, extra_body,
+# idle_timeout, stuck_loop_min_tool_calls, shard_id, num_shards). The ``does`` texts are the
+# "Coming from gaia2-runner" table of the docs (scripts/gen_docs.py).
+_SECTIONS: dict[str, dict[str, UpstreamKey]] = {
     "target": {
-        "scenario": _path_to("scenarios", "file", target=True),
-        "dataset_root": _path_to("scenarios", "dir", target=True),
-        "dataset": _dataset,
-        "splits": _splits,
-        "subset_manifest": _path_to("subset", "file"),
-        "limit": _limit,
-        "recursive": _recursive,
-        "language": _refused(
-            "text",
-            "it selects a per-language dataset config; materialise "
-            "that dataset into folders and use [target].dataset_root",
+        "scenario": UpstreamKey(_path_to("scenarios", "file", target=True), "`--gaia2-scenarios FILE`"),
+        "dataset_root": UpstreamKey(_path_to("scenarios", "dir", target=True), "`--gaia2-scenarios DIR`"),
+        "dataset": UpstreamKey(_dataset, "`--gaia2-dataset ORG/NAME` (the `dataset` extra; upstream's cache layout)"),
+        "language": UpstreamKey(
+            _to("language"),
+            "`--gaia2-language` (with `[target].dataset` only, as upstream): loads the dataset's "
+            "`<language>_<split>` configs; the translated splits are execution, search, adaptability, ambiguity",
         ),
+        "splits": UpstreamKey(_splits, "`--gaia2-splits` (`all`, a name or a list)"),
+        "subset_manifest": UpstreamKey(_path_to("subset", "file"), "`--gaia2-subset`"),
+        "sequences": UpstreamKey(
+            _path_to("sequence", "file"),
+            "`--gaia2-sequence`: each chain in order on one worker, the agent's home and app state carried on",
+        ),
+        "limit": UpstreamKey(_limit, "`--gaia2-first-n` (a plain prefix, as upstream), with a note"),
+        "recursive": UpstreamKey(_recursive, "`true` only: folders are always searched recursively (`false` is noted)"),
     },
     "agent": {
-        "image": _to("image"),
-        "runtime": _ignored(
-            "text",
-            "pytest-gaia2 drives containers through the Docker API (for podman, point DOCKER_HOST at its socket)",
+        "image": UpstreamKey(_to("image"), "`--gaia2-image`"),
+        "runtime": UpstreamKey(
+            _runtime,
+            "`docker`/`podman`: noted (containers are driven through the engine API; for Podman point "
+            "`DOCKER_HOST` at its socket); `apptainer` or any other: replaced by the engine API, recorded in "
+            "run_config.json (`upstream_config.replaced`), the summary and the pages",
         ),
-        "image_sif": _ignored("text", "Apptainer is not supported; the image is run with Docker"),
-        "provider": _to("provider"),
-        "model": _to("model"),
-        "api_key": _api_key(AGENT_KEY_VAR, "api_key_env"),
-        "api_key_env": _to("api_key_env"),
-        "base_url": _to("base_url"),
-        "thinking": _to("thinking"),
-        "volumes": lambda r, w, v, s: r.volumes(w, v),
+        "image_sif": UpstreamKey(
+            _image_sif,
+            "replaced by `[agent].image` run through the engine API, recorded like `runtime`",
+        ),
+        "provider": UpstreamKey(_to("provider"), "`--gaia2-provider`"),
+        "model": UpstreamKey(_to("model"), "`--gaia2-model`"),
+        "api_key": UpstreamKey(
+            _api_key(AGENT_KEY_VAR, "api_key_env"),
+            f"kept apart from every option and file, handed to containers through `{AGENT_KEY_VAR}`",
+        ),
+        "api_key_env": UpstreamKey(_to("api_key_env"), "`--gaia2-api-key-env`"),
+        "base_url": UpstreamKey(_to("base_url"), "`--gaia2-base-url`"),
+        "thinking": UpstreamKey(_to("thinking"), "`--gaia2-thinking`"),
+        "volumes": UpstreamKey(
+            lambda r, w, v, s: r.volumes(w, v),
+            "`--gaia2-copy-in`: copied into each container before it starts (not mounted)",
+        ),
     },
     "judge": {
-        "model": _to("judge_model"),
-        "provider": _to("judge_provider"),
-        "base_url": _to("judge_base_url"),
-        "api_key": _api_key(JUDGE_KEY_VAR, "judge_api_key_env"),
-        "api_key_env": _to("judge_api_key_env"),
-        "prompt_version": _container_env("GAIA2_JUDGE_PROMPT_VERSION", "text"),
-        "extra_body": _container_env("GAIA2_JUDGE_EXTRA_BODY", "table"),
-        "endpoint": _renamed("[judge].base_url"),
+        "model": UpstreamKey(_to("judge_model"), "`--gaia2-judge-model`"),
+        "provider": UpstreamKey(_to("judge_provider"), "`--gaia2-judge-provider`"),
+        "base_url": UpstreamKey(_to("judge_base_url"), "`--gaia2-judge-base-url`"),
+        "api_key": UpstreamKey(
+            _api_key(JUDGE_KEY_VAR, "judge_api_key_env"),
+            f"kept apart like `[agent].api_key`, through `{JUDGE_KEY_VAR}`",
+        ),
+        "api_key_env": UpstreamKey(_to("judge_api_key_env"), "`--gaia2-judge-api-key-env`"),
+        "prompt_version": UpstreamKey(
+            _container_env("GAIA2_JUDGE_PROMPT_VERSION", "text"),
+            "passed to containers as `GAIA2_JUDGE_PROMPT_VERSION`; `pytest-gaia2 rejudge --judge-prompt-version`",
+        ),
+        "extra_body": UpstreamKey(
+            _container_env("GAIA2_JUDGE_EXTRA_BODY", "table"),
+            "passed to containers as `GAIA2_JUDGE_EXTRA_BODY` (JSON); `pytest-gaia2 rejudge --judge-extra-body`",
+        ),
+        "endpoint": UpstreamKey(_renamed("[judge].base_url"), "refused: renamed upstream to `[judge].base_url`"),
     },
     "run": {
-        "timeout": _to("timeout", "number"),
-        "health_timeout": _to("health_timeout", "number"),
-        "adapter_port": _ignored("integer", "pytest-gaia2 assigns ports itself"),
-        "concurrency": _ignored("integer", "run scenarios in parallel with pytest-xdist (-n N)"),
-        "pass_at": _to("repeat", "integer"),
-        "retry": _retry,
-        "output_dir": _path_to("output"),
-        "output": _output,
-        "log_level": _ignored("text", "use pytest's --log-level / --log-cli-level"),
-        "notification_mode": _to("notification_mode"),
-        "time_speed": _to("time_speed", "number"),
-        # The runner's own watch, not eventd's: seconds without a new daemon event, seen from the host.
-        "idle_timeout": _to("idle_timeout", "number"),
-        "stuck_loop_min_tool_calls": _to("stuck_loop_min_calls", "integer"),
-        "shard_id": _shard_id,
-        "num_shards": _refused(
-            "integer",
-            "a shard would silently run every scenario; split the "
-            "work with pytest-xdist (-n N) or per-machine --gaia2-ids-file",
-            unless=1,
+        "timeout": UpstreamKey(_to("timeout", "number"), "`--gaia2-timeout`"),
+        "health_timeout": UpstreamKey(_to("health_timeout", "number"), "`--gaia2-health-timeout`"),
+        "adapter_port": UpstreamKey(
+            _ignored("integer", "pytest-gaia2 assigns ports itself"), "noted: the engine assigns each container's port"
         ),
-        "smart_pass_at": _renamed("[run].pass_at"),
+        "concurrency": UpstreamKey(
+            _ignored("integer", "run scenarios in parallel with pytest-xdist (-n N)"), "noted: use `pytest -n N`"
+        ),
+        "pass_at": UpstreamKey(_to("repeat", "integer"), "`--gaia2-repeat`"),
+        "retry": UpstreamKey(_retry, "`--gaia2-resume` (only what has no verdict runs again)"),
+        "output_dir": UpstreamKey(_path_to("output"), "`--gaia2-output`"),
+        "output": UpstreamKey(_output, "noted: results.jsonl is always written into the run folder"),
+        "log_level": UpstreamKey(
+            _ignored("text", "use pytest's --log-level / --log-cli-level"), "noted: use pytest's `--log-level`"
+        ),
+        "notification_mode": UpstreamKey(_to("notification_mode"), "`--gaia2-notification-mode`"),
+        "time_speed": UpstreamKey(_to("time_speed", "number"), "`--gaia2-time-speed`"),
+        # The runner's own watch, not eventd's: seconds without a new daemon event, seen from the host.
+        "idle_timeout": UpstreamKey(_to("idle_timeout", "number"), "`--gaia2-idle-timeout`"),
+        "stuck_loop_min_tool_calls": UpstreamKey(
+            _to("stuck_loop_min_calls", "integer"), "`--gaia2-stuck-loop-min-calls`"
+        ),
+        "shard_id": UpstreamKey(
+            _shard_part,
+            "with `num_shards`: `--gaia2-shard <shard_id + 1>/<num_shards>` (upstream counts from 0)",
+        ),
+        "num_shards": UpstreamKey(
+            _shard_part,
+            "with `shard_id`: `--gaia2-shard`; pytest-gaia2's partition is stratified by split and universe, "
+            "not upstream's round robin, so shards of the two tools never mix in one merge",
+        ),
+        "smart_pass_at": UpstreamKey(_renamed("[run].pass_at"), "refused: removed upstream, use `[run].pass_at`"),
     },
 }
 _RENAMED = {("judge", "endpoint"), ("run", "smart_pass_at")}
+
+
+def documented_keys() -> list[tuple[str, str]]:
+    """Every gaia2-runner TOML key (``[section].key``) and what pytest-gaia2 does with it: the docs' table."""
+    return [(f"[{name}].{key}", entry.does) for name, keys in _SECTIONS.items() for key, entry in keys.items()]
 
 
 def _unknown_keys(raw: dict[str, Any]) -> list[str]:
@@ -288,7 +381,9 @@ def load(path: Path, environ: Mapping[str, str]) -> UpstreamConfig:
     reader = RunConfigReader(path, environ)
     for name, handlers in _SECTIONS.items():
         for key, value in raw.get(name, {}).items():
-            handlers[key](reader, f"[{name}].{key}", value, raw[name])
+            handlers[key].handle(reader, f"[{name}].{key}", value, raw[name])
+    _shard(reader, raw.get("run", {}))
+    _language(reader, raw.get("target", {}))
     if len(reader.targets) > 1:
         reader.fail(" and ".join(reader.targets), "set only one of [target].scenario, dataset_root and dataset")
     for key, value in reader.options.items():
@@ -296,4 +391,4 @@ def load(path: Path, environ: Mapping[str, str]) -> UpstreamConfig:
             options.resolve({}, {key: value}, {})
         except OptionError as exc:
             reader.fail(reader.origin[key], str(exc))
-    return UpstreamConfig(path, reader.options, reader.notes, reader.secrets)
+    return UpstreamConfig(path, reader.options, reader.notes, reader.secrets, reader.replaced)

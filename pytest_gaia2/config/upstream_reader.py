@@ -48,6 +48,7 @@ class RunConfigReader:
         self.options: dict[str, Any] = {}
         self.origin: dict[str, str] = {}
         self.notes: list[str] = []
+        self.replaced: list[dict[str, str]] = []
         self.secrets: dict[str, Secret] = {}
         self.targets: list[str] = []
 
@@ -122,6 +123,12 @@ class RunConfigReader:
 
     def note(self, where: str, text: str) -> None:
         self.notes.append(f"{where} {text}")
+
+    def replace(self, where: str, configured: str, used: str) -> None:
+        """A setting pytest-gaia2 cannot honour as written, and what stands in for it: kept for the
+        record (run_config.json, the summary, the pages), not only said once at the start."""
+        self.replaced.append({"key": where, "configured": configured, "used": used})
+        self.note(where, f"= {configured!r} is replaced: the run uses {used}")
 
     def target(self, where: str, key: str, raw: Any) -> None:
         self.targets.append(where)

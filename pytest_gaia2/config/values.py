@@ -120,6 +120,26 @@ def stripped_text(name: str, raw: str) -> str:
     return raw.strip()
 
 
+_LANGUAGE = re.compile(r"[a-z]{2,3}(?:_[A-Za-z]{2,4})+")
+_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,127}")
+
+
+def language_code(name: str, raw: str) -> str:
+    """A ``language_Script`` code (``spa_Latn``, ``cmn_Hans``), as upstream's ``[target].language``."""
+    text = raw.strip()
+    if not _LANGUAGE.fullmatch(text):
+        raise OptionError(f"--gaia2-{name}: expected a language_Script code such as spa_Latn or cmn_Hans, got {raw!r}")
+    return text
+
+
+def revision(name: str, raw: str) -> str:
+    """A dataset revision: a branch, tag or commit of the dataset's repository (no spaces, no ``..``)."""
+    text = raw.strip()
+    if not _REVISION.fullmatch(text) or ".." in text:
+        raise OptionError(f"--gaia2-{name}: expected a branch, tag or commit hash, got {raw!r}")
+    return text
+
+
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 

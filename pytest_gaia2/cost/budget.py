@@ -2,8 +2,10 @@
 worker and every resumed session adds to (under a file lock), and the halt and cap decisions
 read from it.
 
-Each attempt is one line of ``spend.jsonl``, ``{"entry": "<key>#<attempt>", "usd": ..., "at": ...}``,
-appended (and synced) before the attempt's result.json is written, whatever ended the attempt.
+Each attempt is one line of ``spend.jsonl``, ``{"entry": "<key>#<attempt>", "usd": ..., "tokens": ...,
+"at": ...}``, appended (and synced) before the attempt's result.json is written, whatever ended the
+attempt. ``tokens`` (input and output, for ``--gaia2-token-halt``) is left out when the attempt
+reported no usage; ``usd`` is null when its usage has no price (a local model that nobody prices).
 Lines are never rewritten: an entry already in the ledger is not added again (a reused verdict,
 a retried write), so an attempt's spend counts once. A damaged line (a torn write, garbage)
 costs only itself: it is reported with the lines that were kept, and the rest still count.
@@ -19,7 +21,8 @@ import math
 import os
 import re
 import stat
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_gaia2.cost.prices import ATTEMPT_USD_MAX
@@ -36,6 +39,13 @@ LINE_MAX_BYTES = 4096
 ENTRY_MAX = 1024
 """Characters of an entry (``<split>/<id>[/run_<k>]#<attempt>``, each part at most 128)."""
 LINES_SHOWN = 10
+TOKENS_MAX = 10**12
+"""Tokens of one attempt: more than a year of a fast model's output, so more is not a count."""
+STOPS = ("budget", "errors")
+"""How the reasons of the run's own limits begin (money, tokens, errors): they name a stop."""
+NOT_INFRASTRUCTURE = ("invalid_scenario", "budget_cap", "interrupted")
+"""Error categories --gaia2-max-errors does not count: a broken scenario file costs nothing and
+starts first, the cap's stop and an interruption are not the setup's doing."""
 _APPEND_FLAGS = (
     os.O_RDWR
     | os.O_APPEND
@@ -61,23 +71,46 @@ def usd_text(amount: float) -> str:
 
 @dataclass(frozen=True)
 class Budget:
-    """``--gaia2-budget-halt``: no new scenario starts once reached; ``--gaia2-budget-cap``:
-    running scenarios stop too once passed (USD, None when unset)."""
+    """The run's limits. ``--gaia2-budget-halt``: no new scenario starts once the spend reaches it;
+    ``--gaia2-budget-cap``: running scenarios stop too once passed (USD, None when unset);
+    ``--gaia2-token-halt``: no new start once the run's tokens reach it (a model priced at 0);
+    ``--gaia2-max-errors``: no new start once this session had that many infrastructure errors."""
 
     halt: float | None = None
     cap: float | None = None
+    token_halt: int | None = None
+    max_errors: int | None = None
 
     @property
     def limited(self) -> bool:
-        return self.halt is not None or self.cap is not None
+        """Whether a limit is read from the ledger (money or tokens)."""
+        return self.halt is not None or self.cap is not None or self.token_halt is not None
 
-    def halted(self, spent: float) -> str | None:
+    def halted(self, spent: float, tokens: int = 0) -> str | None:
         """Why no new scenario may start, or None."""
         limit = min((value for value in (self.halt, self.cap) if value is not None), default=None)
-        if limit is None or spent < limit:
+        if limit is not None and spent >= limit:
+            which = "halt" if limit == self.halt else "cap"
+            return (
+                f"budget: the run has spent {usd_text(spent)}, its {which} is {usd_text(limit)}; no new scenario starts"
+            )
+        if self.token_halt is not None and tokens >= self.token_halt:
+            return (
+                f"budget: the run has used {tokens:,} tokens, its token halt is {self.token_halt:,}; "
+                "no new scenario starts"
+            )
+        return None
+
+    def errors_reached(self, categories: list[str]) -> str | None:
+        """Why no new scenario may start after this session's infrastructure errors (their
+        categories, one per error), or None."""
+        if self.max_errors is None or len(categories) < self.max_errors:
             return None
-        which = "halt" if limit == self.halt else "cap"
-        return f"budget: the run has spent {usd_text(spent)}, its {which} is {usd_text(limit)}; no new scenario starts"
+        counted = ", ".join(f"{name} {count}" for name, count in sorted(Counter(categories).items()))
+        return (
+            f"errors: {len(categories)} infrastructure error(s) in this session ({counted}) reached "
+            f"--gaia2-max-errors {self.max_errors}; no new scenario starts"
+        )
 
     def capped(self, spent: float) -> str | None:
         """Why a running scenario must stop, or None."""
@@ -94,39 +127,65 @@ class LedgerRead:
     entries: dict[str, float]
     problems: tuple[str, ...] = ()
     complete: bool = True
+    tokens: dict[str, int] = field(default_factory=dict)
+    """Each entry's tokens, for the entries that reported usage."""
 
     @property
     def total(self) -> float:
         return round(math.fsum(self.entries.values()), 6)
 
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.tokens.values())
+
 
 def parse_lines(data: bytes) -> tuple[dict[str, float], list[int]]:
     """The entries of ``spend.jsonl``'s bytes (the first line of an entry wins) and the numbers
     of the damaged lines. Never raises: any bytes are some entries and some damage."""
+    entries, _tokens, damaged = parse_all(data)
+    return entries, damaged
+
+
+def parse_all(data: bytes) -> tuple[dict[str, float], dict[str, int], list[int]]:
+    """:func:`parse_lines` with each entry's tokens too."""
     entries: dict[str, float] = {}
+    tokens: dict[str, int] = {}
     damaged: list[int] = []
+    seen: set[str] = set()
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
         parsed = _entry(line)
         if parsed is None:
             damaged.append(number)
-        else:
-            entries.setdefault(*parsed)
-    return entries, damaged
+            continue
+        entry, usd, used = parsed
+        if entry in seen:
+            continue
+        seen.add(entry)
+        if usd is not None:
+            entries[entry] = usd
+        if used is not None:
+            tokens[entry] = used
+    return entries, tokens, damaged
 
 
-def _entry(line: bytes) -> tuple[str, float] | None:
+def _entry(line: bytes) -> tuple[str, float | None, int | None] | None:
+    """A line's entry, its USD and its tokens; None for a damaged line (neither amount valid)."""
     try:
         value = loads_bounded(line, max_bytes=LINE_MAX_BYTES)
     except JsonLimitError:
         return None
     if not isinstance(value, dict):
         return None
-    entry, usd = value.get("entry"), usd_amount(value.get("usd"), ATTEMPT_USD_MAX)
-    if not isinstance(entry, str) or not 0 < len(entry) <= ENTRY_MAX or usd is None:
+    entry, usd, used = value.get("entry"), usd_amount(value.get("usd"), ATTEMPT_USD_MAX), value.get("tokens")
+    if not isinstance(used, int) or isinstance(used, bool) or not 0 <= used <= TOKENS_MAX:
+        used = None
+    if value.get("usd") is not None and usd is None:
+        return None  # an amount that is no amount: the line is not to be trusted
+    if not isinstance(entry, str) or not 0 < len(entry) <= ENTRY_MAX or (usd is None and used is None):
         return None
-    return entry, usd
+    return entry, usd, used
 
 
 def parse_legacy(data: bytes) -> tuple[dict[str, float], bool]:
@@ -158,6 +217,7 @@ class Ledger:
     def read(self) -> LedgerRead:
         """Every entry that can be read, bounded in size; never raises."""
         entries: dict[str, float] = {}
+        tokens: dict[str, int] = {}
         problems: list[str] = []
         complete = True
         for path, parse in ((self.legacy, self._legacy_entries), (self.path, self._line_entries)):
@@ -170,52 +230,74 @@ class Ledger:
                 problems.append(f"{path}: {exc}; the spend it holds is not counted")
                 complete = False
                 continue
-            found, problem = parse(path, data)
+            found, used, problem = parse(path, data)
             for entry, usd in found.items():
                 entries.setdefault(entry, usd)
+            for entry, count in used.items():
+                tokens.setdefault(entry, count)
             problems += [problem] if problem else []
-        return LedgerRead(entries, tuple(problems), complete)
+        return LedgerRead(entries, tuple(problems), complete, tokens)
 
     @staticmethod
-    def _line_entries(path: Path, data: bytes) -> tuple[dict[str, float], str | None]:
-        entries, damaged = parse_lines(data)
+    def _line_entries(path: Path, data: bytes) -> tuple[dict[str, float], dict[str, int], str | None]:
+        entries, tokens, damaged = parse_all(data)
         if not damaged:
-            return entries, None
+            return entries, tokens, None
         lines = shown_names([str(number) for number in damaged], LINES_SHOWN)
-        return entries, (
-            f"{path}: damaged line(s) {lines} skipped; kept {len(entries)} entries (${math.fsum(entries.values()):.2f})"
+        return (
+            entries,
+            tokens,
+            (
+                f"{path}: damaged line(s) {lines} skipped; kept {len(entries)} entries (${math.fsum(entries.values()):.2f})"
+            ),
         )
 
     @staticmethod
-    def _legacy_entries(path: Path, data: bytes) -> tuple[dict[str, float], str | None]:
+    def _legacy_entries(path: Path, data: bytes) -> tuple[dict[str, float], dict[str, int], str | None]:
         entries, whole = parse_legacy(data)
         if whole:
-            return entries, None
-        return entries, (
-            f"{path}: damaged (not whole JSON); recovered {len(entries)} entries (${math.fsum(entries.values()):.2f})"
+            return entries, {}, None
+        return (
+            entries,
+            {},
+            (
+                f"{path}: damaged (not whole JSON); recovered {len(entries)} entries (${math.fsum(entries.values()):.2f})"
+            ),
         )
 
     def total(self) -> float:
         return self.read().total
 
-    def add(self, entry: str, usd: float) -> float:
-        """Append an attempt's spend unless its entry is already there; the new total.
+    def add(self, entry: str, usd: float | None, tokens: int | None = None) -> float:
+        """Append an attempt's spend (and tokens) unless its entry is already there; the new total.
 
         Raises :class:`StoreError` naming the file when it cannot be written, or when an
-        amount that is not a finite number of USD up to ``ATTEMPT_USD_MAX`` is given.
+        amount that is not a finite number of USD up to ``ATTEMPT_USD_MAX`` is given (None only
+        with tokens: usage without a price), or tokens that are no count.
         """
         from filelock import FileLock
 
-        amount = usd_amount(usd, ATTEMPT_USD_MAX)
-        if amount is None or not 0 < len(entry) <= ENTRY_MAX:
+        amount = usd_amount(usd, ATTEMPT_USD_MAX) if usd is not None else None
+        counted = isinstance(tokens, int) and not isinstance(tokens, bool) and 0 <= tokens <= TOKENS_MAX
+        if (
+            (usd is not None and amount is None)
+            or (amount is None and tokens is None)
+            or not 0 < len(entry) <= ENTRY_MAX
+        ):
             raise StoreError(f"{self.path}: {entry!r}: {usd!r} is not an amount of USD for the ledger")
+        if tokens is not None and not counted:
+            raise StoreError(f"{self.path}: {entry!r}: {tokens!r} is not a count of tokens for the ledger")
         with FileLock(str(self.path) + ".lock"):
             read = self.read()
-            if entry in read.entries:
+            if entry in read.entries or entry in read.tokens:
                 return read.total
-            line = json.dumps({"entry": entry, "usd": round(amount, 6), "at": _now()}, allow_nan=False)
+            fields: dict[str, object] = {"entry": entry, "usd": None if amount is None else round(amount, 6)}
+            if tokens is not None:
+                fields["tokens"] = tokens
+            line = json.dumps({**fields, "at": _now()}, allow_nan=False)
             _append_line(self.path, line.encode("utf-8"))
-            return LedgerRead({**read.entries, entry: round(amount, 6)}).total
+            added = {} if amount is None else {entry: round(amount, 6)}
+            return LedgerRead({**read.entries, **added}).total
 
 
 def _now() -> str:
@@ -246,14 +328,14 @@ def _append_line(path: Path, line: bytes) -> None:
         raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from None
 
 
-def record_spend(run_folder: Path, key: str, attempt: int, usd: float | None) -> None:
-    """The attempt's ledger line, written before its result.json whatever ended it; a priced
-    cost only (an unknown one has nothing to add). A ledger that cannot be written is a
-    warning, never a lost record."""
-    if usd is None:
+def record_spend(run_folder: Path, key: str, attempt: int, usd: float | None, tokens: int | None = None) -> None:
+    """The attempt's ledger line, written before its result.json whatever ended it: its priced
+    cost and the tokens it reported (with neither there is nothing to add). A ledger that
+    cannot be written is a warning, never a lost record."""
+    if usd is None and tokens is None:
         return
     try:
-        Ledger(run_folder).add(entry_of(key, attempt), usd)
+        Ledger(run_folder).add(entry_of(key, attempt), usd, tokens)
     except StoreError as exc:
         log.warning("gaia2: warning: spend of %s not in the ledger: %s", entry_of(key, attempt), exc)
 

@@ -72,7 +72,7 @@ class Projection:
         )
         line = (
             f"gaia2: probe of {self.probed}: the {self.planned} selected scenarios {cost} "
-            f"and ≈ {self.hours:.2f} h at -n {self.workers}"
+            f"and ≈ {wall_text(self.hours * 3600)} at -n {self.workers}"
         )
         reach = self.reach()
         if reach is None:
@@ -86,6 +86,16 @@ class Projection:
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
+
+
+def wall_text(seconds: float) -> str:
+    """An estimated wall time in the unit a person plans with: ``40 s``, ``12 min``, ``6.5 h``
+    (never ``0.01 h``)."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _fits(total: float, planned: int, limit: float, up: bool) -> int:

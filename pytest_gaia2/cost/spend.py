@@ -24,6 +24,15 @@ def attempt_cost(folder: Path, prices: PriceBook, model: str | None) -> dict[str
     return {"usage": usage.to_json(), "cost_usd": cost.usd, "cost_source": cost.source}
 
 
+def attempt_tokens(record: AttemptRecord) -> int | None:
+    """The tokens an attempt used, input and output, for --gaia2-token-halt; None when its calls
+    reported no usage (nothing to count, not zero)."""
+    usage = record.usage or {}
+    if not usage.get("usage_calls"):
+        return None
+    return int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+
+
 def is_refused(record: AttemptRecord) -> bool:
     """Whether the attempt's cost was refused as out of range (see :mod:`~pytest_gaia2.cost.prices`)."""
     return str(record.cost_source or "").startswith(REFUSED)

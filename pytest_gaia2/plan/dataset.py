@@ -53,13 +53,15 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path.home() / ".cache" / "gaia2" / "hf_datasets"
 
 
-def dataset_dir(dataset_id: str, cache_dir: Path | None = None) -> Path:
-    """``<cache>/<org>_<name>``: the folder upstream's runner uses for the same dataset."""
+def dataset_dir(dataset_id: str, cache_dir: Path | None = None, language: str | None = None) -> Path:
+    """``<cache>/<org>_<name>`` (``_<language>`` for a per-language config): the folder upstream's
+    runner uses for the same dataset."""
     if not _DATASET_ID.fullmatch(dataset_id) or dataset_id.startswith("."):  # ./x is a path
         raise DatasetError(
             f"--gaia2-dataset: expected a Hugging Face dataset id ORG/NAME (e.g. {DEFAULT_DATASET}), got {dataset_id!r}"
         )
-    return (cache_dir if cache_dir is not None else cache_root()) / dataset_id.replace("/", "_")
+    name = dataset_id.replace("/", "_") + (f"_{language}" if language else "")
+    return (cache_dir if cache_dir is not None else cache_root()) / name
 
 
 def _scenario_files(split_dir: Path) -> set[str]:
@@ -76,10 +78,13 @@ def read_marker(split_dir: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def is_complete(split_dir: Path) -> bool:
-    """A split is whole only when its marker exists and names exactly the files on disk."""
+def is_complete(split_dir: Path, revision: str | None = None) -> bool:
+    """A split is whole only when its marker exists and names exactly the files on disk (and,
+    when a revision is asked for, was made from that revision)."""
     marker = read_marker(split_dir)
     if marker is None or not isinstance(marker.get("scenario_ids"), list):
+        return False
+    if revision is not None and marker.get("revision") != revision:
         return False
     expected = set(marker["scenario_ids"])
     return marker.get("rows") == len(expected) and _scenario_files(split_dir) == expected
@@ -100,8 +105,11 @@ def _offline_message(dataset_id: str, split: str, split_dir: Path, cause: BaseEx
     )
 
 
-def _load_rows(source: str, dataset_id: str, split: str, split_dir: Path) -> tuple[list[tuple[str, str]], str | None]:
-    """The (scenario_id, scenario JSON) rows of one config, and the data's fingerprint."""
+def _load_rows(
+    source: str, dataset_id: str, split: str, split_dir: Path, revision: str | None = None
+) -> tuple[list[tuple[str, str]], str | None]:
+    """The (scenario_id, scenario JSON) rows of one config (``split`` is the config's name), and
+    the data's fingerprint."""
     try:
         import datasets
     except ImportError:
@@ -110,7 +118,7 @@ def _load_rows(source: str, dataset_id: str, split: str, split_dir: Path) -> tup
             f"split {split!r} into {split_dir}; install it with {INSTALL_HINT}"
         ) from None
     try:
-        table = datasets.load_dataset(source, split, split=HF_SPLIT)
+        table = datasets.load_dataset(source, split, split=HF_SPLIT, revision=revision)
     except ConnectionError as exc:  # also what datasets raises in offline mode
         raise DatasetError(_offline_message(dataset_id, split, split_dir, exc)) from None
     except Exception as exc:  # noqa: BLE001 - any library failure becomes one usage message
@@ -142,10 +150,10 @@ def _checked_ids(rows: Iterable[tuple[Any, Any]], dataset_id: str, split: str) -
     return by_id
 
 
-def _materialise_split(source: str, dataset_id: str, split: str, split_dir: Path) -> None:
-    """(Re)write one split: files first, stale leftovers removed, the marker last."""
-    rows, fingerprint = _load_rows(source, dataset_id, split, split_dir)
-    by_id = _checked_ids(rows, dataset_id, split)
+def _materialise_split(source: str, dataset_id: str, config: str, split_dir: Path, revision: str | None = None) -> None:
+    """(Re)write one split from its dataset config: files first, stale leftovers removed, the marker last."""
+    rows, fingerprint = _load_rows(source, dataset_id, config, split_dir, revision)
+    by_id = _checked_ids(rows, dataset_id, config)
     split_dir.mkdir(parents=True, exist_ok=True)
     (split_dir / MARKER).unlink(missing_ok=True)
     for leftover in split_dir.glob(".*.tmp"):
@@ -157,7 +165,8 @@ def _materialise_split(source: str, dataset_id: str, split: str, split_dir: Path
     marker = {
         "dataset": dataset_id,
         "source": source,
-        "config": split,
+        "config": config,
+        "revision": revision,
         "hf_split": HF_SPLIT,
         "rows": len(by_id),
         "fingerprint": fingerprint,
@@ -165,7 +174,7 @@ def _materialise_split(source: str, dataset_id: str, split: str, split_dir: Path
         "scenario_ids": sorted(by_id),
     }
     write_text(split_dir / MARKER, json.dumps(marker, indent=2) + "\n")
-    log.info("materialised %s split %s: %d scenarios in %s", dataset_id, split, len(by_id), split_dir)
+    log.info("materialised %s config %s: %d scenarios in %s", dataset_id, config, len(by_id), split_dir)
 
 
 def materialise(
@@ -174,24 +183,29 @@ def materialise(
     cache_dir: Path | None = None,
     *,
     source: str | None = None,
+    language: str | None = None,
+    revision: str | None = None,
 ) -> list[Path]:
     """The folder of each split of ``dataset_id``, downloading the ones not cached whole.
 
     ``source`` is what ``datasets.load_dataset`` loads (default: ``dataset_id`` on the hub);
-    the cache layout is always keyed by ``dataset_id``. Complete splits never reach the
-    network. Downloads happen under one file lock per dataset, so concurrent workers wait
-    for the first and then find the split complete.
+    the cache layout is always keyed by ``dataset_id`` (and ``language``). With a ``language``
+    each split comes from the config ``<language>_<split>`` into a folder named after the bare
+    split, as upstream lays it out. Complete splits (of ``revision``, when one is given) never
+    reach the network. Downloads happen under one file lock per dataset, so concurrent workers
+    wait for the first and then find the split complete.
     """
-    root = dataset_dir(dataset_id, cache_dir)
+    root = dataset_dir(dataset_id, cache_dir, language)
     for split in splits:
         if not _SAFE_NAME.fullmatch(split):
             raise DatasetError(f"dataset {dataset_id}: {split!r} is not a usable split name")
     split_dirs = [root / split for split in splits]
-    missing = [d for d in split_dirs if not is_complete(d)]
+    missing = [d for d in split_dirs if not is_complete(d, revision)]
     if missing:
         root.mkdir(parents=True, exist_ok=True)
         with FileLock(str(root / _LOCK)):
             for split_dir in missing:
-                if not is_complete(split_dir):  # another process may have finished it meanwhile
-                    _materialise_split(source or dataset_id, dataset_id, split_dir.name, split_dir)
+                if not is_complete(split_dir, revision):  # another process may have finished it meanwhile
+                    config = f"{language}_{split_dir.name}" if language else split_dir.name
+                    _materialise_split(source or dataset_id, dataset_id, config, split_dir, revision)
     return split_dirs

@@ -33,7 +33,8 @@ from pytest_gaia2.plan.items import ITEM_PARAMETER, PlannedItem
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES, Scenario, arg_value
 from pytest_gaia2.plugin import private_api
 from pytest_gaia2.report.allure_categories import CATEGORIES_FILE, categories
-from pytest_gaia2.report.allure_environment import write_environment
+from pytest_gaia2.report.allure_environment import judge_text, write_environment
+from pytest_gaia2.report.allure_flaky import RUN_PARAMETER, disagreeing, mark_flaky
 from pytest_gaia2.report.trace_page import TRACE_FILE
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.redact import MASK
@@ -155,13 +156,12 @@ def parameters(settings: Mapping[str, Any], image_id: str | None) -> list[Parame
     The image id changes with every rebuild, so it stays out of Allure's history id; a
     masked ``--gaia2-env`` value is marked so Allure hides it too.
     """
-    judge = "/".join(str(settings.get(key) or "none") for key in ("judge_provider", "judge_model"))
     shown = [
         Parameter("image", str(settings.get("image"))),
         Parameter("image id", image_id or "unknown", excluded=True),
         Parameter("model", str(settings.get("model") or "none")),
         Parameter("provider", str(settings.get("provider") or "none")),
-        Parameter("judge", judge),
+        Parameter("judge", judge_text(settings)),
     ]
     shown += [
         Parameter(f"env {name}", str(value), masked=value == MASK)
@@ -261,6 +261,7 @@ class AllureGaia2:
             return
         item.stash[_SETUP_STARTED] = time.time()
         allure.dynamic.parameter(ITEM_PARAMETER, planned.key, mode=ParameterMode.HIDDEN)
+        allure.dynamic.parameter(RUN_PARAMETER, self.context.run_id, excluded=True, mode=ParameterMode.HIDDEN)
         for shown in self._parameters:
             allure.dynamic.parameter(
                 shown.name,
@@ -346,18 +347,24 @@ class AllureGaia2:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """categories.json and environment.properties, once per run, on the controller."""
+        """categories.json and environment.properties, once per run, on the controller; the
+        results of scenarios whose repeats disagree marked flaky."""
         context = self.context
         if context.is_worker or not context.prepared or context.folder is None:
             return
         run_config = store.read_json(context.folder.file(store.RUN_CONFIG_FILE))
         alluredir = session.config.invocation_params.dir / session.config.option.allure_report_dir
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         try:
             write_run_files(alluredir, run_config if isinstance(run_config, dict) else {})
+            keys = disagreeing(context.folder.records())
+            marked = mark_flaky(alluredir, context.run_id, keys, ITEM_PARAMETER)
         except store.StoreError as exc:
-            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
                 reporter.write_line(f"gaia2: Allure: {exc}")
+            return
+        if marked and reporter is not None:
+            reporter.write_line(f"gaia2: Allure: {marked} results of scenarios whose repeats disagree marked flaky")
 
 
 def register(config: pytest.Config, context: RunContext) -> None:

@@ -501,16 +501,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     session.config.stash[EXIT_STATUS_KEY] = int(session.exitstatus)
 
 
-def _print_gate(config: pytest.Config, context: RunContext) -> None:
-    """The gate's verdict as the last lines of the output, after pytest's own short summary and
-    counts, green when the run exits 0 and red otherwise."""
+def _print_verdict(config: pytest.Config, context: RunContext) -> None:
+    """The run's verdict as the last lines of the output, after pytest's own short summary and
+    counts (the gate's, or a run stopped short of its plan), green when the run exits 0 and red
+    otherwise."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or context.is_worker or not context.prepared or EXIT_STATUS_KEY not in config.stash:
         return
     from pytest_gaia2.store.redact import printable
 
     met = config.stash[EXIT_STATUS_KEY] == 0
-    for line in context.book.gate_lines():
+    for line in context.book.verdict_lines():
         reporter.write_line(printable(context.redactor.redact(line)), green=met, red=not met, bold=True)
 
 
@@ -534,7 +535,7 @@ def _print_stop(config: pytest.Config, context: RunContext) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     context = _context(config)
     if context:
-        _print_gate(config, context)
+        _print_verdict(config, context)
         _print_stop(config, context)
         context.close()
     wind_down = config.stash.get(WIND_DOWN_KEY, None)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_gaia2.config.settings import REFERENCE_JUDGE_PLACEHOLDER
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
 
@@ -22,6 +23,18 @@ ENVIRONMENT_FILE = "environment.properties"
 VALUE_SEPARATOR = ", "
 ENVIRONMENT_MAX_BYTES = 1024 * 1024
 """A merged environment.properties stays small; anything larger is not ours and is replaced."""
+
+
+def judge_text(settings: Mapping[str, Any]) -> str:
+    """The run's judge as the pages name it: ``provider/model``; the image's own judge when no
+    model is set (the reference image's placeholder ``none/none`` is no model); ``none`` when the
+    settings do not say."""
+    if "judge_provider" not in settings and "judge_model" not in settings:
+        return "none"
+    provider, model = (str(settings.get(key) or "") for key in ("judge_provider", "judge_model"))
+    if {provider, model} <= {"", REFERENCE_JUDGE_PLACEHOLDER}:
+        return "in-image, no model configured"
+    return f"{provider or 'none'}/{model or 'none'}"
 
 
 def environment(run_config: Mapping[str, Any]) -> dict[str, str]:
@@ -39,14 +52,31 @@ def environment(run_config: Mapping[str, Any]) -> dict[str, str]:
         "profile": settings.get("profile"),
         "model": settings.get("model"),
         "provider": settings.get("provider"),
-        "judge": "/".join(str(settings.get(key) or "none") for key in ("judge_provider", "judge_model")),
+        "judge": judge_text(settings),
         "network": settings.get("network"),
         "workers": run_config.get("workers"),
         "plugin.version": run_config.get("plugin_version"),
         "run.id": run_config.get("run_id"),
         "run.started": run_config.get("started_at"),
     }
+    replaced = replaced_settings(run_config)
+    if replaced:
+        values["upstream.replaced"] = "; ".join(replaced)
     return {key: "none" if value is None else str(value) for key, value in values.items()}
+
+
+def replaced_settings(run_config: Mapping[str, Any]) -> list[str]:
+    """What a gaia2-runner TOML asked for that the run replaced (``upstream_config.replaced``), in words;
+    entries that are not the plain strings the plugin writes are left out (the file is untrusted)."""
+    upstream = run_config.get("upstream_config")
+    entries = upstream.get("replaced") if isinstance(upstream, Mapping) else None
+    if not isinstance(entries, list):
+        return []
+    words: list[str] = []
+    for entry in entries[:16]:
+        if isinstance(entry, Mapping) and all(isinstance(entry.get(k), str) for k in ("key", "configured", "used")):
+            words.append(f"{entry['key']} = {entry['configured'][:200]!r} replaced by {entry['used'][:200]}")
+    return words
 
 
 def merge_environment(existing: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:

@@ -3,18 +3,18 @@ summary.json and the gate, all from the same :class:`AttemptRecord` objects."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.cost import projection as probe
 from pytest_gaia2.cost import spend
-from pytest_gaia2.cost.budget import Budget, Ledger, usd_text
+from pytest_gaia2.cost.budget import STOPS, Budget, Ledger, usd_text
 from pytest_gaia2.cost.usage import shown_names
 from pytest_gaia2.report import stats
 from pytest_gaia2.report import summary as report
-from pytest_gaia2.report.gate import Gate, GateDecision
-from pytest_gaia2.report.rates import Rate, percent
+from pytest_gaia2.report.gate import Gate, GateDecision, best_lower_bound, smallest_passing
+from pytest_gaia2.report.rates import percent
 from pytest_gaia2.report.sequential import DECIDED, Decision
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
@@ -86,9 +86,9 @@ class ResultBook:
         """With --gaia2-stop-when-decided: the sequential test's decision, once made."""
 
     def note_not_started(self, key: str, why: str) -> None:
-        """A planned key skipped before it started; the first budget skip fixes the spend at stop."""
+        """A planned key skipped before it started; the first skip by a limit fixes the spend at stop."""
         self.not_started.setdefault(key, why)
-        if why.startswith("budget") and self.spent_at_stop is None:
+        if why.startswith(STOPS) and self.spent_at_stop is None:
             self.spent_at_stop = self.spent()
 
     @property
@@ -101,6 +101,10 @@ class ResultBook:
         """The run's spend in its ledger (every session's), None without a run folder."""
         return Ledger(self.folder.path).total() if self.folder is not None else None
 
+    def tokens(self) -> int | None:
+        """The run's tokens in its ledger (every session's), None without a run folder."""
+        return Ledger(self.folder.path).read().total_tokens if self.folder is not None else None
+
     def stop(self) -> report.Stop:
         """Why the run stopped short of its plan (None when complete), with the budget and spend."""
         summary = self.summary()
@@ -110,7 +114,7 @@ class ResultBook:
         reason = (
             None
             if summary.complete
-            else self.end_reason or next((why for why in reasons if why.startswith("budget")), None) or reasons[0]
+            else self.end_reason or next((why for why in reasons if why.startswith(STOPS)), None) or reasons[0]
         )
         return report.Stop(
             reason,
@@ -120,6 +124,9 @@ class ResultBook:
             self.spent_at_stop if reason else None,
             not_started,
             self.decided if reason is not None and reason.startswith(DECIDED) else None,
+            self.budget.token_halt,
+            self.tokens() if self.budget.token_halt is not None else None,
+            self.budget.max_errors,
         )
 
     def add(
@@ -158,26 +165,30 @@ class ResultBook:
         return notices
 
     def summary(self) -> stats.Summary:
-        """Computed once per change (a bootstrap over 800 x 3 results takes a second)."""
+        """Computed once per change (800 x 3 results take a fraction of a second)."""
         if self._summary is None:
             rows = [record.to_json() for record in self.records.values()]
             self._summary = stats.summarise(rows, planned=self.planned or None)
         return self._summary
 
-    def gate_warnings(self, planned: int) -> list[str]:
-        """Before the run: a lower-bound gate that ``planned`` results cannot clear even all
-        passed, and the smallest number that could (Wilson's lower bound at N of N is N/(N+z²))."""
+    def gate_warnings(self, planned: Sequence[str]) -> list[str]:
+        """Before the run: a lower-bound gate that the ``planned`` keys cannot clear even all
+        passed, and the smallest number that could (Wilson's lower bound at N of N is N/(N+z²);
+        with repeats the scenarios are the unit, as the gate's own bound)."""
         required = self.gate.min_pass_rate
         if required is None or self.gate.gate_on != "lower-bound" or not planned:
             return []
-        best = Rate.of(planned, planned).low
+        scenarios = len({key.split("/run_")[0] for key in planned})
+        repeats = len(planned) // scenarios
+        best = best_lower_bound(scenarios, repeats)
         if best >= required:
             return []
-        reachable = range(planned + 1, GATE_N_MAX if required < 1 else 0)
-        smallest = next((n for n in reachable if Rate.of(n, n).low >= required), None)
-        could = f"the smallest N that could pass is {smallest}" if smallest else "no N can pass it"
+        smallest = smallest_passing(required, repeats, GATE_N_MAX)
+        size = f"N={len(planned)}" if repeats == 1 else f"{scenarios} scenarios x {repeats} repeats"
+        unit = "N" if repeats == 1 else "number of scenarios"
+        could = f"the smallest {unit} that could pass is {smallest}" if smallest else f"no {unit} can pass it"
         return [
-            f"gaia2: warning: the gate cannot pass at N={planned}: the 95% lower bound of {planned}/{planned} "
+            f"gaia2: warning: the gate cannot pass at {size}: the 95% lower bound of {len(planned)}/{len(planned)} "
             f"is {percent(best)}, below the {percent(required)} required; {could}"
         ]
 
@@ -188,7 +199,7 @@ class ResultBook:
         """The terminal summary: counts, rates with intervals, errors, the gate, reused verdicts."""
         summary = self.summary()
         lines = ["", "=" * 20 + " gaia2 summary " + "=" * 20]
-        body = report.summary_lines(summary, None)  # the gate's verdict is printed last: gate_lines
+        body = report.summary_lines(summary, None)  # the gate's verdict is printed last: verdict_lines
         if self.probe_only(summary):  # a probe's end is its projection, not an incomplete run
             body[0] = (
                 f"PROBE ONLY: {summary.done} of {summary.planned} planned {summary.planned_unit} ran as the probe "
@@ -222,10 +233,36 @@ class ResultBook:
             and all(self.not_started.get(key, "").startswith(report.PROBE_ONLY) for key in summary.not_run)
         )
 
-    def gate_lines(self) -> list[str]:
-        """The gate's verdict, for the very end of the output (after pytest's own summary)."""
-        decision = self.decision(self.summary()) if self.anything_to_write else None
-        return decision.lines if decision else []
+    def verdict_lines(self) -> list[str]:
+        """The very end of the output (after pytest's own summary): the gate's bars, then one
+        verdict line: the gate's PASS or FAIL with each missed bar, or, without a gate, a run
+        that stopped short of its plan; either says why the run stopped early."""
+        if not self.anything_to_write:
+            return []
+        summary = self.summary()
+        stop = self.stop()
+        decision = self.decision(summary)
+        if decision is not None:
+            return [*decision.lines, decision.verdict(stop.brief)]
+        if stop.brief is None or self.probe_only(summary):
+            return []
+        line = (
+            f"gaia2: INCOMPLETE: {len(summary.not_run)} of {summary.planned} planned {summary.planned_unit} "
+            f"did not run; stopped early: {stop.brief}"
+        )
+        if stop.by_limit:
+            line += (
+                "; accepted (--gaia2-allow-incomplete)"
+                if self.allow_incomplete
+                else "; exit status 1 (--gaia2-allow-incomplete accepts it)"
+            )
+        return [line]
+
+    def halted_short(self) -> bool:
+        """Whether one of the run's limits (a budget, a token halt, --gaia2-max-errors) stopped it
+        short of its plan and --gaia2-allow-incomplete does not accept that: without a gate such
+        a run exits 1, as a gate fails an incomplete run."""
+        return not self.allow_incomplete and self.anything_to_write and self.stop().by_limit
 
     def _budget_text(self) -> str | None:
         """The run's spend against its budget (the ledger holds every session's), when one is set."""

@@ -1,5 +1,10 @@
 """The CI gate: the bars a run must clear (pass rate, error rate, completeness), held
-against its :class:`~pytest_gaia2.report.stats.Summary`, with one human line per bar."""
+against its :class:`~pytest_gaia2.report.stats.Summary`, with one human line per bar.
+
+The pass rate's lower bound is the summary's interval: Wilson's, or with ``--gaia2-repeat`` the
+scenario-clustered Wilson interval (:func:`~pytest_gaia2.report.rates.clustered_wilson`), so a
+scenario's repeats never count as independent evidence: 3 scenarios x 3 repeats all passed have
+the lower bound of 3 scenarios, not of 9 results (a bootstrap over them said 100%)."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_gaia2.report.rates import Rate, percent, percent_number
+from pytest_gaia2.report.rates import Rate, counted, percent, percent_number, t_quantile
 from pytest_gaia2.report.stats import Summary
 
 RateName = Literal["strict", "judged"]
@@ -17,13 +22,25 @@ _RATE_LABEL = {"strict": "strict", "judged": "judged-only"}
 
 @dataclass(frozen=True)
 class GateDecision:
-    """Whether the run clears its bars, and one human line per bar."""
+    """Whether the run clears its bars, one human line per bar, and each missed bar in a few
+    words (``unmet``) for the one verdict line that ends the run's output."""
 
     met: bool
     lines: list[str]
+    unmet: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"met": self.met, "lines": list(self.lines)}
+        return {"met": self.met, "lines": list(self.lines), "unmet": list(self.unmet)}
+
+    def verdict(self, stopped: str | None = None) -> str:
+        """The last line of the run: PASS or FAIL, each missed bar, and why the run stopped early
+        (``stopped``), so a CI log's last line alone says whether and why the gate failed."""
+        head = (
+            f"gate: PASS: {counted(len(self.lines), 'condition')} met"
+            if self.met
+            else f"gate: FAIL: {counted(len(self.unmet), 'condition')} missed: {'; '.join(self.unmet)}"
+        )
+        return f"{head}; stopped early: {stopped}" if stopped else head
 
 
 @dataclass(frozen=True)
@@ -71,8 +88,12 @@ class Gate:
         if not self.active:
             return GateDecision(True, [])
         if summary.overall.total == 0:
-            return GateDecision(False, ["gate: not met: no scenario results to measure (0 scenarios ran)"])
-        checks = []
+            return GateDecision(
+                False,
+                ["gate: not met: no scenario results to measure (0 scenarios ran)"],
+                ("no scenario results to measure",),
+            )
+        checks: list[_Check] = []
         if not summary.complete:
             checks.append(_completeness(summary, allow_incomplete))
         if self.min_pass_rate is not None:
@@ -81,46 +102,94 @@ class Gate:
             checks.append(self._error_rate(summary, self.max_error_rate))
         if self.max_errors is not None:
             checks.append(self._errors(summary, self.max_errors))
-        return GateDecision(all(met for met, _ in checks), [line for _, line in checks])
+        unmet = tuple(check.unmet for check in checks if not check.met)
+        return GateDecision(not unmet, [check.line for check in checks], unmet)
 
-    def _pass_rate(self, summary: Summary, required: float) -> tuple[bool, str]:
+    def _pass_rate(self, summary: Summary, required: float) -> _Check:
         rate: Rate = getattr(summary.overall, self.rate)
-        label = f"gate: {_RATE_LABEL[self.rate]} pass rate"
+        name = f"{_RATE_LABEL[self.rate]} pass rate"
+        label = f"gate: {name}"
         if rate.value is None:
-            return False, (
-                f"{label} n/a (no judged scenarios) >= {percent(required)} required: missed, nothing to measure"
+            return _Check(
+                False,
+                f"{label} n/a (no judged scenarios), {percent(required)} required: missed, nothing to measure",
+                f"{name} n/a (no judged scenarios), {percent(required)} required",
             )
         if self.gate_on == "point":
             measured = rate.value
             shown = f"{label} {percent(rate.value)} (95% CI lower bound {percent(rate.low)})"
+            what = f"{name} {percent(rate.value)}"
         else:
             measured = rate.low
             shown = f"{label} {percent(rate.value)}, 95% CI lower bound {percent(rate.low)}"
-        return _verdict(measured >= required, f"{shown} >= {percent(required)} required", measured - required)
+            what = f"{name}'s 95% CI lower bound {percent(rate.low)}"
+        met = measured >= required
+        bar = f">= {percent(required)} required" if met else f"is below the {percent(required)} required"
+        return _Check(met, _margin(met, f"{shown} {bar}", measured - required), f"{what} below {percent(required)}")
 
     @staticmethod
-    def _error_rate(summary: Summary, allowed: float) -> tuple[bool, str]:
+    def _error_rate(summary: Summary, allowed: float) -> _Check:
         measured = summary.error_rate or 0.0
-        shown = (
-            f"gate: error rate {percent(measured)} "
-            f"({summary.overall.errors}/{summary.overall.total}) <= {percent(allowed)} allowed"
+        met = measured <= allowed
+        bar = f"<= {percent(allowed)} allowed" if met else f"is above the {percent(allowed)} allowed"
+        shown = f"gate: error rate {percent(measured)} ({summary.overall.errors}/{summary.overall.total}) {bar}"
+        return _Check(
+            met, _margin(met, shown, allowed - measured), f"error rate {percent(measured)} above {percent(allowed)}"
         )
-        return _verdict(measured <= allowed, shown, allowed - measured)
 
     @staticmethod
-    def _errors(summary: Summary, allowed: int) -> tuple[bool, str]:
+    def _errors(summary: Summary, allowed: int) -> _Check:
         errors, total = summary.overall.errors, summary.overall.total
         met = errors <= allowed
-        return met, (
+        return _Check(
+            met,
             f"smoke: {errors} error(s) in {total} scenario runs, at most {allowed} allowed "
-            f"(--gaia2-smoke-max-errors; failures do not count): {'passed' if met else 'FAILED'}"
+            f"(--gaia2-smoke-max-errors; failures do not count): {'passed' if met else 'FAILED'}",
+            f"smoke: {counted(errors, 'error')}, at most {allowed} allowed",
         )
 
 
-def _completeness(summary: Summary, allowed: bool) -> tuple[bool, str]:
-    line = f"gate: incomplete: {len(summary.not_run)} of {summary.planned} planned {summary.planned_unit} did not run"
-    return allowed, f"{line}: {'allowed (--gaia2-allow-incomplete)' if allowed else 'not met'}"
+@dataclass(frozen=True)
+class _Check:
+    """One bar: whether it is met, its line, and in a few words how it was missed."""
+
+    met: bool
+    line: str
+    unmet: str
 
 
-def _verdict(met: bool, shown: str, margin: float) -> tuple[bool, str]:
-    return met, f"{shown}: {'met' if met else 'missed'} by {percent_number(abs(margin))} points"
+def best_lower_bound(scenarios: int, repeats: int = 1) -> float:
+    """The 95% lower bound the gate would see if every run of ``scenarios`` x ``repeats`` passed."""
+    if repeats <= 1:
+        return Rate.of(scenarios, scenarios).low
+    if scenarios < 2:
+        return 0.0
+    # clustered_wilson of all passed, in closed form: the design effect is the repeats, so the
+    # effective n is the scenarios, and Wilson's N of N bound is N / (N + t^2)
+    t = t_quantile(0.975, scenarios - 1)
+    return scenarios / (scenarios + t * t)
+
+
+def smallest_passing(required: float, repeats: int = 1, most: int = 1_000_000) -> int | None:
+    """The fewest scenarios (each run ``repeats`` times) whose all-passed lower bound reaches
+    ``required``; None when not even ``most`` would (the bound grows with the scenarios)."""
+    if required >= 1 or best_lower_bound(most, repeats) < required:
+        return None
+    low, high = 1, most
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if best_lower_bound(middle, repeats) >= required else (middle + 1, high)
+    return low
+
+
+def _completeness(summary: Summary, allowed: bool) -> _Check:
+    missing = f"{len(summary.not_run)} of {summary.planned} planned {summary.planned_unit} did not run"
+    return _Check(
+        allowed,
+        f"gate: incomplete: {missing}: {'allowed (--gaia2-allow-incomplete)' if allowed else 'not met'}",
+        f"incomplete: {missing}",
+    )
+
+
+def _margin(met: bool, shown: str, margin: float) -> str:
+    return f"{shown}: {'met' if met else 'missed'} by {percent_number(abs(margin))} points"

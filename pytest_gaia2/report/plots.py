@@ -128,7 +128,7 @@ def pass_rates(overall: GroupStats, splits: Sequence[GroupStats]) -> Plot:
     )
     axes.set_ylim(0, 105)
     axes.set_ylabel("pass rate (%)")
-    method = "scenario bootstrap" if overall.strict.method == "cluster-bootstrap" else "Wilson"
+    method = "scenario-clustered Wilson" if overall.strict.method == "clustered-wilson" else "Wilson"
     axes.set_title(f"Pass rate per split (bars: 95% {method} interval)")
     axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: never over a bar
     axes.grid(axis="y", alpha=0.3)

@@ -3,34 +3,30 @@
 Intervals: Wilson 95% when every scenario contributes one result. With repeats
 (``--gaia2-repeat K``) the K results of a scenario are not independent (an easy scenario
 passes every time), so a Wilson interval over K x N results would be too narrow; every
-rate over (scenario, run) pairs then gets a scenario-clustered percentile bootstrap
-instead (:func:`cluster_bootstrap`).
+rate over (scenario, run) pairs then gets a scenario-clustered Wilson interval instead
+(:func:`clustered_wilson`), at the effective sample size.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from operator import itemgetter
 from typing import Any, Literal
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 20250101
-"""Fixed, so the same records always give the same interval."""
 
 
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+def wilson(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval for ``successes`` out of ``n``.
 
     Wilson rather than the normal approximation because it stays inside 0..1 and is
     honest at small n and at 0% / 100%, which is where probes and smokes live.
-    By convention ``n == 0`` gives ``(0.0, 1.0)``: nothing is known.
+    By convention ``n == 0`` gives ``(0.0, 1.0)``: nothing is known. The counts may be
+    fractions: the effective counts of a clustered rate (:func:`clustered_wilson`).
     """
     if n < 0 or not 0 <= successes <= n:
         raise ValueError(f"wilson: need 0 <= successes <= n, got {successes}/{n}")
@@ -50,38 +46,98 @@ Cluster = Sequence[tuple[int, int]]
 """One scenario's results: (successes, trials) per stratum (per run for avg@k, else one)."""
 
 
-def cluster_bootstrap(
-    clusters: Sequence[Cluster], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
-) -> tuple[float, float]:
-    """A 95% percentile-bootstrap interval for a rate over clustered results.
+T_SERIES_MAX_DF = 300
+"""Past this many degrees of freedom the quantile comes from its expansion, not the series."""
 
-    Scenarios, not results, are drawn with replacement (``resamples`` times, from a
-    ``random.Random(seed)``), because a scenario's repeats are correlated: the interval then
-    reflects how much the rate depends on which scenarios were drawn. The statistic of a
-    resample is the mean over strata of sum(successes) / sum(trials); with a single stratum
-    that is the pooled rate, with one stratum per run it is avg@k. A resample without trials
-    (only unjudged scenarios, for the judged-only rate) is left out.
 
-    Like every percentile bootstrap it is optimistic with few scenarios; below two it says
-    nothing, ``(0.0, 1.0)``, as ``wilson`` does for no trials.
+def t_quantile(probability: float, df: int) -> float:
+    """Student's t quantile for a whole number of degrees of freedom, without scipy (a run's
+    summary needs it and scipy is an extra): bisection on the exact finite series of the t
+    distribution's two-sided probability (Abramowitz & Stegun 1964, 26.7.3 and 26.7.4); past
+    :data:`T_SERIES_MAX_DF` degrees of freedom, its Cornish-Fisher expansion."""
+    if df < 1 or not 0.5 <= probability < 1:
+        raise ValueError(f"t_quantile: need df >= 1 and 0.5 <= probability < 1, got {df} and {probability}")
+    if df > T_SERIES_MAX_DF:  # Cornish-Fisher to the fourth order (A&S 26.7.5): within 1e-12 here
+        z = statistics.NormalDist().inv_cdf(probability)
+        terms = (
+            (z**3 + z) / 4,
+            (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+            (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+            (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+        )
+        return z + sum(term / df**power for power, term in enumerate(terms, start=1))
+    inside = 2 * probability - 1  # P(|T| <= t)
+
+    def within(t: float) -> float:
+        theta = math.atan(t / math.sqrt(df))
+        cos2, term = math.cos(theta) ** 2, 1.0
+        if df % 2:
+            term = total = math.cos(theta) if df > 1 else 0.0
+            for step in range(1, (df - 1) // 2):
+                term *= cos2 * (2 * step) / (2 * step + 1)
+                total += term
+            return 2 / math.pi * (theta + math.sin(theta) * total)
+        total = term
+        for step in range(1, df // 2):
+            term *= cos2 * (2 * step - 1) / (2 * step)
+            total += term
+        return math.sin(theta) * total
+
+    low, high = 0.0, 1.0
+    while within(high) < inside:
+        low, high = high, high * 2
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if within(middle) < inside else (low, middle)
+    return (low + high) / 2
+
+
+def design_effect(sums: Sequence[float], trials: Sequence[int], per_trial_variance: float) -> float:
+    """How many times the variance of a mean over clustered trials exceeds that of as many
+    independent trials: the cluster-robust variance with the small-sample factor G / (G - 1)
+    (CR1) over ``per_trial_variance`` / N, clipped to 1 (never narrower than independent) and to
+    the trials-weighted mean cluster size (a scenario's repeats can at most all agree).
+    ``sums`` are each cluster's residual sum (its values minus the estimate, summed over its
+    trials). With no independent variance to compare with (0% or 100%, or no disagreement) it is
+    that largest value: the scenarios alone count."""
+    n, clusters = sum(trials), len(trials)
+    largest = sum(count * count for count in trials) / n if n else 1.0
+    if clusters < 2 or per_trial_variance <= 0:
+        return largest
+    robust = clusters / (clusters - 1) * sum(residual * residual for residual in sums) / (n * n)
+    return min(largest, max(1.0, robust / (per_trial_variance / n)))
+
+
+def clustered_wilson(clusters: Sequence[Cluster], confidence: float = 0.95) -> tuple[float, float, float]:
+    """A 95% interval for a rate over results clustered by scenario, and its design effect.
+
+    A scenario's repeats are correlated (an easy scenario passes every time), so K x N results
+    carry less than K x N independent ones. The Wilson interval is taken at the effective sample
+    size N / deff, with the design effect from the cluster-robust (CR1) variance, and Student's
+    t with G - 1 degrees of freedom (G scenarios) in place of the normal quantile, as Korn and
+    Graubard (1998, Survey Methodology 24:193) do for survey proportions; the Wilson form keeps
+    it inside 0..1 and never of zero width at 0% or 100% (there the scenarios alone count, as if
+    their repeats all agreed). With one result per scenario it is exactly Wilson's interval.
+    Fewer than two scenarios say nothing about the others: ``(0.0, 1.0)``.
     """
-    if len(clusters) < 2:
-        return 0.0, 1.0
-    strata = range(len(clusters[0]))
-    successes = [[cluster[stratum][0] for cluster in clusters] for stratum in strata]
-    trials = [[cluster[stratum][1] for cluster in clusters] for stratum in strata]
-    rng = random.Random(seed)
-    indices = range(len(clusters))
-    estimates = []
-    for _ in range(resamples):
-        pick = itemgetter(*rng.choices(indices, k=len(clusters)))
-        rates = [sum(pick(successes[stratum])) / drawn for stratum in strata if (drawn := sum(pick(trials[stratum])))]
-        if rates:
-            estimates.append(statistics.fmean(rates))
-    if len(estimates) < 2:
-        return 0.0, 1.0
-    cuts = statistics.quantiles(estimates, n=40, method="inclusive")  # 2.5% steps
-    return cuts[0], cuts[-1]
+    pooled = [(sum(s for s, _ in cluster), sum(t for _, t in cluster)) for cluster in clusters]
+    pooled = [(s, t) for s, t in pooled if t]
+    n = sum(t for _, t in pooled)
+    if len(pooled) < 2:
+        return 0.0, 1.0, 1.0
+    p = sum(s for s, _ in pooled) / n
+    deff = design_effect([s - p * t for s, t in pooled], [t for _, t in pooled], p * (1 - p))
+    if all(t == 1 for _, t in pooled):
+        low, high = wilson(sum(s for s, _ in pooled), n, z_of_confidence(confidence))
+        return low, high, 1.0
+    effective = n / deff
+    low, high = wilson(p * effective, effective, t_quantile(1 - (1 - confidence) / 2, len(pooled) - 1))
+    return low, high, deff
+
+
+def z_of_confidence(confidence: float) -> float:
+    """The two-sided normal quantile of a confidence level (Z95 at 0.95)."""
+    return Z95 if confidence == 0.95 else statistics.NormalDist().inv_cdf(1 - (1 - confidence) / 2)
 
 
 def percent_number(fraction: float) -> str:
@@ -98,7 +154,12 @@ def percent(fraction: float) -> str:
     return f"{percent_number(fraction)}%"
 
 
-IntervalMethod = Literal["wilson", "cluster-bootstrap"]
+def counted(number: int, noun: str) -> str:
+    """``1 error``, ``3 errors``: a count with its noun, as every line of a report says it."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+IntervalMethod = Literal["wilson", "clustered-wilson"]
 
 
 @dataclass(frozen=True)
@@ -123,11 +184,11 @@ class Rate:
 
     @classmethod
     def clustered(cls, successes: int, n: int, clusters: Sequence[Cluster], value: float | None = None) -> Rate:
-        """Pooled counts with a :func:`cluster_bootstrap` interval; ``value`` defaults to their ratio."""
-        low, high = cluster_bootstrap(clusters)
+        """Pooled counts with a :func:`clustered_wilson` interval; ``value`` defaults to their ratio."""
+        low, high, _ = clustered_wilson(clusters)
         if value is None and n:
             value = successes / n
-        return cls(successes, n, value, low, high, "cluster-bootstrap")
+        return cls(successes, n, value, low, high, "clustered-wilson")
 
     def to_dict(self) -> dict[str, Any]:
         return {

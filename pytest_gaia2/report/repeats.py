@@ -23,12 +23,13 @@ class RepeatStats:
     """pass@k figures for a run with ``--gaia2-repeat K`` (k > 1).
 
     ``avg_at_k`` is the mean of the per-run strict rates (each with its Wilson interval in
-    ``per_run``), its own interval a scenario-clustered bootstrap
-    (:func:`~pytest_gaia2.report.rates.cluster_bootstrap`, one stratum per run): a Wilson interval
+    ``per_run``), its own interval scenario-clustered
+    (:func:`~pytest_gaia2.report.rates.clustered_wilson`, one stratum per run): a Wilson interval
     over the k x n results would treat a scenario's repeats as independent and come out too
     narrow. ``pass_at_k`` (at least one
-    pass) and ``pass_hat_k`` (all k runs passed; a missing, errored or not-run run is not a
-    pass) are over scenarios, one result each, with Wilson intervals. ``patterns`` holds one
+    pass) and ``pass_hat_k`` (all k runs passed; an errored run is left out, as the export counts
+    it; a missing or not-run run is not a pass) are over scenarios, one result each, with Wilson
+    intervals. ``patterns`` holds one
     letter per run for each scenario, e.g. ``PFP`` (P passed, F failed, E error, ``.`` no
     result), the form teams quote flaky scenarios in.
     """
@@ -62,6 +63,14 @@ def _strict_rate(rows: Sequence[ResultRow]) -> Rate:
     return Rate.of(sum(row.outcome == "passed" for row in rows), len(rows))
 
 
+def _passed_every_run(outcomes: Mapping[int, str], runs: range) -> bool:
+    """pass^k of one scenario: every run judged passed, an errored run left out (neither a pass
+    nor a failure, as the export's and upstream's pass^k count it); a run without a result is
+    no pass, nor is a scenario with no judged run at all."""
+    judged = [outcomes.get(run) for run in runs if outcomes.get(run) != "error"]
+    return bool(judged) and all(outcome == "passed" for outcome in judged)
+
+
 def repeat_stats(rows: Sequence[ResultRow]) -> RepeatStats | None:
     """The pass@k view of the rows; None when every scenario ran once."""
     k = max((row.run for row in rows), default=1)
@@ -81,9 +90,7 @@ def repeat_stats(rows: Sequence[ResultRow]) -> RepeatStats | None:
         scenarios=len(scenarios),
         avg_at_k=Rate.clustered(sum(row.outcome == "passed" for row in rows), len(rows), cells, value=avg),
         pass_at_k=Rate.of(sum("passed" in outcomes.values() for _, outcomes in scenarios), len(scenarios)),
-        pass_hat_k=Rate.of(
-            sum(all(outcomes.get(run) == "passed" for run in runs) for _, outcomes in scenarios), len(scenarios)
-        ),
+        pass_hat_k=Rate.of(sum(_passed_every_run(outcomes, runs) for _, outcomes in scenarios), len(scenarios)),
         per_run=per_run,
         flipped=tuple(
             scenario_id for scenario_id, outcomes in scenarios if {"passed", "failed"} <= set(outcomes.values())

@@ -75,7 +75,7 @@ def _clusters(rows: Sequence[ResultRow], judged: bool) -> list[Cluster]:
 
 
 def _tally(name: str, rows: Sequence[ResultRow], clustered: bool) -> GroupStats:
-    """Counts and rates; ``clustered`` (repeats) swaps Wilson for the scenario bootstrap."""
+    """Counts and rates; ``clustered`` (repeats) swaps Wilson for the scenario-clustered Wilson."""
     passed = sum(row.outcome == "passed" for row in rows)
     failed = sum(row.outcome == "failed" for row in rows)
     not_run = sum(row.outcome == NOT_RUN for row in rows)

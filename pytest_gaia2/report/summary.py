@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_gaia2.cost.budget import usd_text
+from pytest_gaia2.cost.budget import STOPS, usd_text
 from pytest_gaia2.report.gate import GateDecision
-from pytest_gaia2.report.rates import Rate, percent, percent_number
+from pytest_gaia2.report.rates import Rate, counted, percent, percent_number
 from pytest_gaia2.report.repeats import RepeatStats
 from pytest_gaia2.report.sequential import Decision
 from pytest_gaia2.report.stats import GroupStats, Summary, Timing
@@ -23,6 +23,9 @@ from pytest_gaia2.store.folder import write_text
 
 PROBE_ONLY = "--gaia2-probe-only"
 """Why a scenario a --gaia2-probe-only run left out did not start (its not-started reason begins so)."""
+NO_NEW_START = "; no new scenario starts"
+BEFORE_THEY_STARTED = " before they started"
+"""Tails of stop reasons that read beside the keys not started, not in a verdict line."""
 
 DEFAULT_WIDTH = 88
 LISTED = 10
@@ -68,10 +71,6 @@ def _rate_table(labelled: Sequence[tuple[str, Rate]]) -> list[str]:
     return _table([[label, *_rate_cells(rate)] for label, rate in labelled], "lrlrl", gap=" ")
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
 def _wrapped(prefix: str, items: Sequence[str], width: int) -> list[str]:
     """``prefix`` then the items comma-separated, continuation lines indented under the first.
 
@@ -108,7 +107,7 @@ def _totals(summary: Summary) -> str:
         head = f"{overall.total} results ({summary.repeats.scenarios} scenarios x {summary.repeats.k} runs)"
     else:
         head = f"{overall.total} scenarios"
-    line = f"{head}: {overall.passed} passed, {overall.failed} failed, {_count(overall.errors, 'error')}"
+    line = f"{head}: {overall.passed} passed, {overall.failed} failed, {counted(overall.errors, 'error')}"
     return f"{line}, {overall.reused} reused" if overall.reused else line
 
 
@@ -162,7 +161,7 @@ def _repeat_lines(repeats: RepeatStats, width: int) -> list[str]:
     k = repeats.k
     lines = [
         f"pass@{k} ({repeats.scenarios} scenarios x {k} runs; avg@{k} is the mean of the per-run "
-        "strict rates; its interval resamples scenarios):"
+        "strict rates; its interval counts scenarios, not runs):"
     ]
     lines += _rate_table(
         [
@@ -204,6 +203,10 @@ class Stop:
     not_started: tuple[tuple[str, str], ...] = ()
     decided: Decision | None = None
     """With --gaia2-stop-when-decided, when the decision stopped the run: where and which way."""
+    token_halt: int | None = None
+    tokens: int | None = None
+    """The run's tokens in its ledger (every session's), with a token halt set."""
+    max_errors: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -213,9 +216,51 @@ class Stop:
             "cap_usd": self.cap,
             "spent_usd": self.spent,
             "spent_at_stop_usd": self.spent_at_stop,
+            "token_halt": self.token_halt,
+            "tokens_used": self.tokens,
+            "max_errors": self.max_errors,
             "not_started": [{"key": key, "why": why} for key, why in self.not_started],
             "decided": self.decided.to_dict() if self.decided is not None else None,
         }
+
+    @property
+    def by_limit(self) -> bool:
+        """Whether one of the run's own limits (money, tokens, errors) stopped it short of its plan."""
+        return self.reason is not None and self.reason.startswith(STOPS)
+
+    @property
+    def brief(self) -> str | None:
+        """The reason for a verdict line: without the tails that only read beside a list of keys."""
+        if self.reason is None:
+            return None
+        return self.reason.removesuffix(NO_NEW_START).removesuffix(BEFORE_THEY_STARTED)
+
+    def over_limit(self) -> str | None:
+        """For a run that ran its whole plan and still spent past its halt or cap: why that is
+        no contradiction (a halt stops only new starts; the cap stopped what was running)."""
+        if self.reason is not None or self.spent is None:
+            return None
+        if self.cap is not None and self.spent > self.cap:
+            return (
+                f"the spend passed the {usd_text(self.cap)} cap: the scenarios running then were stopped "
+                "before a verdict (their records say so)"
+            )
+        if self.halt is not None and self.spent > self.halt:
+            return (
+                f"the spend passed the {usd_text(self.halt)} halt only in scenarios already running: "
+                "a halt stops new starts, and every planned scenario had started"
+            )
+        return None
+
+    def status(self, complete: bool) -> str | None:
+        """What the pages say after "stopped:": the reason; for a complete run "no", and why its
+        spend may pass the halt; None when it is not known (the caller says why)."""
+        if self.reason is not None:
+            return self.reason
+        if not complete:
+            return None
+        over = self.over_limit()
+        return f"no: every planned scenario ran; {over}" if over else "no: every planned scenario ran"
 
     def lines(self) -> list[str]:
         """The terminal's account of the stop (nothing for a complete run without a budget)."""
@@ -229,7 +274,14 @@ class Stop:
             )
             if value is not None
         ]
-        lines = [f"gaia2: budget: {', '.join(money)}"] if self.halt is not None or self.cap is not None else []
+        over = self.over_limit()
+        lines = (
+            [f"gaia2: budget: {', '.join(money)}{f' ({over})' if over else ''}"]
+            if self.halt is not None or self.cap is not None
+            else []
+        )
+        if self.token_halt is not None:
+            lines.append(f"gaia2: tokens: used {self.tokens or 0:,}, halt {self.token_halt:,}")
         if self.reason is None:
             return lines
         lines.append(f"gaia2: stopped: {self.reason}")

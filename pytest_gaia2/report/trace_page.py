@@ -55,6 +55,11 @@ PAGE_BUDGET = 2_000_000
 LINE_MAX_BYTES = 4 * 2**20
 """A longer JSONL line is skipped (the raw file has it)."""
 MISSING = "(not in this attempt's files)"
+AUDIT_FILES = ("state/judge_decisions.jsonl", "judge_decisions.jsonl")
+"""Where a judge's own audit trail lands (gaia2-cli's TypeSafe judge writes judge_decisions.jsonl
+into the state folder): one line per model call, with the verdict's probability and threshold."""
+AUDIT_FIELDS = ("provider", "requested_model", "model", "probability", "threshold", "passed", "input_sha256")
+MAX_AUDIT = 200
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("pytest_gaia2.report", "templates"),
@@ -285,6 +290,16 @@ def files(folder: Path) -> list[dict[str, Any]]:
     return found[:MAX_FILES]
 
 
+def judge_audit(folder: Path, budget: PageBudget) -> dict[str, Any] | None:
+    """The judge's audit trail, when the attempt has one: its file, and its first lines' known fields."""
+    for name in AUDIT_FILES:
+        if (folder / name).is_file():
+            lines, more = _objects(folder / name, MAX_AUDIT)
+            rows = [{field: budget.text(line.get(field), 200) for field in AUDIT_FIELDS} for line in lines]
+            return {"href": quote(name), "name": name, "rows": rows, "more": more, "fields": AUDIT_FIELDS}
+    return None
+
+
 def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str, Any]:
     """Everything trace.html shows, from the attempt folder's files."""
     budget = PageBudget()
@@ -294,13 +309,16 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
     status = _read_dict(folder / "daemon_status.json", STATUS_MAX_BYTES)
     grouped, marks = turns(events, budget)
     facts = record.to_json() if record is not None else {}
+    shown_facts = {
+        key: budget.text(value, 400)
+        for key, value in facts.items()
+        if key not in ("daemon_status", "failure_reasons", "error", "agent_response", "usage")
+    }
+    if record is not None and record.cost_usd is not None:  # money as money: $0.11, never 0.105
+        shown_facts["cost_usd"] = run_facts.amount(record.cost_usd)
     return {
         "title": shown(facts.get("scenario_id")) or folder.name,
-        "record": {
-            key: budget.text(value, 400)
-            for key, value in facts.items()
-            if key not in ("daemon_status", "failure_reasons", "error", "agent_response", "usage")
-        },
+        "record": shown_facts,
         "outcome": record.outcome if record is not None else "unknown",
         "message": budget.text(record.message) if record is not None else "no result.json in this folder",
         "task": budget.text(task_of(events, folder, record, redact)) or MISSING,
@@ -311,6 +329,7 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "kinds": KINDS,
         "judgments": [judgment(line, budget) for line in lines],
         "more_judgments": more_judgments,
+        "audit": judge_audit(folder, budget),
         "status": budget.text(json.dumps(status, indent=2, ensure_ascii=False)) if status is not None else "",
         "usage": _usage(folder, record),
         "files": files(folder),

@@ -56,8 +56,9 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     ),
     (
         1,
-        "a scenario failed or errored, or the gate is missed (it alone decides when set); "
-        "`--gaia2-preflight-only`: a check failed",
+        "a scenario failed or errored, or the gate is missed (it alone decides when set), or a limit (a "
+        "budget halt or cap, `--gaia2-token-halt`, `--gaia2-max-errors`) stopped a run without a gate short "
+        "of its plan; `--gaia2-preflight-only`: a check failed",
     ),
     (2, "interrupted: Ctrl-C, SIGTERM, or a collection error (pytest's own)"),
     (3, "pytest's internal error: a bug, never a refusal of the plugin (pytest's own)"),
@@ -108,6 +109,8 @@ class RunContext:
         self.workers = int(worker_input.get("workercount") or getattr(config.option, "numprocesses", None) or 1)
         self.base = options.base_dir(config)
         self.notes: list[str] = []
+        self.upstream_config: dict[str, Any] | None = None
+        """The gaia2-runner TOML this run read and what of it was replaced (run_config.json)."""
         self.config_secrets: dict[str, str] = {}
         self.values = self._read_values()
         self.output = self.path(self.values["output"])
@@ -191,6 +194,7 @@ class RunContext:
             loaded = upstream_config.load(self.path(config_file), os.environ)
             toml = dict(loaded.options)
             self.notes.extend(loaded.notes)
+            self.upstream_config = {"file": str(loaded.path), "replaced": loaded.replaced}
             self.config_secrets = loaded.secret_environ()
         return options.read(self.config, toml)
 
@@ -201,10 +205,19 @@ class RunContext:
         return not options.explicit_test_paths(self.config) and (self.base / "scenarios").is_dir()
 
     def _roots(self) -> list[Path]:
+        language = self.values["language"]
         if self.values["dataset"]:
             from pytest_gaia2.plan import dataset
 
-            return dataset.materialise(self.values["dataset"], splits.split_names(self.values["splits"]))
+            return dataset.materialise(
+                self.values["dataset"],
+                splits.split_names(self.values["splits"], language=language),
+                language=language,
+                revision=self.values["dataset_revision"],
+            )
+        for key in ("language", "dataset_revision"):
+            if self.values[key]:
+                raise OptionError(f"--gaia2-{key.replace('_', '-')} applies to --gaia2-dataset only")
         given = [self.path(raw) for raw in self.values["scenarios"]]
         missing = [str(path) for path in given if not os.path.lexists(path)]
         if missing:
@@ -441,7 +454,7 @@ class RunContext:
             raise self._stop(f"pytest-gaia2: {exc}") from None
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
             write(self.redactor.redact(f"gaia2: {line}"))
-        for warning in self.book.gate_warnings(len(planned)):
+        for warning in self.book.gate_warnings(planned):
             write(warning)
         shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
@@ -541,7 +554,8 @@ class RunContext:
             markexpr=self.config.option.markexpr or None,
             keyword=self.config.option.keyword or None,
         )
-        return self.redactor.redact_obj({**data, **facts})
+        upstream = {"upstream_config": self.upstream_config} if self.upstream_config else {}
+        return self.redactor.redact_obj({**data, **upstream, **facts})
 
     # -- the items' runs ---------------------------------------------------------------------
 
@@ -582,7 +596,12 @@ class RunContext:
 
     @property
     def budget(self) -> Budget:
-        return Budget(halt=self.values["budget_halt"], cap=self.values["budget_cap"])
+        return Budget(
+            halt=self.values["budget_halt"],
+            cap=self.values["budget_cap"],
+            token_halt=self.values["token_halt"],
+            max_errors=self.values["max_errors"],
+        )
 
     # -- the end of the run ------------------------------------------------------------------
 
@@ -613,9 +632,13 @@ class RunContext:
     def summary_lines(self) -> list[str]:
         if self.is_worker or not self.active or self.config.option.collectonly or self.stopped:
             return []
+        replaced = [
+            printable(f"gaia2: {entry['key']} = {entry['configured']!r} was replaced: the run used {entry['used']}")
+            for entry in (self.upstream_config or {}).get("replaced", ())
+        ]
         if not self.book.anything_to_write:
-            return ["gaia2: no scenario ran"]
-        return [self.redactor.redact(line) for line in self.book.lines()]
+            return [*replaced, "gaia2: no scenario ran"]
+        return [self.redactor.redact(line) for line in [*replaced, *self.book.lines()]]
 
     def finish(self, exitstatus: int, signum: int | None = None) -> int | None:
         """Write results.jsonl, summary.json and the run's pages, remove what is left of the
@@ -669,12 +692,10 @@ class RunContext:
                     write=self._writer(),
                     alluredir=self.config.invocation_params.dir / allure if allure else None,
                 )
-        if decision is None or exitstatus in (
-            pytest.ExitCode.INTERRUPTED,
-            pytest.ExitCode.INTERNAL_ERROR,
-            pytest.ExitCode.USAGE_ERROR,
-        ):
+        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return None
+        if decision is None:  # no gate: pytest's status, but a budget halt is no pass
+            return pytest.ExitCode.TESTS_FAILED if self.book.halted_short() else None
         return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
 
     def _forward(self, signum: int) -> None:

@@ -196,6 +196,8 @@ def run_config(
             for key in (
                 "scenarios",
                 "dataset",
+                "language",
+                "dataset_revision",
                 "splits",
                 "subset",
                 "ids_file",

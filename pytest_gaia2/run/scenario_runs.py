@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_gaia2.cost.budget import Budget, Ledger
+from pytest_gaia2.cost.budget import NOT_INFRASTRUCTURE, Budget, Ledger, LedgerRead
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.run import chain, provider
@@ -71,6 +71,12 @@ def troubled(result: ScenarioResult) -> bool:
     """Whether an attempt tells the pacer of provider trouble: its verdict names the provider,
     or its agent saw the provider fail calls (even ones it recovered from)."""
     return result.record.error_category in provider.CATEGORIES or provider.read(result.folder).failed_calls > 0
+
+
+def counts_as_error(record: AttemptRecord) -> bool:
+    """Whether a final record counts against --gaia2-max-errors: an infrastructure error of the
+    setup (not a broken scenario file, the cap's stop or an interruption)."""
+    return record.outcome == "error" and record.error_category not in NOT_INFRASTRUCTURE
 
 
 def stored_result(folder: RunFolder, item: PlannedItem, session_id: str) -> ScenarioResult | None:
@@ -137,20 +143,45 @@ class ScenarioRunner:
             else None
         )
         """The run's pace of starts, shared with every worker and session (:mod:`~pytest_gaia2.run.pacer`)."""
+        self.own_errors: dict[str, str] = {}
+        """This worker's items that ended in an infrastructure error this session, by key: their category."""
 
-    def _budget_reason(self, decide: Callable[[float], str | None]) -> str | None:
-        """The budget's decision on the run's spend so far (every worker and every earlier
-        session included); with a budget set, a ledger that cannot be read stops the run
+    def _budget_reason(self, decide: Callable[[LedgerRead], str | None]) -> str | None:
+        """The budget's decision on the run's spend and tokens so far (every worker and every
+        earlier session included); with a budget set, a ledger that cannot be read stops the run
         rather than let it spend blind."""
         if not self.budget.limited or self.ledger is None:
             return None
         read = self.ledger.read()
         if not read.complete:
             return f"budget: {'; '.join(read.problems)}; with a budget set, the run stops here"
-        return decide(read.total)
+        return decide(read)
 
     def _cap_reason(self) -> str | None:
-        return self._budget_reason(self.budget.capped) if self.budget.cap is not None else None
+        return self._budget_reason(lambda read: self.budget.capped(read.total)) if self.budget.cap is not None else None
+
+    def _halt_reason(self) -> str | None:
+        """Why no new scenario starts: the run's spend or tokens at a limit, this session's
+        infrastructure errors at --gaia2-max-errors, or the comparison decided; None to go on."""
+        return (
+            self._budget_reason(lambda read: self.budget.halted(read.total, read.total_tokens))
+            or self._errors_reason()
+            or self.decided()
+        )
+
+    def _errors_reason(self) -> str | None:
+        """This session's infrastructure errors against --gaia2-max-errors, every worker's: the
+        records the controller has written to results.jsonl so far, and this worker's own (the
+        controller may not have written its latest yet). Earlier sessions' do not count, so a
+        resume after a fix starts afresh."""
+        if self.budget.max_errors is None or self.folder is None:
+            return None
+        errors = {
+            record.key: record.error_category or "unknown"
+            for record in self.folder.records()
+            if record.session_id == self.session_id and counts_as_error(record)
+        }
+        return self.budget.errors_reached(list({**errors, **self.own_errors}.values()))
 
     @cached_property
     def attempt_setup(self) -> AttemptSetup:
@@ -250,7 +281,7 @@ class ScenarioRunner:
             return stored
         self._forget_later_checkpoints(item)
         for tried in range(1, self.retries + 2):
-            halted = self._budget_reason(self.budget.halted) or self.decided()
+            halted = self._halt_reason()
             if halted:
                 pytest.skip(halted)
             if self.pacer is not None:
@@ -270,6 +301,8 @@ class ScenarioRunner:
             if self.pacer is not None:
                 self.pacer.ended(troubled(result))
             if not retried(result.record, tried, self.retries):
+                if counts_as_error(result.record):
+                    self.own_errors[item.key] = result.record.error_category or "unknown"
                 return result
             log.warning(
                 "gaia2: %s: %s; attempt %d of %d",

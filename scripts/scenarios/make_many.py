@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from scenario_builder import ScenarioBuilder, contact, contacts_state  # noqa: E402
+from pytest_gaia2.plan.builder import ScenarioBuilder, contact, contacts_state
 
 HERE = Path(__file__).resolve().parent
 OUT = Path(__file__).resolve().parents[2] / "tests" / "data" / "scenarios" / "many" / "search"

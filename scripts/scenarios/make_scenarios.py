@@ -14,12 +14,9 @@ event) depends on the previous turn's oracle ``send_message_to_user``.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from scenario_builder import (  # noqa: E402
+from pytest_gaia2.plan.builder import (
     ScenarioBuilder,
     calendar_event,
     calendar_state,

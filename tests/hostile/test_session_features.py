@@ -197,17 +197,17 @@ def test_merge_names_few_of_a_forged_million_missing_shards(tmp_path: Path) -> N
 @pytest.fixture
 def export(tmp_path: Path) -> Path:
     """A valid export of a hand-made run, by the command itself."""
-    done = cli("export", make_run(tmp_path / "run"), "--output", tmp_path / "export")
+    done = cli("export", make_run(tmp_path / "run"), "--output", tmp_path / "export", "--rows", "jsonl")
     assert done.returncode == 0, done.stdout + done.stderr
     return tmp_path / "export"
 
 
 def test_export_check_refuses_deep_nesting_in_one_line(export: Path) -> None:
-    """``[[[[...`` 100000 deep in report.json or in a row: json's RecursionError was a traceback."""
-    (export / "report.json").write_text("[" * 100_000 + "]" * 100_000)
+    """``[[[[...`` 100000 deep in computed_stats.json or in a row: json's RecursionError was a traceback."""
+    (export / "computed_stats.json").write_text("[" * 100_000 + "]" * 100_000)
     done = cli("export", "--check", export)
-    assert done.returncode == 1 and "report.json" in clean(done) and "deeper" in done.stdout
-    (export / "report.json").write_text("{}")
+    assert done.returncode == 1 and "computed_stats.json" in clean(done) and "deeper" in done.stdout
+    (export / "computed_stats.json").write_text("{}")
     with (export / "search" / "validation-00000-of-00001.jsonl").open("a") as rows:
         rows.write("[" * 100_000 + "\n")
     done = cli("export", "--check", export)
@@ -222,9 +222,9 @@ def test_export_check_shows_names_of_the_folder_escaped(export: Path) -> None:
 
 
 def test_export_check_names_a_statistic_no_double_can_hold(export: Path) -> None:
-    """report.json's success_rate as a 401-digit integer (JSON takes up to 4300): math.isclose
+    """computed_stats.json's success_rate as a 401-digit integer (JSON takes up to 4300): math.isclose
     raised OverflowError, a traceback instead of the field named."""
-    report = export / "report.json"
+    report = export / "computed_stats.json"
     report.write_text(report.read_text().replace('"success_rate": 100.0', '"success_rate": 1' + "0" * 400, 1))
     done = cli("export", "--check", export)
     assert done.returncode == 1 and "field 'statistics.per_capability.search.success_rate' is 1000" in clean(done)

@@ -33,6 +33,7 @@ from pytest_gaia2.report.allure_categories import (
     categories,
     category_of,
 )
+from pytest_gaia2.report.allure_flaky import RUN_PARAMETER
 from pytest_gaia2.store.record import CATEGORIES
 
 SECRET = "allure-test-token-5f3a9c"
@@ -107,6 +108,11 @@ def _check_parameters_masked_and_no_secret_written(folder: Path) -> None:
     for name, result in _results(folder).items():
         params = {param["name"]: param for param in result["parameters"]}
         assert params["gaia2_item"]["mode"] == "hidden"
+        run = run_config if name != DAEMON_ERROR else json.loads(
+            (run_folder(folder / "out-fault") / "run_config.json").read_text(encoding="utf-8"))
+        assert params[RUN_PARAMETER] == {"name": RUN_PARAMETER, "value": repr(run["run_id"]), "excluded": True,
+                                         "mode": "hidden"}
+        assert not (result.get("statusDetails") or {}).get("flaky")  # no scenario repeated: nothing flaky
         assert params["image"]["value"] == repr(run_config["settings"]["image"])
         assert params["image id"]["value"] == repr(run_config["provenance"]["image_id"])
         assert {"model", "provider", "judge"} <= params.keys()

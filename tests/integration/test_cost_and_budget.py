@@ -118,7 +118,7 @@ def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
     full = priced(run_gaia2, "-n", "2", "--gaia2-probe=2", "--gaia2-seed=3")
     full.assert_outcomes(passed=6)
     full.stdout.fnmatch_lines(["gaia2: probe of 2: the 6 selected scenarios ≈ $7.20 (95% interval $7.20–$7.20) "
-                               "and ≈ * h at -n 2"])
+                               "and ≈ * s at -n 2"])  # seconds, never "0.01 h"
     # Printed once its last scenario is in, and again in the summary: each time on a line of its
     # own, never after xdist's progress dots.
     probe_lines = [line for line in full.outlines if "gaia2: probe of 2:" in line]
@@ -194,3 +194,76 @@ def test_a_resumed_session_its_halt_stops_at_once_says_why_on_every_page(
     file = pytester.path / "variants" / "search" / f"{second_id}.json"
     assert key == stop["not_started"][0]["key"] and named["scenario_file"] == str(file)
     assert named["scenario_sha256"] == hashlib.sha256(file.read_bytes()).hexdigest()
+
+
+BROKEN = "--gaia2-env=GAIA2_FAULT_DAEMON_ERROR=1"  # every scenario ends daemon_error: a broken setup
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_max_errors_stops_a_broken_setup_fairly_and_a_resume_after_the_fix_starts_afresh(
+    pytester: pytest.Pytester, run_gaia2: Any, workers: list[str]
+) -> None:
+    ids = _scenarios(pytester, 5)
+    broken = run_gaia2("--gaia2-scenarios=variants", BROKEN, "--gaia2-max-errors=2", "--gaia2-report", *workers)
+    outcomes = broken.parseoutcomes()
+    # Serially the second error stops the run; on two workers the other may have one in flight.
+    assert (2 <= outcomes["errors"] <= 3) if workers else outcomes["errors"] == 2, outcomes
+    assert outcomes.get("passed", 0) == 0 and outcomes["errors"] + outcomes["skipped"] == 5, outcomes
+    output = pytester.path / "out"
+    folder = run_folder(output)
+    errored = results_of(output)
+    assert len(errored) == outcomes["errors"] and {r["error_category"] for r in errored} == {"daemon_error"}
+    summary = json.loads((folder / "summary.json").read_text())
+    stop = summary["stop"]
+    reason = stop["reason"]
+    assert stop["stopped"] is True and stop["max_errors"] == 2
+    assert reason.startswith("errors: ") and "(daemon_error " in reason and "--gaia2-max-errors 2" in reason
+    # Every selected scenario has exactly one account: a record, or not started with the stop's reason.
+    not_started = {item["key"] for item in stop["not_started"]}
+    keys = {f"{r['split']}/{r['scenario_id']}" for r in errored}
+    assert not_started.isdisjoint(keys) and len(not_started | keys) == 5
+    assert all(item["why"].startswith("errors: ") for item in stop["not_started"])
+    assert set(summary["not_run"]) == not_started
+    broken.stdout.fnmatch_lines(["gaia2: stopped: errors: * reached --gaia2-max-errors 2; no new scenario starts",
+                                 "gaia2: * not started (errors: *"])
+    for page in ("report.md", "index.html"):
+        assert "reached --gaia2-max-errors 2; no new scenario starts" in (folder / page).read_text(encoding="utf-8")
+    assert gaia2_containers(run_id_of(output)) == []
+    if not workers:
+        return
+    # The setup fixed, the run resumed: the earlier session's errors do not count.
+    fixed = run_gaia2("--gaia2-scenarios=variants", "--gaia2-max-errors=2", "--gaia2-resume",
+                      "--gaia2-resume-mismatch=warn", *workers)
+    fixed.assert_outcomes(passed=5)
+    assert {r["scenario_id"] for r in results_of(output)} == set(ids)
+    assert json.loads((folder / "summary.json").read_text())["stop"]["stopped"] is False
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_the_token_halt_stops_a_model_nobody_prices(
+    pytester: pytest.Pytester, run_gaia2: Any, workers: list[str]
+) -> None:
+    """A local model (no price anywhere): 1,100 tokens a scenario, a halt at 2,000 tokens."""
+    _scenarios(pytester, 6)
+    halted = run_gaia2("--gaia2-scenarios=variants", "--gaia2-env=GAIA2_REF_USAGE=1000,100,0",
+                       "--gaia2-env=MODEL=local-qwen", "--gaia2-token-halt=2000", *workers)
+    outcomes = halted.parseoutcomes()
+    ran = outcomes.get("passed", 0)
+    assert (2 <= ran <= 3) if workers else ran == 2, outcomes
+    assert ran + outcomes["skipped"] == 6
+    output = pytester.path / "out"
+    folder = run_folder(output)
+    read = Ledger(folder).read()
+    assert read.total == 0 and read.total_tokens == 1_100 * ran  # tokens counted, no money claimed
+    stop = json.loads((folder / "summary.json").read_text())["stop"]
+    assert (stop["token_halt"], stop["tokens_used"]) == (2000, 1_100 * ran)
+    reason = f"budget: the run has used {1_100 * ran:,} tokens, its token halt is 2,000; no new scenario starts"
+    if not workers:
+        assert stop["reason"] == reason
+    assert stop["reason"].startswith("budget: the run has used ")
+    halted.stdout.fnmatch_lines([f"gaia2: tokens: used {1_100 * ran:,}, halt 2,000", "gaia2: stopped: budget: *"])
+    # Everything that ran passed, yet the run is not its plan: the last line says so and it exits 1.
+    assert halted.ret == pytest.ExitCode.TESTS_FAILED
+    assert halted.outlines[-1] == (
+        f"gaia2: INCOMPLETE: {6 - ran} of 6 planned scenarios did not run; stopped early: "
+        f"{stop['reason'].removesuffix('; no new scenario starts')}; exit status 1 (--gaia2-allow-incomplete accepts it)")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -114,4 +116,14 @@ def test_a_ctrl_c_at_half_time_leaves_a_stratified_sample_and_says_so(
     assert stop["reason"].startswith("interrupted") and stop["halt_usd"] is None
     assert sorted(item["key"] for item in stop["not_started"]) == sorted(summary["not_run"])
     assert "gaia2: stopped: interrupted" in run.text()
+    # The last line says it, after pytest's own; export then refuses to publish the half as the whole.
+    assert run.text().splitlines()[-1] == (
+        f"gaia2: INCOMPLETE: {10 - summary['done']} of 10 planned scenarios did not run; stopped early: interrupted "
+        "(Ctrl-C, SIGTERM or a collection error)")
+    exported = subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", "export", str(run.output), "--output",
+                               str(pytester.path / "export")], capture_output=True, text=True, timeout=120)
+    assert exported.returncode == 2 and exported.stderr.startswith("pytest-gaia2 export: ")
+    assert f": {10 - summary['done']} of 10 planned scenario runs never ran (the run stopped early)" in exported.stderr
+    assert "--allow-partial" in exported.stderr
+    assert not (pytester.path / "export").exists()
     assert gaia2_containers(run_id_of(run.output)) == []

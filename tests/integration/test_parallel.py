@@ -84,6 +84,9 @@ def test_interrupted_run_leaves_no_container(start_gaia2: Callable[..., Backgrou
     ids = [record["scenario_id"] for record in run.results()]
     assert all(ids.count(scenario) == 1 for scenario in in_flight), (in_flight, ids)
     assert took < WORKER_WIND_DOWN / 2, f"the interrupted run took {took:.1f} s to end"
+    last = run.text().splitlines()[-1]  # the verdict line, after pytest's own, under -n 2 too
+    assert last.startswith("gaia2: INCOMPLETE: ") and last.endswith(
+        " planned scenarios did not run; stopped early: interrupted (Ctrl-C, SIGTERM or a collection error)"), last
 
 
 def test_killed_worker_containers_are_removed_by_the_controller(start_gaia2: Callable[..., BackgroundRun]) -> None:

@@ -29,7 +29,7 @@ from gaia2_testing import (
     run_folder,
     run_pytest,
 )
-from llm_server import chat_server
+from llm_server import PING, chat_server
 
 from pytest_gaia2.cli.rejudge import REJUDGE_DIR, REJUDGMENTS_FILE
 
@@ -136,7 +136,9 @@ def test_model_judges_on_a_local_server_with_a_retried_error(run: Path) -> None:
     failed_once: set[str] = set()
 
     def reply(model: str, prompt: str) -> str | int:
-        if model not in failed_once:  # every judge's first call fails: the pass is retried
+        if prompt == PING:  # the endpoint check before any container
+            return "ok"
+        if model not in failed_once:  # every judge's first question fails: the pass is retried
             failed_once.add(model)
             return 503
         return "Same facts. [[Success]]" if model == "lenient" else "Not the oracle's words. [[Failure]]"
@@ -146,9 +148,14 @@ def test_model_judges_on_a_local_server_with_a_retried_error(run: Path) -> None:
                        "openai-compat/strict", "--judge-base-url", server.container_url,
                        "--judge-api-key-env", "TEAM_JUDGE_KEY", env={"TEAM_JUDGE_KEY": CANARY})
     assert done.returncode == 0, done.stderr
+    # Each model's endpoint is checked once, before any container: the first requests are the pings.
+    assert [r.model for r in server.requests[:2]] == ["lenient", "strict"] and server.requests[2:] == server.questions
     # Only the reworded answer differs from the oracle's: the one question each model was asked.
-    assert [r.model for r in server.requests] == ["lenient", "lenient", "strict", "strict"]
-    assert all("17:42" in r.prompt and r.authorization == f"Bearer {CANARY}" for r in server.requests)
+    assert [r.model for r in server.questions] == ["lenient", "lenient", "strict", "strict"]
+    assert all("17:42" in r.prompt and r.authorization == f"Bearer {CANARY}" for r in server.questions)
+    assert done.stdout.splitlines()[-1] == (
+        "rejudge: done: every judge gave a verdict on all 4; agreement with the in-container verdicts: "
+        "reference 4/4, openai-compat-lenient 3/4, openai-compat-strict 4/4")
     lenient, strict = verdicts(run, "openai-compat-lenient"), verdicts(run, "openai-compat-strict")
     assert {key: row["success"] for key, row in lenient.items()} == {**IN_CONTAINER, REWORDED: True}
     assert {key: row["success"] for key, row in strict.items()} == IN_CONTAINER
@@ -180,16 +187,34 @@ def test_model_judges_on_a_local_server_with_a_retried_error(run: Path) -> None:
 
 
 def test_a_judge_that_never_answers_is_an_error_not_a_verdict(run: Path) -> None:
-    with chat_server(lambda model, prompt: 500) as server:
+    """The endpoint answers the check, then fails every question: no verdict on the one scenario
+    the model was asked about, which is never counted as agreeing, and the re-judge fails."""
+    with chat_server(lambda model, prompt: "ok" if prompt == PING else 500) as server:
         done = rejudge(run, "--judge", "openai-compat/down", "--judge-base-url", server.container_url,
                        "--retries", "1")
     assert done.returncode == 1, done.stderr
     rows = verdicts(run, "openai-compat-down")
-    assert len(server.requests) == 2
+    assert len(server.questions) == 2 and len(server.requests) == 3
     assert rows[REWORDED]["success"] is None and "HTTP 500" in rows[REWORDED]["error"]
     assert {key: row["success"] for key, row in rows.items() if key != REWORDED} == {
         key: value for key, value in IN_CONTAINER.items() if key != REWORDED}
-    assert f"no verdict: {REWORDED}" in done.stdout
+    assert f"  no verdict: {REWORDED} (" in done.stdout and "HTTP 500" in done.stdout.split("no verdict:")[1]
+    assert ("openai-compat-down: 3 passed, 0 failed, 1 error (no verdict); pass rate 75.0% (3/4; 95% CI "
+            "30.1%-95.4%); agrees with the in-container verdict on 3 of the 3 it decided") in done.stdout
+    assert done.stdout.splitlines()[-1] == ("rejudge: FAIL: openai-compat-down gave no verdict on 1 of 4 "
+                                            "(the reasons: 'no verdict' above and rejudgments.jsonl)")
+
+
+def test_an_unreachable_judge_is_refused_before_any_container(run: Path) -> None:
+    """An all-pass judge that was never reached "agreed 100%": it is now refused up front."""
+    with chat_server(lambda model, prompt: 500) as server:
+        port = server.port
+    done = rejudge(run, "--judge", "openai-compat/gone", "--judge-base-url", f"http://host.docker.internal:{port}/v1")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"pytest-gaia2 rejudge: judge openai-compat/gone endpoint host.docker.internal:{port} "
+                           "(model 'gone'): connection refused (is the server up? --judge-base-url); nothing was "
+                           "judged\n")
+    assert no_rejudge_containers(done)
 
 
 def test_image_without_an_offline_judge_is_refused_by_name(run: Path, tmp_path: Path) -> None:

@@ -252,8 +252,8 @@ def test_model_judges_through_upstreams_litellm_engine(gaia2_cli_image: str, run
     assert done.returncode == 0, done.stderr
     # Only the reworded answer differs from the oracle's after upstream's normalisation (case,
     # punctuation): the one question each model is asked, through LiteLLM's OpenAI route.
-    assert sorted(r.model for r in server.requests) == ["lenient", "strict"]
-    assert all("17:42" in r.prompt and r.authorization == f"Bearer {CANARY}" for r in server.requests)
+    assert sorted(r.model for r in server.questions) == ["lenient", "strict"]
+    assert all("17:42" in r.prompt and r.authorization == f"Bearer {CANARY}" for r in server.questions)
     hard_only, lenient, strict = (verdicts(copy, slug) for slug in (
         "reference", "openai-compat-lenient", "openai-compat-strict"))
     # Without a model upstream skips soft checks ("no LLM, hard-only"): the reworded answer passes.
@@ -279,7 +279,7 @@ def test_a_model_that_cannot_answer_is_an_error_not_a_failed_check(
                        "--judge-api-key-env", "TEAM_JUDGE_KEY", "--retries", "1", env={"TEAM_JUDGE_KEY": CANARY})
     assert done.returncode == 1, done.stderr
     rows = verdicts(copy, "openai-compat-down")
-    assert len(server.requests) == 2  # asked once per pass, the error pass asked again
+    assert len(server.questions) == 2  # asked once per pass, the error pass asked again (the ping's 400 is a warning)
     assert rows[REWORDED]["success"] is None and "did not answer" in rows[REWORDED]["error"]
     assert rows[REWORDED]["passes"] == 2
     assert {key: row["success"] for key, row in rows.items() if key != REWORDED} == {

@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from gaia2_testing import DATA, gaia2_containers
@@ -17,34 +18,43 @@ UNREADABLE = ("not_json.json", "not_object.json", "missing_id.json", "events_not
 
 @pytest.fixture
 def stored_run(pytester: pytest.Pytester, run_gaia2) -> Callable[..., pytest.RunResult]:
-    """Scenario files plus stored verdicts (``passed`` then ``failed``), ``unstored`` scenario
-    files without one (they would start a container) and ``errors`` unreadable files; returns a
-    runner that resumes them with extra options and checks no container is left."""
+    """Scenario files plus stored verdicts (``passed`` then ``failed``, each ``repeats`` times in
+    gaia2-runner's ``run_<k>`` layout), ``unstored`` scenario files without one (they would start
+    a container) and ``errors`` unreadable files; returns a runner that resumes them with extra
+    options and checks no container is left."""
 
-    def prepare(passed: int, failed: int, errors: int = 0, unstored: int = 0) -> Callable[..., pytest.RunResult]:
+    def store_verdict(source: Path, success: bool, repeat: int, repeats: int) -> None:
+        record = {
+            "scenario_id": source.stem,
+            "split": "search",
+            "run": repeat,
+            "repeat": repeat,
+            "repeats": repeats,
+            "attempt": 1,
+            "universe": re.search(r"universe_\d+", source.stem).group(0),  # type: ignore[union-attr]
+            "success": success,
+            "outcome": "passed" if success else "failed",
+            "reused": False,
+            "error": None,
+            "error_category": None,
+            "failure_reasons": [] if success else ["stored failure"],
+            "wall_time_s": 3.0,
+            "num_agent_events": 2,
+        }
+        folder = pytester.path / "run" / (f"run_{repeat}" if repeats > 1 else "") / "search" / source.stem
+        folder.mkdir(parents=True)
+        (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+
+    def prepare(
+        passed: int, failed: int, errors: int = 0, unstored: int = 0, repeats: int = 1
+    ) -> Callable[..., pytest.RunResult]:
         split = pytester.path / "scenarios" / "search"
         split.mkdir(parents=True)
         for index, source in enumerate(sorted(MANY.glob("*.json"))[: passed + failed]):
             shutil.copy(source, split)
             success = index < passed
-            record = {
-                "scenario_id": source.stem,
-                "split": "search",
-                "run": 1,
-                "attempt": 1,
-                "universe": re.search(r"universe_\d+", source.stem).group(0),  # type: ignore[union-attr]
-                "success": success,
-                "outcome": "passed" if success else "failed",
-                "reused": False,
-                "error": None,
-                "error_category": None,
-                "failure_reasons": [] if success else ["stored failure"],
-                "wall_time_s": 3.0,
-                "num_agent_events": 2,
-            }
-            folder = pytester.path / "run" / "search" / source.stem
-            folder.mkdir(parents=True)
-            (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+            for repeat in range(1, repeats + 1):
+                store_verdict(source, success, repeat, repeats)
         for source in sorted(MANY.glob("*.json"))[passed + failed : passed + failed + unstored]:
             shutil.copy(source, split)
         (pytester.path / "run" / "run_config.json").write_text(json.dumps({"run_id": "stored"}), encoding="utf-8")

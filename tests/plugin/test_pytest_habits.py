@@ -72,6 +72,8 @@ def test_stopping_early_is_an_incomplete_run_everywhere(pytester: pytest.Pyteste
     assert result.ret == 1
     result.stdout.fnmatch_lines(["INCOMPLETE: 1 of 6 planned scenarios done (5 not run: *",
                                  "strict      0/6 =*(not-run counted as not passed)"])
+    assert result.outlines[-1] == ("gaia2: INCOMPLETE: 5 of 6 planned scenarios did not run; stopped early: the run "
+                                   "ended before they started (pytest stopped, or a worker was lost)")
     assert _counts(pytester) == {"rows": (1, 1), "summary": (1, 1), "junit": (1, 1), "planned": (6, 6),
                                  "complete": (False, "false")}
 
@@ -81,6 +83,9 @@ def test_an_incomplete_run_fails_the_gate_unless_allowed(pytester: pytest.Pytest
     gated = _run(pytester, "--maxfail=2", "--gaia2-min-pass-rate=0.0")
     assert gated.ret == 1
     gated.stdout.fnmatch_lines(["gate: incomplete: 4 of 6 planned scenarios did not run*not met*"])
+    assert gated.outlines[-1] == (
+        "gate: FAIL: 1 condition missed: incomplete: 4 of 6 planned scenarios did not run; stopped early: the run "
+        "ended before they started (pytest stopped, or a worker was lost)")
     allowed = _run(pytester, "--maxfail=2", "--gaia2-min-pass-rate=0.0", "--gaia2-allow-incomplete")
     assert allowed.ret == 0
     allowed.stdout.fnmatch_lines(["gate: incomplete: *allowed (--gaia2-allow-incomplete)*"])

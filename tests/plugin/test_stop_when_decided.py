@@ -47,6 +47,9 @@ def test_a_run_worse_than_its_baseline_stops_starting_scenarios_and_a_resume_kee
             "(sequential test at level 5.0%); no new scenario starts"
         )
         result.stdout.fnmatch_lines([f"gaia2: stopped: {reason}", f"gaia2: 3 not started ({reason}): *"])
+        assert result.outlines[-1] == (  # the last line, after pytest's own
+            "gaia2: INCOMPLETE: 3 of 13 planned scenarios did not run; stopped early: "
+            + reason.removesuffix("; no new scenario starts"))
         stop = json.loads((pytester.path / "run" / "summary.json").read_text())["stop"]
         assert stop["stopped"] is True and stop["reason"] == reason
         assert [item["why"] for item in stop["not_started"]] == [reason] * 3
@@ -59,6 +62,7 @@ def test_a_run_worse_than_its_baseline_stops_starting_scenarios_and_a_resume_kee
             "level": 0.05,
             "likelihood_ratio": round(2**8 / 9, 6),
             "test": "mixture-sprt-beta11-discordant",
+            "unit": "pairs",
             "baseline": str(base),
         }
         for sources in sorted(MANY.glob("*.json"))[10:13]:

@@ -79,6 +79,13 @@ BAD: dict[str, tuple[tuple[str, ...], str]] = {
     "budget-cap": (("--gaia2-budget-cap=five",), "ERROR: --gaia2-budget-cap: expected an amount of US dollars*"),
     "probe": (("--gaia2-probe=0",), "ERROR: --gaia2-probe: must be at least 1, got '0'"),
     "probe-only": (("-o", "gaia2_probe_only=maybe"), "ERROR: gaia2_probe_only: invalid truth value 'maybe'"),
+    "language": (("--gaia2-language=fr",), "ERROR: --gaia2-language: expected a language_Script code *, got 'fr'"),
+    "dataset-revision": (
+        ("--gaia2-dataset-revision=a/../b",),
+        "ERROR: --gaia2-dataset-revision: expected a branch, tag or commit hash, got 'a/../b'",
+    ),
+    "token-halt": (("--gaia2-token-halt=0",), "ERROR: --gaia2-token-halt: must be at least 1, got '0'"),
+    "max-errors": (("--gaia2-max-errors=0",), "ERROR: --gaia2-max-errors: must be at least 1, got '0'"),
 }
 """One value of each option that can never work, and the line that says so."""
 

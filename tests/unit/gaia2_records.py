@@ -23,7 +23,7 @@ def pass_at_k_records() -> list[dict[str, Any]]:
     """Four scenarios, three runs, by hand:
 
     a PPP, b PFP (flips), c FFF, d PEP (run 2 errored: not a flip). b's run 2 was retried.
-    Pairs: 7 passes of 12. Per run: 3/4, 1/4, 3/4. pass@3 3/4, pass^3 1/4.
+    Pairs: 7 passes of 12. Per run: 3/4, 1/4, 3/4. pass@3 3/4, pass^3 2/4 (d's error left out).
     """
     table = {"a": "PPP", "b": "PFP", "c": "FFF", "d": "PEP"}
     letters = {"P": "passed", "F": "failed", "E": "error"}

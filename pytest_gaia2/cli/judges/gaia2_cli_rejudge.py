@@ -33,6 +33,7 @@ the jobs file itself is unusable.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import logging
 import os
@@ -161,6 +162,28 @@ def user_details(job: dict[str, Any], scenario: str) -> str | None:
     return json.dumps(found.model_dump()) if found else None
 
 
+NEWER_SETTINGS = (
+    ("GAIA2_JUDGE_PROMPT_VERSION", "judge_prompt_version", str.strip),
+    ("GAIA2_JUDGE_EXTRA_BODY", "judge_extra_body", json.loads),
+)
+"""Judge settings of newer gaia2-cli releases: the variable, the daemon's keyword, its reading."""
+
+
+def newer_judge_settings(env: dict[str, str]) -> dict[str, Any]:
+    """The newer judge settings that are set, as the daemon's keywords; one this image's daemon
+    does not take is an error for that job, never silently dropped (its verdicts would differ)."""
+    accepted = inspect.signature(Gaia2EventDaemon).parameters
+    found: dict[str, Any] = {}
+    for variable, keyword, read in NEWER_SETTINGS:
+        raw = env.get(variable, "").strip()
+        if not raw:
+            continue
+        if keyword not in accepted:
+            raise ValueError(f"{variable} is set but this image's gaia2-eventd has no {keyword} setting")
+        found[keyword] = read(raw)
+    return found
+
+
 def rejudge_one(job: dict[str, Any], out: Path, env: dict[str, str]) -> None:
     folder = out / str(job["folder"])
     folder.mkdir(parents=True, exist_ok=True)
@@ -177,6 +200,7 @@ def rejudge_one(job: dict[str, Any], out: Path, env: dict[str, str]) -> None:
                 judge_provider=env.get("GAIA2_JUDGE_PROVIDER", "").strip() or None,
                 judge_base_url=env.get("GAIA2_JUDGE_BASE_URL", "").strip() or None,
                 judge_api_key=env.get("GAIA2_JUDGE_API_KEY", "").strip() or None,
+                **newer_judge_settings(env),
             )
             daemon.setup()
             replay(daemon, read_lines(Path(job["events"])))

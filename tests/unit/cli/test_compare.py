@@ -14,6 +14,8 @@ import pytest
 from pytest_gaia2.cli import main as cli
 from pytest_gaia2.cli.main import COMMANDS, main
 from pytest_gaia2.report import power
+from pytest_gaia2.report.paired import newcombe_interval
+from pytest_gaia2.report.rates import percent_number, wilson
 from pytest_gaia2.report.stats import summarise
 from pytest_gaia2.report.summary import write_summary_json
 from pytest_gaia2.store import folder as store
@@ -93,23 +95,26 @@ def test_two_runs_give_both_tables_with_the_discordant_ids(tmp_path: Path, capsy
     assert code == 0
     assert "- passed in A only (2): search/s2, search/s5" in text
     assert "- passed in B only (2): search/s3, search/s4" in text
-    assert "failed, error and not run are all 'not passed'" in text  # the rule is said in the Markdown
+    assert "a scenario a run never ran is no pair, it is missing" in text  # the rule is said in the Markdown
     assert "a pair with an error or not run in either run is left out" in text
     assert "### Judged-only (2 pairs left out)" in text
     assert "| **A passed** | 1 | 2 |" in text and "| **A not passed** | 2 | 1 |" in text
 
 
-def test_keys_in_one_run_only_are_listed_and_not_run_counts_as_not_passed(
+def test_keys_in_one_run_only_are_listed_and_not_run_is_missing_not_not_passed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """s3 was planned in A and never ran there: no pair (it is no failure of A), counted as missing."""
     a = write_run(tmp_path / "a", {"s1": "P", "s2": "P"}, planned=["search/s1", "search/s2", "search/s3"])
     b = write_run(tmp_path / "b", {"s1": "P", "s2": "P", "s3": "P", "s4": "F"})
     data = as_json(capsys, a, b)
     assert data["missing"] == {"A": ["search/s4"], "B": []}
     assert data["matched"] == 3
-    strict = data["comparisons"][0]["strict"]
-    assert strict["cells"]["only_b_passed"] == ["search/s3"]  # planned in A, never run there
-    assert strict["delta"] == pytest.approx(1 / 3)
-    assert data["comparisons"][0]["judged"]["n"] == 2
+    pair = data["comparisons"][0]
+    assert pair["strict"]["cells"]["only_b_passed"] == [] and pair["strict"]["n"] == 2
+    assert pair["strict"]["delta"] == 0
+    assert pair["missing"] == {"A": {"interrupted": 1, "not selected": 1}, "B": {}}
+    assert data["sentences"][0]["strict"].endswith(
+        "Not compared: A has no verdict for 2 (interrupted: 1, not selected: 1).")
     _, text, _ = compare(capsys, a, b)
     assert "- missing from A (1, not compared): search/s4" in text
 
@@ -125,9 +130,11 @@ def test_a_resumed_run_is_compared_on_its_latest_sessions_plan(
     b = write_run(tmp_path / "b", {"s1": "P", "s2": "P", "s3": "P"})
     data = as_json(capsys, a, b)
     assert [run["planned"] for run in data["runs"]] == [3, 3] and data["matched"] == 3
-    assert data["comparisons"][0]["strict"]["cells"]["only_b_passed"] == ["search/s3"]  # planned in A, never run
-    assert cli.main(["export", str(a), "--output", str(tmp_path / "export")]) == 0
-    report = json.loads((tmp_path / "export" / "report.json").read_text(encoding="utf-8"))
+    assert data["comparisons"][0]["strict"]["n"] == 2  # s3: planned in A, never run: missing, no pair
+    assert data["comparisons"][0]["missing"]["A"] == {"interrupted": 1}
+    assert cli.main(["export", str(a), "--output", str(tmp_path / "export")]) == 2  # s3 never ran
+    assert cli.main(["export", str(a), "--output", str(tmp_path / "export"), "--allow-partial"]) == 0
+    report = json.loads((tmp_path / "export" / "computed_stats.json").read_text(encoding="utf-8"))
     assert report["metadata"]["not_run"] == 1
 
 
@@ -187,16 +194,22 @@ def test_not_significant_gap_is_said_in_words_and_the_interval_gate_does_not_fai
     needed = power.paired_pairs(-0.25, 7 / 20).pairs
     code, text, _ = compare(capsys, a, b, "--fail-if-worse", "0.05")
     assert code == 0
+    low, high = (power.paired_pairs(-0.25, max(0.25, discordance)).pairs for discordance in wilson(7, 20))
     assert (
-        "**In words:** B is worse than A by 25.0 points on the strict rate; with 20 pairs this could be chance "
-        "(p = 0.13, not below 0.05); the 95% interval runs from -46.2 to +0.9 points. "
-        f"About {needed} pairs would detect a 25.0-point gap 80% of the time."
+        "**In words:** B is worse than A by 25.0 points on the strict rate over 20 pairs; this could be chance: "
+        "the 95% interval runs from -46.2 to +0.9 points, which includes no gap. "
+        f"About {needed} pairs ({low} to {high} over the discordance's 95% interval, 18.1% to 56.7%) would detect "
+        "a 25.0-point gap 80% of the time."
     ) in text
-    assert "--gate interval: fails when the upper end of the paired 95% interval" in text and ": ok" in text
+    assert (needed, low, high) == (45, 31, 75)
+    assert "--gate interval: fails when the upper end of the paired interval" in text and ": ok" in text
     assert compare(capsys, a, b, "--fail-if-worse", "0.05", "--gate", "p-value")[0] == 0  # 0.125 is not below 0.05
     assert compare(capsys, a, b, "--fail-if-worse", "0.05", "--gate", "p-value", "--alpha", "0.2")[0] == 1
     code, text, _ = compare(capsys, a, b, "--fail-if-worse", "0.05", "--gate", "point")  # only when asked
     assert code == 1 and "FAIL: worse than A: B" in text
+    _, text, _ = compare(capsys, a, b, "--gate", "p-value", "--alpha", "0.2")  # the sentence follows the gate's rule
+    assert "B is worse than A by 25.0 points on the strict rate over 20 pairs; this is unlikely to be chance " \
+        "(p = 0.13, below 0.2); the 80% interval runs from" in text
 
 
 def test_significant_gap_fails_the_interval_gate_up_to_its_bound(
@@ -208,9 +221,9 @@ def test_significant_gap_fails_the_interval_gate_up_to_its_bound(
     assert strict["mcnemar_exact_p"] == pytest.approx(28 / 2**13)
     high = strict["delta_high"]
     assert high < 0
-    assert data["sentences"][0]["strict"].startswith(
-        "B is worse than A by 27.5 points on the strict rate; with 40 pairs this is unlikely to be chance "
-        "(p = 0.0034, below 0.05)")
+    assert data["sentences"][0]["strict"] == (
+        "B is worse than A by 27.5 points on the strict rate over 40 pairs; this is unlikely to be chance "
+        "(the interval leaves out no gap); the 95% interval runs from -42.3 to -10.6 points.")
     assert compare(capsys, a, b, "--fail-if-worse", "0")[0] == 1
     assert compare(capsys, a, b, "--fail-if-worse", f"{-high - 0.001:.4f}")[0] == 1  # bound still below -D
     assert compare(capsys, a, b, "--fail-if-worse", f"{-high + 0.001:.4f}")[0] == 0  # bound above -D
@@ -222,7 +235,8 @@ def test_tied_runs_have_no_gap_to_detect(tmp_path: Path, capsys: pytest.CaptureF
     data = as_json(capsys, a, b)
     assert data["sentences"][0]["strict"] == (
         "B and A pass the same share of the 15 pairs on the strict rate (6 pairs disagree, as many each way): "
-        "no gap.")
+        "no gap seen, but the 95% interval runs from -30.9 to +30.9 points, so a gap of up to 30.9 points either "
+        "way is not ruled out.")
     for gate in ("interval", "p-value", "point"):
         assert compare(capsys, a, b, "--fail-if-worse", "0", "--gate", gate)[0] == 0
 
@@ -361,3 +375,168 @@ def test_every_commands_help_prints(command: str, capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as exited:
         main([command, "--help"])
     assert exited.value.code == 0 and f"usage: pytest-gaia2 {command}" in capsys.readouterr().out
+
+
+# --- what both runs decided, and why the rest is missing ----------------------------------------
+
+def stopped_run(output: Path, letters: dict[str, str], planned: list[str], why: str, **fields: Any) -> Path:
+    """A run that stopped before its plan was done: its records, and summary.json with the stop
+    block the plugin writes (each key without a record not started, with ``why``)."""
+    folder = write_run(output, letters, planned=planned, **fields)
+    records = [record.to_json() for record in store.RunFolder(folder).records()]
+    summary = summarise(records, planned)
+    not_started = [key for key in planned if key not in {f"search/{sid}" for sid in letters}]
+    stop = {"stopped": True, "reason": why, "not_started": [{"key": key, "why": why} for key in not_started]}
+    write_summary_json(folder / store.SUMMARY_FILE, summary, None, {"stop": stop})
+    return folder
+
+
+def test_a_run_stopped_early_as_better_is_called_better_and_passes_the_gate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's case: a baseline of 100 scenarios (46 passed), B stopped by --gaia2-stop-when-decided
+    after 10, all passed, 8 of them failed in A. The strict table used to count B's 90 never-run
+    scenarios as failures: "B is worse by 36.0 points, p = 0.00000073", exit 1."""
+    ids = [f"s{i}" for i in range(100)]
+    a = write_run(tmp_path / "a", {sid: "P" if (i < 2 or i >= 56) else "F" for i, sid in enumerate(ids)})
+    why = (f"decided: better than baseline {a}: 8 better, 0 worse of 10 judged pairs (sequential test at level 5.0%); "
+           "no new scenario starts")
+    b = stopped_run(tmp_path / "b", dict.fromkeys(ids[:10], "P"), [f"search/{sid}" for sid in ids], why)
+    code, text, err = compare(capsys, a, b, "--fail-if-worse", "0.05")
+    assert code == 0, err
+    assert "FAIL" not in text and ": ok" in text
+    data = as_json(capsys, a, b)
+    pair = data["comparisons"][0]
+    assert pair["strict"]["n"] == 10 and pair["missing"] == {"A": {}, "B": {"decided": 90}}
+    assert pair["sequential"] == "B"
+    found = pair["answers"]["strict"]
+    assert found["direction"] == "better" and found["interval"] == "confidence-sequence"
+    assert found["decision"]["better"] == 8 and found["decision"]["pairs"] == 10
+    assert found["low"] >= 0 and found["delta"] == pytest.approx(0.8)
+    assert data["sentences"][0]["strict"].startswith(
+        "B is better than A on the strict rate over 10 pairs: the sequential test decided it at level 5.0% "
+        "(8 better, 0 worse of 10 judged pairs, always-valid p = 0.035); the gap is +80.0 points and the "
+        "always-valid 95% range of the gap (a confidence sequence, as B stopped on a decision) runs from")
+    assert data["sentences"][0]["strict"].endswith("Not compared: B has no verdict for 90 (stopped on a decision: 90).")
+    assert compare(capsys, b, a, "--fail-if-worse", "0")[0] == 1  # the other way round A is decided worse
+    assert compare(capsys, a, b, "--fail-if-worse", "0", "--gate", "p-value")[0] == 0
+    assert compare(capsys, a, b, "--fail-if-worse", "0", "--gate", "point")[0] == 0
+
+
+@pytest.mark.parametrize(("why", "kind"), [
+    ("interrupted (Ctrl-C, SIGTERM or a collection error) before they started", "interrupted"),
+    ("budget: the run has spent $2.61, its halt is $2.60; no new scenario starts", "budget"),
+    ("errors: 3 infrastructure error(s) in this session (daemon_error 3) reached --gaia2-max-errors 3; "
+     "no new scenario starts", "errors"),
+])
+def test_gating_on_a_run_stopped_by_a_halt_or_ctrl_c_is_refused_unless_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], why: str, kind: str) -> None:
+    """Issue 31's case: a complete run of 12 against one stopped after 4 (6 of 12 never started,
+    the 4 that ran all passed, as in A): it said "B is worse by 66.7 points"."""
+    ids = [f"s{i}" for i in range(12)]
+    a = write_run(tmp_path / "a", dict.fromkeys(ids, "P"))
+    b = stopped_run(tmp_path / "b", dict.fromkeys(ids[:4], "P"), [f"search/{sid}" for sid in ids], why)
+    code, text, err = compare(capsys, a, b, "--fail-if-worse", "0.05")
+    label = {"interrupted": "interrupted", "budget": "budget halt", "errors": "error limit"}[kind]
+    assert code == 2
+    assert f"B stopped before its plan was done ({label}: 8 planned keys without a verdict; {why})" in err
+    assert "--allow-incomplete" in err and err.count("\n") == 1
+    assert "REFUSED, not gated" in text and "FAIL" not in text
+    assert f"Not compared: B has no verdict for 8 ({label}: 8)." in text
+    assert "B and A pass the same share of the 4 pairs on the strict rate (no pair disagrees)" in text
+    code, text, _ = compare(capsys, a, b, "--fail-if-worse", "0.05", "--allow-incomplete")
+    assert code == 0 and text.rstrip().endswith(": ok (pairs with a verdict in both runs: B 4 of 12)")
+    assert compare(capsys, b, a, "--fail-if-worse", "0.05")[0] == 2  # a stopped baseline is refused too
+    assert compare(capsys, a, b)[0] == 0  # without a gate nothing is refused
+
+
+def repeated_runs(tmp_path: Path, shapes: list[tuple[str, str]]) -> tuple[Path, Path]:
+    a = write_run(tmp_path / "a", {f"s{i}": shape[0] for i, shape in enumerate(shapes)})
+    b = write_run(tmp_path / "b", {f"s{i}": shape[1] for i, shape in enumerate(shapes)})
+    return a, b
+
+
+def test_with_repeats_the_scenario_is_the_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's case: 30 scenarios x 3 repeats, B wins every repeat of 5 scenarios and A of 1.
+    Per run that is McNemar 15 vs 3, p = 0.0075; per scenario 5 vs 1, p = 0.22."""
+    shapes = [("FFF", "PPP")] * 5 + [("PPP", "FFF")] + [("PPP", "PPP")] * 12 + [("FFF", "FFF")] * 12
+    a, b = repeated_runs(tmp_path, shapes)
+    data = as_json(capsys, a, b)
+    strict = data["comparisons"][0]["strict"]
+    assert (strict["n"], strict["scenarios"], strict["test"]) == (90, 30, "sign-flip-scenarios")
+    assert strict["p_value"] == pytest.approx(14 / 64)  # 2 x P(X <= 1 | 6, 1/2) = 0.21875
+    assert strict["mcnemar_exact_p"] is None
+    assert strict["design_effect"] == pytest.approx(3.0)
+    assert strict["interval"] == "newcombe-paired-scenario-clustered"
+    assert strict["delta_low"] < 0 < strict["delta_high"]
+    sentence = data["sentences"][0]["strict"]
+    assert sentence.startswith("B is better than A by 13.3 points on the strict rate over 30 scenarios (90 pairs; "
+                               "the scenario is the unit); this could be chance")
+    assert "scenarios at 3 runs each" in sentence
+    assert compare(capsys, b, a, "--fail-if-worse", "0")[0] == 0  # chance is no regression
+    _, text, _ = compare(capsys, a, b)
+    assert "the scenario is the unit of every test and interval below" in text
+    assert "exact sign-flip test over scenarios p = 0.219 (18 discordant pairs in 30 scenarios)" in text
+
+
+def test_cavo_table_one_answer_from_sentence_interval_and_gate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Cavo 2012, [[59, 6], [16, 80]]: Newcombe -11.9 to -0.5 points, exact McNemar p = 0.052. The
+    sentence said "could be chance (p = 0.052)" while the default gate (the interval) failed B."""
+    a, b = table_runs(tmp_path, both=59, only_a=16, only_b=6, neither=80)
+    data = as_json(capsys, a, b)
+    strict = data["comparisons"][0]["strict"]
+    assert (round(strict["delta_low"], 4), round(strict["delta_high"], 4)) == (-0.1186, -0.0046)
+    assert strict["mcnemar_exact_p"] == pytest.approx(0.0525, abs=5e-5)
+    assert data["sentences"][0]["strict"] == (
+        "B is worse than A by 6.2 points on the strict rate over 161 pairs; this is unlikely to be chance "
+        "(the interval leaves out no gap); the 95% interval runs from -11.9 to -0.5 points.")
+    assert compare(capsys, a, b, "--fail-if-worse", "0")[0] == 1
+    # Under --gate p-value the sentence and the gate both read the p-value: chance, no failure.
+    code, text, _ = compare(capsys, a, b, "--fail-if-worse", "0", "--gate", "p-value")
+    assert code == 0
+    assert ("B is worse than A by 6.2 points on the strict rate over 161 pairs; this could be chance: the 95% "
+            "interval runs from -11.9 to -0.5 points") in text
+
+
+def test_twenty_zero_five_twenty_five_is_better_by_its_interval(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """20/0/5/25: exact McNemar p = 0.063 but the paired interval is +0.9 to +18.7: better."""
+    a, b = table_runs(tmp_path, both=20, only_a=0, only_b=5, neither=25)
+    data = as_json(capsys, a, b)
+    strict = data["comparisons"][0]["strict"]
+    assert strict["mcnemar_exact_p"] == pytest.approx(0.0625)
+    assert (round(strict["delta_low"], 3), round(strict["delta_high"], 3)) == (0.009, 0.187)
+    assert data["sentences"][0]["strict"].startswith("B is better than A by 10.0 points on the strict rate over 50 "
+                                                     "pairs; this is unlikely to be chance")
+
+
+def test_balanced_discordance_is_no_gap_only_with_its_interval(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """0/10/10/0 used to read "no gap" while the paired interval is about +-40 points."""
+    a, b = table_runs(tmp_path, both=0, only_a=10, only_b=10, neither=0)
+    sentence = as_json(capsys, a, b)["sentences"][0]["strict"]
+    assert sentence.startswith("B and A pass the same share of the 20 pairs on the strict rate (20 pairs disagree, "
+                               "as many each way): no gap seen, but the 95% interval runs from -")
+    low, high = newcombe_interval(0, 10, 10, 0)
+    assert f"from {percent_number(low)} to +{percent_number(high)} points" in sentence and high > 0.35
+
+
+def test_one_pair_is_one_pair_and_several_runs_get_a_multiplicity_note(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "a", {"s1": "P", "s2": "E"})
+    b = write_run(tmp_path / "b", {"s1": "F", "s2": "P"})
+    c = write_run(tmp_path / "c", {"s1": "P", "s2": "P"})
+    d = write_run(tmp_path / "d", {"s1": "P", "s2": "P"})
+    data = as_json(capsys, a, b)
+    assert "the 2 pairs on the strict rate" in data["sentences"][0]["strict"]
+    assert data["sentences"][0]["judged"].startswith("B is worse than A by 100.0 points on the judged-only rate over "
+                                                     "1 pair; this could be chance")
+    assert data["multiplicity"] is None
+    _, text, _ = compare(capsys, a, b)
+    assert "### Judged-only (1 pair left out)" in text and "1 pairs" not in text
+    data = as_json(capsys, a, b, c, d)
+    assert data["multiplicity"] == (
+        "3 runs are each compared with the first at level 0.05: if none differed, the chance that at least one "
+        "comparison still shows a gap is up to 14.3%; for 0.05 over all of them, use --alpha 0.0167 (Bonferroni)")
+    _, text, _ = compare(capsys, a, b, c)
+    assert "- 2 runs are each compared with the first at level 0.05" in text

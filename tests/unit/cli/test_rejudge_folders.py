@@ -3,12 +3,14 @@ as the user chose. (The judging itself is tested against the real engine in test
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 from test_compare import write_run
 
 from pytest_gaia2.cli import main as cli
+from pytest_gaia2.cli import rejudge
 from pytest_gaia2.cli.main import CommandError
 from pytest_gaia2.cli.rejudge import REJUDGE_DIR, new_rejudge_folder, parse_judge
 from pytest_gaia2.report import rejudged
@@ -74,3 +76,42 @@ def test_bad_names_are_refused_before_any_container(
     err = capsys.readouterr().err
     assert code == 2 and message in err
     assert not (run / REJUDGE_DIR).exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("{not json", "--judge-extra-body: not valid JSON"),
+        ("[1, 2]", "--judge-extra-body: must be a JSON object, got list"),
+        ('{"x": NaN}', "--judge-extra-body: "),
+    ],
+)
+def test_a_bad_extra_body_is_refused_before_any_container(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    run = write_run(tmp_path, {"s1": "P"})
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["rejudge", str(run), "--scenarios", str(tmp_path), "--judge", "o/m", "--judge-extra-body", value])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (run / REJUDGE_DIR).exists()
+
+
+def test_upstream_judge_options_become_every_judges_settings() -> None:
+    parser = argparse.ArgumentParser()
+    rejudge.configure(parser)
+    args = parser.parse_args(
+        ["r", "--scenarios", "s", "--judge", "o/m", "--judge-prompt-version", " omnilingual-gaia2 ",
+         "--judge-extra-body", '{"reasoning_effort": "low", "a": 1}', "--judge-env", "GAIA2_JUDGE_PROMPT_VERSION=x"]
+    )
+    settings = rejudge.upstream_settings(args)
+    assert settings == [
+        ("GAIA2_JUDGE_PROMPT_VERSION", "omnilingual-gaia2"),
+        ("GAIA2_JUDGE_EXTRA_BODY", '{"a":1,"reasoning_effort":"low"}'),
+    ]
+    spec = rejudge.parse_judge("o/m,X=1", [*settings, *args.judge_env])
+    assert dict(spec.settings) == {  # an explicit --judge-env wins, as a later setting
+        "GAIA2_JUDGE_PROMPT_VERSION": "x",
+        "GAIA2_JUDGE_EXTRA_BODY": '{"a":1,"reasoning_effort":"low"}',
+        "X": "1",
+    }
+    assert rejudge.judge_env(spec, None, "")["GAIA2_JUDGE_EXTRA_BODY"] == '{"a":1,"reasoning_effort":"low"}'

@@ -3,13 +3,18 @@ offline judge on saved events (its modules loaded by file, as inside the image).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gaia2_testing import SHIPPED, reference_module
+from llm_server import chat_server
+from test_compare import write_run
 
+from pytest_gaia2.cli import main as cli
 from pytest_gaia2.cli.main import CommandError
 from pytest_gaia2.cli.rejudge import (
     REFERENCE,
@@ -17,6 +22,7 @@ from pytest_gaia2.cli.rejudge import (
     judge_env,
     parse_judge,
     summary_lines,
+    verdict_line,
 )
 
 for _name in ("gaia2_ref_scenario", "gaia2_ref_runtime", "gaia2_ref_judge", "gaia2_ref_llm"):
@@ -153,3 +159,85 @@ def test_chat_judge_reads_verdicts_and_reports_an_unreachable_model() -> None:
     assert judge.url == "http://127.0.0.1:9/v1/chat/completions"
     with pytest.raises(llm.JudgeUnavailable, match="could not be reached"):
         judge("tool", "oracle", "agent")
+
+
+# -- what the command says, and the endpoint check before any container --------------------------
+
+
+def test_agreement_is_over_what_each_judge_decided_and_the_last_line_names_who_gave_no_verdict() -> None:
+    """A judge without a verdict on s/d never agrees on it: 1 of the 3 it decided, not of 4."""
+    summary = aggregate(IN_CONTAINER, {"j": {"s/a": True, "s/b": False, "s/c": True, "s/d": None}},
+                        {"j": {"s/d": "the judge model did not answer: Connection refused"}})
+    lines = summary_lines(summary)
+    assert lines[1] == ("j: 2 passed, 1 failed, 1 error (no verdict); pass rate 50.0% (2/4; 95% CI 15.0%-85.0%); "
+                        "agrees with the in-container verdict on 1 of the 3 it decided (33.3%; 95% CI 6.1%-79.2%)")
+    assert "  no verdict: s/d (the judge model did not answer: Connection refused)" in lines
+    assert verdict_line(summary) == (
+        "rejudge: FAIL: j gave no verdict on 1 of 4 (the reasons: 'no verdict' above and rejudgments.jsonl)")
+    nothing = aggregate(IN_CONTAINER, {"down": dict.fromkeys(IN_CONTAINER)})
+    assert summary_lines(nothing)[1].endswith("; agrees on nothing: it decided no scenario")
+    every = aggregate(IN_CONTAINER, {"ref": dict(IN_CONTAINER), "j": {**IN_CONTAINER, "s/a": False}})
+    assert verdict_line(every) == ("rejudge: done: every judge gave a verdict on all 4; agreement with the "
+                                   "in-container verdicts: ref 4/4, j 3/4")
+
+
+@pytest.fixture
+def judged_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A run of two judged scenarios whose files are at hand, and no engine (DOCKER_HOST answers
+    nothing): a re-judge that got as far as the engine would fail with the engine's error."""
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    sha = {}
+    for sid in ("s1", "s2"):
+        content = json.dumps({"id": sid}).encode()
+        (scenarios / f"{sid}.json").write_bytes(content)
+        sha[sid] = hashlib.sha256(content).hexdigest()
+    for name in ("GAIA2_JUDGE_API_KEY", "OPENAI_API_KEY", "API_KEY", "GAIA2_JUDGE_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
+    return write_run(tmp_path / "run", {"s1": "P", "s2": "F"}, sha=sha), scenarios
+
+
+def _rejudge(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+    code = cli.main(["rejudge", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_an_unreachable_model_judge_is_refused_by_name_before_any_container(
+        judged_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    run, scenarios = judged_run
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code, out, err = _rejudge(capsys, run, "--scenarios", scenarios, "--judge", "reference", "--judge",
+                              "openai-compat/judge-m", "--judge-base-url", f"http://host.docker.internal:{port}/v1")
+    assert (code, out) == (2, "")
+    assert err == (f"pytest-gaia2 rejudge: judge openai-compat/judge-m endpoint host.docker.internal:{port} (model "
+                   "'judge-m'): connection refused (is the server up? --judge-base-url); nothing was judged\n")
+    assert not (run / "rejudge").exists()
+
+
+def test_a_model_judge_with_no_endpoint_and_no_key_is_refused(
+        judged_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    run, scenarios = judged_run
+    code, out, err = _rejudge(capsys, run, "--scenarios", scenarios, "--judge", "openai/gpt-4o",
+                              "--judge-name", "hosted")
+    assert (code, out) == (2, "")
+    assert err == ("pytest-gaia2 rejudge: judge hosted: no --judge-base-url and no key (--judge-api-key-env NAME, "
+                   "GAIA2_JUDGE_API_KEY, the provider's variable or API_KEY): its container would call the image's "
+                   "default endpoint without one; nothing was judged\n")
+    assert not (run / "rejudge").exists()
+
+
+def test_a_reachable_judge_passes_the_check_and_only_then_the_engine_is_asked(
+        judged_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """A server that answers the ping: the check passes (one line), and the engine's error comes next."""
+    run, scenarios = judged_run
+    with chat_server(lambda model, prompt: "ok") as server:
+        code, out, err = _rejudge(capsys, run, "--scenarios", scenarios, "--judge", "openai-compat/judge-m",
+                                  "--judge-base-url", server.container_url)
+    assert out == (f"rejudge: judge openai-compat/judge-m endpoint host.docker.internal:{server.port} (model "
+                   "'judge-m'): a one-token completion came back\n")
+    assert [(r.model, r.body.get("max_tokens")) for r in server.requests] == [("judge-m", 1)]
+    assert code == 2 and "tcp://127.0.0.1:1" in err and not (run / "rejudge").exists()

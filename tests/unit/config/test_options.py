@@ -142,6 +142,21 @@ def test_new_flags_on_the_command_line(pytester: pytest.Pytester) -> None:
     assert (values["memory"], values["pids_limit"], values["resume_mismatch"]) == (512 * MiB, 0, "warn")
 
 
+@pytest.mark.parametrize("name", ["max-errors", "token-halt"])
+@pytest.mark.parametrize("raw", ["0", "-1", "1.5", "lots", "1e3"])
+def test_the_stops_refuse_what_is_not_a_positive_count(name: str, raw: str) -> None:
+    with pytest.raises(OptionError, match=f"^--gaia2-{name}: "):
+        value(name.replace("-", "_"), raw)
+
+
+def test_the_stops_on_the_command_line_and_in_the_ini_file(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngaia2_max_errors = 3\ngaia2_token_halt = 5000000\n")
+    values = options.read(pytester.parseconfig())
+    assert (values["max_errors"], values["token_halt"]) == (3, 5_000_000)
+    values = options.read(pytester.parseconfig("--gaia2-max-errors=1", "--gaia2-token-halt=10"))
+    assert (values["max_errors"], values["token_halt"]) == (1, 10)
+
+
 # --- help --------------------------------------------------------------------------------
 
 def test_help_formats_every_option(tmp_path: Path) -> None:

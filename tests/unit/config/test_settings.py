@@ -481,6 +481,24 @@ def test_proxy_variables_are_copied_when_non_empty(tmp_path: Path) -> None:
     assert "proxy-pass-1" in settings.secret_values()
 
 
+def test_behind_a_proxy_the_model_hosts_are_reached_directly(tmp_path: Path) -> None:
+    """As upstream's runner: the agent's and judge's endpoint hosts join no_proxy and NO_PROXY."""
+    settings = make(
+        tmp_path, {"ANTHROPIC_API_KEY": ANT_KEY, "HTTPS_PROXY": "http://proxy:3128", "no_proxy": "localhost"},
+        image=HERMES_IMAGE, provider="anthropic", model="m", base_url="http://vllm.cluster:8000/v1",
+        judge_model="j", judge_provider="openai-compat", judge_base_url="http://[::1]:8001/v1",
+    )
+    env = env_of(settings)
+    assert env["no_proxy"] == "localhost,vllm.cluster,::1"
+    assert env["NO_PROXY"] == "vllm.cluster,::1"
+    mine = make(tmp_path, {"ANTHROPIC_API_KEY": ANT_KEY, "HTTPS_PROXY": "http://proxy:3128"}, image=HERMES_IMAGE,
+                provider="anthropic", model="m", base_url="http://vllm.cluster:8000/v1", env=["NO_PROXY=only-mine"])
+    assert env_of(mine)["NO_PROXY"] == "only-mine" and env_of(mine)["no_proxy"] == "vllm.cluster"
+    unproxied = make(tmp_path, {"ANTHROPIC_API_KEY": ANT_KEY}, image=HERMES_IMAGE, provider="anthropic", model="m",
+                     base_url="http://vllm.cluster:8000/v1")
+    assert "no_proxy" not in env_of(unproxied)  # no proxy set: nothing to bypass
+
+
 def test_ca_bundle_is_copied_in_and_announced(tmp_path: Path) -> None:
     bundle = tmp_path / "ca.pem"
     bundle.write_text("-----BEGIN CERTIFICATE-----\n")

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_gaia2.config import options
 from pytest_gaia2.config.options import OptionError
-from pytest_gaia2.config.upstream_config import AGENT_KEY_VAR, JUDGE_KEY_VAR, load
+from pytest_gaia2.config.upstream_config import AGENT_KEY_VAR, JUDGE_KEY_VAR, documented_keys, load
 from pytest_gaia2.store.redact import looks_secret
 
 REPO = Path(__file__).resolve().parents[3]
@@ -184,7 +184,7 @@ def test_unknown_keys_are_refused_by_name_with_the_file(tmp_path: Path) -> None:
     assert "[run].concurency: unknown key" in message
     assert (
         "[target].subset: unknown key (gaia2-runner's [target] keys: scenario, dataset_root, dataset, "
-        "splits, subset_manifest"
+        "language, splits, subset_manifest, sequences"
     ) in message
 
 
@@ -211,7 +211,6 @@ def test_upstream_only_keys_become_notes(tmp_path: Path) -> None:
         recursive = false
         [agent]
         runtime = "docker"
-        image_sif = "/x/oc.sif"
         [run]
         concurrency = 20
         adapter_port = 8090
@@ -222,11 +221,11 @@ def test_upstream_only_keys_become_notes(tmp_path: Path) -> None:
     """)
     config = load(path, {})
     assert config.options == {"dataset": "org/name"}
+    assert config.replaced == []
     assert config.notes == [
         "[target].recursive = false is ignored: scenario folders are always searched recursively",
         "[agent].runtime = 'docker' is ignored: pytest-gaia2 drives containers through the Docker API "
         "(for podman, point DOCKER_HOST at its socket)",
-        "[agent].image_sif = '/x/oc.sif' is ignored: Apptainer is not supported; the image is run with Docker",
         "[run].concurrency = 20 is ignored: run scenarios in parallel with pytest-xdist (-n N)",
         "[run].adapter_port = 8090 is ignored: pytest-gaia2 assigns ports itself",
         "[run].log_level = 'DEBUG' is ignored: use pytest's --log-level / --log-cli-level",
@@ -235,17 +234,107 @@ def test_upstream_only_keys_become_notes(tmp_path: Path) -> None:
     ]
 
 
+def test_an_apptainer_runtime_is_replaced_and_recorded(tmp_path: Path) -> None:
+    path = write_config(tmp_path, """
+        [agent]
+        image = "localhost/gaia2-oc:latest"
+        runtime = "apptainer"
+        image_sif = "/scratch/gaia2-oc.sif"
+    """)
+    config = load(path, {})
+    engine = "the container engine's API (Docker or Podman)"
+    assert config.replaced == [
+        {"key": "[agent].runtime", "configured": "apptainer", "used": engine},
+        {
+            "key": "[agent].image_sif",
+            "configured": "/scratch/gaia2-oc.sif",
+            "used": "[agent].image run through the container engine's API",
+        },
+    ]
+    assert config.notes[0] == f"[agent].runtime = 'apptainer' is replaced: the run uses {engine}"
+    assert config.options == {"image": "localhost/gaia2-oc:latest"}
+
+
+def test_sequences_run_as_the_sequence_option(tmp_path: Path) -> None:
+    sequences = tmp_path / "sequences" / "search.jsonl"
+    sequences.parent.mkdir()
+    sequences.write_text("", encoding="utf-8")
+    path = write_config(tmp_path / "configs", """
+        [target]
+        dataset = "meta-agents-research-environments/gaia2-cli"
+        splits = ["search"]
+        sequences = "../sequences/search.jsonl"
+    """)
+    assert load(path, {}).options["sequence"] == str(sequences.resolve())
+    sequences.unlink()
+    with pytest.raises(OptionError, match=r"\[target\]\.sequences: .*search.jsonl is not an existing file"):
+        load(path, {})
+
+
+@pytest.mark.parametrize(("shard", "count", "expected"), [(0, 4, "1/4"), (3, 4, "4/4"), (1, 2, "2/2")])
+def test_upstream_shards_become_one_based_shard_options(shard: int, count: int, expected: str, tmp_path: Path) -> None:
+    config = load(write_config(tmp_path, f"[run]\nshard_id = {shard}\nnum_shards = {count}\n"), {})
+    assert config.options == {"shard": expected}
+    assert str(options.resolve({}, config.options, {})["shard"]) == expected
+    assert "not gaia2-runner's round robin, so merge only shards run by pytest-gaia2" in config.notes[0]
+
+
 @pytest.mark.parametrize(
-    ("text", "key"),
+    ("text", "key", "problem"),
     [
-        ("[target]\ndataset = 'org/name'\nlanguage = 'spa_Latn'\n", r"\[target\]\.language"),
-        ("[run]\nnum_shards = 4\nshard_id = 1\n", r"\[run\]\.(num_shards|shard_id)"),
-        ("[run]\nnum_shards = 4\n", r"\[run\]\.num_shards"),
+        ("[run]\nshard_id = 4\nnum_shards = 4\n", "shard_id", r"must be from 0 to num_shards - 1 \(3\), got 4"),
+        ("[run]\nshard_id = 1\n", "shard_id", r"must be from 0 to num_shards - 1 \(0\), got 1"),
+        ("[run]\nnum_shards = 0\n", "num_shards", "must be at least 1, got 0"),
+        ("[run]\nnum_shards = '2'\n", "num_shards", "must be an integer"),
     ],
 )
-def test_keys_that_would_change_the_measurement_are_refused(text: str, key: str, tmp_path: Path) -> None:
-    with pytest.raises(OptionError, match=f"{key}: is not supported by pytest-gaia2"):
+def test_impossible_shards_are_refused_by_key(text: str, key: str, problem: str, tmp_path: Path) -> None:
+    with pytest.raises(OptionError, match=rf"\[run\]\.{key}: {problem}"):
         load(write_config(tmp_path, text), {})
+
+
+def test_a_language_loads_the_translated_configs_of_a_dataset(tmp_path: Path) -> None:
+    config = load(write_config(tmp_path, """
+        [target]
+        dataset = "facebook/omnilingual-gaia2"
+        language = "spa_Latn"
+    """), {})
+    assert config.options == {
+        "dataset": "facebook/omnilingual-gaia2",
+        "language": "spa_Latn",
+        "splits": "execution,search,adaptability,ambiguity",
+    }
+    chosen = load(write_config(tmp_path, """
+        [target]
+        dataset = "facebook/omnilingual-gaia2"
+        language = "cmn_Hans"
+        splits = ["Search", "execution"]
+    """), {})
+    assert chosen.options["splits"] == "search,execution"
+
+
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        (
+            'dataset = "o/n"\nlanguage = "spa_Latn"\nsplits = ["time"]',
+            r"\[target\]\.splits: split 'time' is not available in language 'spa_Latn': per-language datasets "
+            "provide execution, search, adaptability, ambiguity",
+        ),
+        ('dataset_root = "."\nlanguage = "spa_Latn"', r"\[target\]\.language: cannot be used with \[target\]\.dataset_root"),
+        ('scenario = "eval.toml"\nlanguage = "spa_Latn"', r"\[target\]\.language: cannot be used with \[target\]\.scenario"),
+        ('dataset = "o/n"\nlanguage = "Spanish"', r"\[target\]\.language: .*expected a language_Script code"),
+    ],
+)
+def test_a_language_that_cannot_be_loaded_is_refused_by_key(target: str, problem: str, tmp_path: Path) -> None:
+    with pytest.raises(OptionError, match=problem):
+        load(write_config(tmp_path, f"[target]\n{target}\n"), {})
+
+
+def test_every_option_the_key_table_names_exists() -> None:
+    named = {flag for _, does in documented_keys() for flag in re.findall(r"--gaia2-[a-z-]+", does)}
+    known = {option.cli for option in options.OPTIONS}
+    assert named and named <= known, named - known
 
 
 def test_newer_judge_and_daemon_settings_reach_the_container(tmp_path: Path) -> None:
@@ -386,3 +475,141 @@ def test_the_shipped_example_targets_the_shipped_scenarios() -> None:
     assert config.secrets == {}
     values = options.resolve({}, config.options, {})
     assert values["repeat"] == 1 and values["timeout"] == 600.0
+
+
+# Upstream's example configs by their keys and shapes (gaia2-cli/runner/examples/), written here
+# with local paths and hosts: each loads, and each key lands where the key table says.
+UPSTREAM_EXAMPLES = {
+    "sequential search (OpenClaw)": (
+        """
+        [target]
+        dataset = "meta-agents-research-environments/gaia2-cli"
+        splits = ["search"]
+        sequences = "sequences/search.jsonl"
+        [agent]
+        image = "localhost/gaia2-oc:latest"
+        provider = "anthropic"
+        model = "claude-sonnet-4-6"
+        api_key_env = "ANTHROPIC_API_KEY"
+        thinking = "high"
+        [judge]
+        provider = "anthropic"
+        model = "claude-sonnet-4-6"
+        api_key_env = "ANTHROPIC_API_KEY"
+        [run]
+        timeout = 900
+        health_timeout = 180
+        concurrency = 10
+        pass_at = 1
+        output_dir = "out"
+        log_level = "INFO"
+        """,
+        {"splits": "search", "repeat": "1", "timeout": "900.0", "thinking": "high"},
+    ),
+    "apptainer, sharded (cluster)": (
+        """
+        [target]
+        dataset_root = "data/eng_Latn/data"
+        splits = ["execution", "search", "ambiguity", "adaptability"]
+        [agent]
+        image = "localhost/gaia2-oc:latest"
+        runtime = "apptainer"
+        image_sif = "/scratch/gaia2-oc.sif"
+        provider = "openai-compat"
+        model = "gemma-4-31b-it"
+        api_key_env = "OPENAI_COMPAT_API_KEY"
+        base_url = "http://127.0.0.1:8000/v1"
+        thinking = "off"
+        [judge]
+        provider = "openai-compat"
+        model = "gpt-oss-120b"
+        api_key_env = "OPENAI_COMPAT_API_KEY"
+        base_url = "http://127.0.0.1:8001/v1"
+        prompt_version = "omnigaia"
+        [run]
+        timeout = 1200
+        health_timeout = 180
+        concurrency = 4
+        pass_at = 1
+        idle_timeout = 600.0
+        output_dir = "$SCRATCH/omnigaia/p1"
+        log_level = "INFO"
+        shard_id = 2
+        num_shards = 8
+        """,
+        {"shard": "3/8", "idle_timeout": "600.0", "env": ["GAIA2_JUDGE_PROMPT_VERSION=omnigaia"]},
+    ),
+    "omnilingual, pass@3 (local vLLM)": (
+        """
+        [target]
+        dataset = "facebook/omnilingual-gaia2"
+        language = "spa_Latn"
+        splits = ["execution"]
+        limit = 1
+        [agent]
+        image = "localhost/gaia2-oc:latest"
+        provider = "openai-compat"
+        model = "Qwen/Qwen3.6-27B"
+        base_url = "http://localhost:8000/v1"
+        api_key = "EMPTY"
+        thinking = "high"
+        [judge]
+        provider = "openai-compat"
+        model = "openai/openai/gpt-oss-120b"
+        base_url = "http://localhost:8001/v1"
+        api_key = "EMPTY"
+        prompt_version = "omnilingual-gaia2"
+        extra_body = { reasoning_effort = "low" }
+        [run]
+        timeout = 1200
+        health_timeout = 180
+        concurrency = 4
+        idle_timeout = 600.0
+        pass_at = 3
+        output_dir = "$HOME/omnilingual_gaia2/results/spa_Latn"
+        log_level = "INFO"
+        """,
+        {
+            "language": "spa_Latn",
+            "splits": "execution",
+            "first_n": "1",
+            "repeat": "3",
+            "env": ["GAIA2_JUDGE_PROMPT_VERSION=omnilingual-gaia2", 'GAIA2_JUDGE_EXTRA_BODY={"reasoning_effort":"low"}'],
+        },
+    ),
+    "TypeSafe Jev judge (Hermes quickstart)": (
+        """
+        [target]
+        dataset = "meta-agents-research-environments/gaia2-cli"
+        splits = ["search"]
+        [agent]
+        image = "localhost/gaia2-hermes:latest"
+        provider = "anthropic"
+        model = "claude-sonnet-4-6"
+        api_key_env = "ANTHROPIC_API_KEY"
+        [judge]
+        provider = "typesafe"
+        model = "jev-latest"
+        api_key_env = "TYPESAFE_API_KEY"
+        extra_body = { threshold = 0.5, timeout = 30.0 }
+        [run]
+        timeout = 900
+        pass_at = 1
+        """,
+        {"judge_provider": "typesafe", "env": ['GAIA2_JUDGE_EXTRA_BODY={"threshold":0.5,"timeout":30.0}']},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_EXAMPLES))
+def test_upstream_example_configs_load(name: str, tmp_path: Path) -> None:
+    text, expected = UPSTREAM_EXAMPLES[name]
+    (tmp_path / "sequences").mkdir()
+    (tmp_path / "sequences" / "search.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "data" / "eng_Latn" / "data").mkdir(parents=True)
+    config = load(write_config(tmp_path, text), {"SCRATCH": str(tmp_path / "scratch"), "HOME": str(tmp_path)})
+    assert {key: config.options.get(key) for key in expected} == expected
+    resolved = options.resolve({}, config.options, {})  # every value the options accept
+    assert resolved["image"].startswith("localhost/gaia2-")
+    if "runtime" in text:
+        assert [entry["key"] for entry in config.replaced] == ["[agent].runtime", "[agent].image_sif"]

@@ -17,9 +17,12 @@ from pytest_gaia2.config.values import OptionError, usd
 from pytest_gaia2.cost.budget import (
     LEDGER_FILE,
     LEGACY_LEDGER_FILE,
+    STOPS,
+    TOKENS_MAX,
     Budget,
     Ledger,
     entry_of,
+    parse_all,
     parse_legacy,
     parse_lines,
     record_spend,
@@ -218,3 +221,69 @@ def test_a_judged_record_at_every_money_ceiling_still_loads_for_resume(tmp_path:
     write_json(tmp_path / "search" / "s" / "result.json", record.to_json())
     loaded = RunFolder(tmp_path).last_record(tmp_path / "search" / "s")
     assert loaded is not None and is_judged(loaded) and loaded.cost_usd == ATTEMPT_USD_MAX
+
+
+# -- tokens (--gaia2-token-halt) and errors (--gaia2-max-errors) -----------------------------------
+
+
+def test_tokens_are_counted_per_attempt_priced_or_not(tmp_path: Path) -> None:
+    """A model priced at 0 or not at all still has its tokens in the ledger, once per attempt;
+    an unpriced attempt adds no money."""
+    record_spend(tmp_path, "search/a", 1, 0.0, 1_000)
+    record_spend(tmp_path, "search/b", 1, None, 2_500)  # usage without a price
+    record_spend(tmp_path, "search/b", 1, None, 2_500)  # the same attempt again
+    record_spend(tmp_path, "search/c", 1, 0.5)  # a line of before: money only
+    read = Ledger(tmp_path).read()
+    assert read.total == 0.5 and read.entries == {"search/a#1": 0.0, "search/c#1": 0.5}
+    assert read.tokens == {"search/a#1": 1_000, "search/b#1": 2_500} and read.total_tokens == 3_500
+    lines = [json.loads(line) for line in (tmp_path / LEDGER_FILE).read_text().splitlines()]
+    assert [(line["usd"], line.get("tokens")) for line in lines] == [(0.0, 1000), (None, 2500), (0.5, None)]
+    with pytest.raises(StoreError, match="not a count of tokens"):
+        Ledger(tmp_path).add("search/d#1", None, -1)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"entry": "a#1", "usd": null}',  # neither amount
+        b'{"entry": "a#1", "usd": "1", "tokens": 5}',  # an amount that is no amount
+        b'{"entry": "a#1", "usd": null, "tokens": -5}',
+        b'{"entry": "a#1", "usd": null, "tokens": true}',
+        b'{"entry": "a#1", "usd": null, "tokens": 1e30}',
+    ],
+)
+def test_a_line_without_a_valid_amount_is_damage(line: bytes) -> None:
+    entries, tokens, damaged = parse_all(line + b"\n")
+    assert (entries, tokens, damaged) == ({}, {}, [1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000))
+def test_any_bytes_give_bounded_token_counts(data: bytes) -> None:
+    entries, tokens, damaged = parse_all(data)
+    assert all(isinstance(count, int) and 0 <= count <= TOKENS_MAX for count in tokens.values())
+    assert (entries, damaged) == parse_lines(data)
+
+
+def test_the_token_halt_stops_new_starts_as_the_money_halt_does() -> None:
+    budget = Budget(token_halt=1_000_000)
+    assert budget.limited and budget.halted(0.0, 999_999) is None
+    assert budget.halted(0.0, 1_000_000) == (
+        "budget: the run has used 1,000,000 tokens, its token halt is 1,000,000; no new scenario starts"
+    )
+    assert Budget(halt=1.0, token_halt=10).halted(2.0, 20) == (
+        "budget: the run has spent $2.00, its halt is $1.00; no new scenario starts"
+    )  # the money is named first
+    assert Budget().halted(10**6, 10**9) is None
+
+
+def test_max_errors_counts_this_sessions_errors_by_category() -> None:
+    budget = Budget(max_errors=2)
+    assert not budget.limited  # nothing to read from the ledger
+    assert budget.errors_reached([]) is None and budget.errors_reached(["container_start"]) is None
+    reason = budget.errors_reached(["health_timeout", "container_start", "health_timeout"])
+    assert reason == (
+        "errors: 3 infrastructure error(s) in this session (container_start 1, health_timeout 2) reached "
+        "--gaia2-max-errors 2; no new scenario starts"
+    )
+    assert reason.startswith(STOPS) and Budget().errors_reached(["x"] * 100) is None

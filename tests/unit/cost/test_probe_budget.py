@@ -3,6 +3,8 @@ expected to complete, with the interval; a --gaia2-probe-only run ends as a proj
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_gaia2.cost.projection import Projection
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
@@ -23,6 +25,16 @@ def test_a_cap_stops_it_and_the_tighter_limit_is_named() -> None:
     assert Projection(**PROBE, cap=50.0).reach() == ("cap", 6, 5, 10)
     assert Projection(**PROBE, halt=50.0, cap=40.0).reach() == ("cap", 5, 4, 8)
     assert Projection(**PROBE, halt=10_000.0).reach() == ("halt", 40, 40, 40)  # never more than planned
+
+
+@pytest.mark.parametrize(("hours", "shown"), [
+    (0.01, "36 s"), (0.0, "0 s"), (89 / 3600, "89 s"), (0.05, "3 min"), (1.0, "60 min"), (1.5, "1.5 h"),
+    (6.5, "6.5 h"),
+])
+def test_the_probe_line_gives_its_time_in_seconds_minutes_or_hours(hours: float, shown: str) -> None:
+    line = Projection(**{**PROBE, "hours": hours}).line()  # type: ignore[arg-type]
+    assert line == ("gaia2: probe of 5: the 40 selected scenarios ≈ $309.12 (95% interval $198.72–$397.44) "
+                    f"and ≈ {shown} at -n 2")
 
 
 def test_no_budget_or_no_price_says_nothing_of_reach() -> None:

@@ -250,3 +250,35 @@ def test_split_names(spec, names: list[str]) -> None:
 def test_split_names_rejects_bad_values_by_name(spec: str, named: str) -> None:
     with pytest.raises(OptionError, match=f"--gaia2-splits: .*{named}"):
         splits.split_names(spec)
+
+
+def test_a_language_loads_its_own_configs_into_bare_split_folders(tmp_path: Path, cache: Path) -> None:
+    repo = make_repo(tmp_path / "multilingual", {f"spa_Latn_{split}": rows for split, rows in ROWS.items()})
+    dirs = materialise(DATASET_ID, ["search"], cache, source=str(repo), language="spa_Latn")
+    assert dirs == [cache / "test-org_tiny-gaia2_spa_Latn" / "search"]
+    assert files_of(dirs[0]) == expected_files("search")
+    marker = dataset.read_marker(dirs[0])
+    assert marker is not None and marker["config"] == "spa_Latn_search"
+    with pytest.raises(DatasetError, match="split 'spa_Latn_execution' could not be loaded"):
+        materialise(DATASET_ID, ["execution"], cache, source=str(repo), language="spa_Latn")
+
+
+def test_a_split_cached_from_another_revision_is_loaded_again(repo: Path, cache: Path) -> None:
+    [split_dir] = materialise(DATASET_ID, ["search"], cache, source=str(repo), revision="v1")
+    assert dataset.is_complete(split_dir, "v1") and not dataset.is_complete(split_dir, "v2")
+    materialise(DATASET_ID, ["search"], cache, source=str(repo), revision="v2")
+    marker = dataset.read_marker(split_dir)
+    assert marker is not None and marker["revision"] == "v2"
+    assert dataset.is_complete(split_dir) and files_of(split_dir) == expected_files("search")
+
+
+@pytest.mark.parametrize(
+    ("language", "spec", "expected"),
+    [("spa_Latn", None, ["execution", "search", "adaptability", "ambiguity"]), ("spa_Latn", "all", None),
+     (None, None, list(SPLITS))],
+)
+def test_a_language_has_no_time_split(language: str | None, spec: str | None, expected: list[str] | None) -> None:
+    assert splits.split_names(spec, language=language) == (expected or list(splits.TRANSLATED_SPLITS))
+    if language:
+        with pytest.raises(OptionError, match="split 'time' is not available in language 'spa_Latn'"):
+            splits.split_names("search,time", language=language)

@@ -223,7 +223,7 @@ def test_parameters_mask_secret_env_and_keep_image_id_out_of_history() -> None:
     assert Parameter("image id", "sha256:1", excluded=True) in shown
     assert Parameter("env MY_TOKEN", "***", masked=True) in shown
     assert Parameter("env MODE", "1") in shown
-    assert Parameter("judge", "none/none") in shown
+    assert Parameter("judge", "in-image, no model configured") in shown  # the placeholder: no model, never none/none
 
 
 # -- attachments -----------------------------------------------------------------------------
@@ -268,7 +268,10 @@ def test_environment_from_run_config() -> None:
         "model": "qwen3", "provider": "openai-compat", "judge": "anthropic/claude", "network": "host",
         "workers": "2", "plugin.version": "0.1.0", "run.id": "run1", "run.started": "2026-01-01T00:00:00+00:00",
     }
-    assert set(environment({}).values()) == {"none", "none/none"}
+    assert set(environment({}).values()) == {"none"}
+    for judge in ({"judge_provider": "none", "judge_model": "none"}, {"judge_provider": "", "judge_model": None}):
+        assert environment({"settings": judge})["judge"] == "in-image, no model configured"
+    assert environment({"settings": {"judge_model": "claude"}})["judge"] == "none/claude"
 
 
 def test_merge_keeps_every_distinct_value_in_order_and_foreign_keys() -> None:
@@ -342,6 +345,7 @@ class Context:
 
     is_worker = False
     prepared = True
+    run_id = "r" * 32
 
     def __init__(self, root):
         self.folder = RunFolder(root / "run")

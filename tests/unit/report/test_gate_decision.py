@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from gaia2_records import headline_records, record, repeated
 
-from pytest_gaia2.report.gate import Gate
+from pytest_gaia2.report.gate import Gate, best_lower_bound, smallest_passing
 from pytest_gaia2.report.stats import Summary, summarise
 
 
@@ -26,15 +26,18 @@ def test_gate_met_on_the_point_estimate(headline: Summary) -> None:
 def test_gate_missed_on_the_lower_bound(headline: Summary) -> None:
     decision = Gate(min_pass_rate=0.8, gate_on="lower-bound").decide(headline)
     assert not decision.met
-    assert decision.lines == ["gate: strict pass rate 83.8%, 95% CI lower bound 77.3% >= 80.0% "
+    assert decision.lines == ["gate: strict pass rate 83.8%, 95% CI lower bound 77.3% is below the 80.0% "
                               "required: missed by 2.7 points"]
+    assert decision.verdict() == ("gate: FAIL: 1 condition missed: strict pass rate's 95% CI lower bound 77.3% "
+                                  "below 80.0%")
 
 
 def test_gate_on_judged_only_rate(headline: Summary) -> None:
     decision = Gate(min_pass_rate=0.9, rate="judged").decide(headline)
     assert not decision.met
-    assert decision.lines == ["gate: judged-only pass rate 86.5% (95% CI lower bound 80.2%) >= 90.0% "
+    assert decision.lines == ["gate: judged-only pass rate 86.5% (95% CI lower bound 80.2%) is below the 90.0% "
                               "required: missed by 3.5 points"]
+    assert decision.verdict() == "gate: FAIL: 1 condition missed: judged-only pass rate 86.5% below 90.0%"
 
 
 def test_gate_reached_exactly_is_met() -> None:
@@ -46,7 +49,7 @@ def test_gate_reached_exactly_is_met() -> None:
 
 @pytest.mark.parametrize(("allowed", "met", "tail"), [
     (0.1, True, "<= 10.0% allowed: met by 6.9 points"),
-    (0.02, False, "<= 2.0% allowed: missed by 1.1 points"),
+    (0.02, False, "is above the 2.0% allowed: missed by 1.1 points"),
 ])
 def test_gate_on_error_rate(headline: Summary, allowed: float, met: bool, tail: str) -> None:
     decision = Gate(max_error_rate=allowed).decide(headline)
@@ -58,6 +61,22 @@ def test_every_bar_must_be_met_and_each_gets_a_line(headline: Summary) -> None:
     decision = Gate(min_pass_rate=0.8, max_error_rate=0.02).decide(headline)
     assert not decision.met
     assert [line.rsplit(":", 1)[1].split()[0] for line in decision.lines] == ["met", "missed"]
+    assert decision.unmet == ("error rate 3.1% above 2.0%",)
+
+
+def test_the_verdict_line_names_pass_or_fail_each_missed_bar_and_the_stop(headline: Summary,
+                                                                         incomplete: Summary) -> None:
+    """The last line of a run: a missed bar is named in words that cannot read as met."""
+    assert Gate(min_pass_rate=0.8, max_error_rate=0.1).decide(headline).verdict() == "gate: PASS: 2 conditions met"
+    decision = Gate(min_pass_rate=0.9, gate_on="lower-bound", max_error_rate=0.02).decide(incomplete)
+    assert decision.verdict("budget: the run has spent $1.00, its halt is $0.50") == (
+        "gate: FAIL: 2 conditions missed: incomplete: 3 of 12 planned scenarios did not run; strict pass rate's "
+        "95% CI lower bound 46.8% below 90.0%; stopped early: budget: the run has spent $1.00, its halt is $0.50")
+    assert decision.to_dict()["unmet"] == list(decision.unmet)
+    assert Gate(max_errors=0).decide(summarise([record("a", "error")])).verdict() == (
+        "gate: FAIL: 1 condition missed: smoke: 1 error, at most 0 allowed")
+    assert Gate(max_error_rate=0.1).decide(summarise([])).verdict() == (
+        "gate: FAIL: 1 condition missed: no scenario results to measure")
 
 
 def test_zero_scenarios_never_meets_the_gate() -> None:
@@ -126,3 +145,17 @@ def test_gate_from_resolved_options() -> None:
     gate = Gate.from_options(values)
     assert gate == Gate(min_pass_rate=0.8, rate="judged", gate_on="lower-bound")
     assert gate.active
+
+
+def test_with_repeats_the_lower_bound_is_the_scenarios_not_the_runs() -> None:
+    """3 scenarios x 3 repeats all passed: the bound of 3 scenarios (Wilson's 3 of 3 with t on 2
+    df, 13.9%), never 100% (the bootstrap's) nor 70.1% (Wilson's 9 of 9)."""
+    summary = summarise(repeated({"a": "PPP", "b": "PPP", "c": "PPP"}))
+    decision = Gate(min_pass_rate=0.95, gate_on="lower-bound").decide(summary)
+    assert not decision.met
+    assert round(summary.overall.strict.low, 4) == 0.1395
+    assert "95% CI lower bound 13.9%" in decision.lines[0]
+    assert best_lower_bound(3, 3) == pytest.approx(summary.overall.strict.low)
+    assert best_lower_bound(9) == pytest.approx(0.7008, abs=1e-4)  # Wilson's 9 of 9, one run each
+    assert (smallest_passing(0.95), smallest_passing(0.95, 3), smallest_passing(1.0)) == (73, 76, None)
+    assert best_lower_bound(75, 3) < 0.95 <= best_lower_bound(76, 3)

@@ -101,3 +101,40 @@ def test_missing_scipy_names_the_analysis_extra(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(AnalysisExtraMissing, match=r"pytest-gaia2\[analysis\]"):
         mcnemar_exact(1, 2)
     assert mcnemar_exact(0, 0) == 1.0  # nothing to test: no import needed
+
+
+def test_the_sign_flip_test_is_mcnemars_with_one_repeat_and_counts_scenarios_with_more() -> None:
+    from fractions import Fraction
+
+    from pytest_gaia2.report.paired import SIGN_FLIP_EXACT_MAX, sign_flip_p
+
+    for only_a, only_b in [(0, 5), (1, 9), (3, 4), (7, 2), (16, 6), (12, 30)]:
+        signs = [Fraction(-1)] * only_a + [Fraction(1)] * only_b + [Fraction(0)] * 20
+        assert sign_flip_p(signs) == pytest.approx(mcnemar_exact(only_a, only_b))
+    # Two scenarios of +1/3 and one of -2/3: sums over the 8 sign patterns are 0, +-2/3, +-4/3 and
+    # 0; |sum| >= 0 always, so p = 1; and +2/3, +2/3, +1/3: only the two all-same patterns reach 5/3.
+    assert sign_flip_p([Fraction(1, 3), Fraction(1, 3), Fraction(-2, 3)]) == 1.0
+    assert sign_flip_p([Fraction(2, 3), Fraction(2, 3), Fraction(1, 3)]) == pytest.approx(2 / 8)
+    assert sign_flip_p([Fraction(0)] * 4) == 1.0
+    # Past the exact limit the distribution is simulated with a fixed seed: the same answer each
+    # time, and near the exact one (here both are the normal tail of a large symmetric sum).
+    many = [Fraction(1, 32)] * 400 + [Fraction(-31, 32)] * 300 + [Fraction(17, 32)] * 100
+    assert len(many) * (2 * sum(abs(int(v * 32)) for v in many) + 1) > SIGN_FLIP_EXACT_MAX
+    assert sign_flip_p(many) == sign_flip_p(many)
+    assert 0 < sign_flip_p(many) <= 1
+
+
+def test_a_table_with_repeats_makes_the_scenario_the_unit() -> None:
+    """3 repeats of 4 scenarios: B passed all of s1 and s2 where A failed, all agree elsewhere.
+    Every repeat agrees, so the design effect is the full 3 and the interval is Newcombe's on the
+    4 scenarios' effective counts with t on 3 df."""
+    pairs = {f"s{i}/run_{run}": cell for i, cell in enumerate([(False, True), (False, True), (True, True),
+                                                                (False, False)]) for run in (1, 2, 3)}
+    table = PairedTable.of(pairs, {key: key.split("/")[0] for key in pairs})
+    assert (table.n, table.scenarios, table.clustered, table.test) == (12, 4, True, "sign-flip-scenarios")
+    assert table.design_effect == pytest.approx(3.0)
+    assert table.p_value() == pytest.approx(mcnemar_exact(0, 2))  # 2 of 4 scenarios, both one way
+    from pytest_gaia2.report.rates import t_quantile
+    assert table.interval() == pytest.approx(newcombe_interval(1, 0, 2, 1, t_quantile(0.975, 3)))
+    flat = PairedTable.of(pairs)  # no scenarios named: every key its own, as without repeats
+    assert not flat.clustered and flat.interval() == newcombe_interval(3, 0, 6, 3)

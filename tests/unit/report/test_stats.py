@@ -8,7 +8,7 @@ import random
 import pytest
 from gaia2_records import headline_records, pass_at_k_records, record, repeated
 
-from pytest_gaia2.report.rates import Rate, cluster_bootstrap, percent, wilson
+from pytest_gaia2.report.rates import Rate, clustered_wilson, percent, t_quantile, wilson
 from pytest_gaia2.report.stats import summarise
 
 
@@ -185,12 +185,12 @@ def test_pass_at_k_table() -> None:
     assert [rate.value for rate in repeats.per_run] == [0.75, 0.25, 0.75]
     assert repeats.avg_at_k.value == pytest.approx(7 / 12)
     assert (repeats.avg_at_k.successes, repeats.avg_at_k.n) == (7, 12)
-    assert repeats.avg_at_k.method == "cluster-bootstrap"
+    assert repeats.avg_at_k.method == "clustered-wilson"
     assert repeats.avg_at_k.low < 7 / 12 < repeats.avg_at_k.high
     assert [rate.method for rate in (*repeats.per_run, repeats.pass_at_k, repeats.pass_hat_k)] == ["wilson"] * 5
     assert (repeats.pass_at_k.successes, repeats.pass_at_k.n) == (3, 4)
-    assert (repeats.pass_hat_k.successes, repeats.pass_hat_k.n) == (1, 4)
-    assert (repeats.pass_hat_k.low, repeats.pass_hat_k.high) == wilson(1, 4)
+    assert (repeats.pass_hat_k.successes, repeats.pass_hat_k.n) == (2, 4)  # a and d: d's errored run left out
+    assert (repeats.pass_hat_k.low, repeats.pass_hat_k.high) == wilson(2, 4)
     assert repeats.flipped == ("b",)
     assert repeats.errored_runs == (("d", 2),)
     assert dict(repeats.patterns) == {"a": "PPP", "b": "PFP", "c": "FFF", "d": "PEP"}
@@ -235,7 +235,7 @@ def test_clustered_interval_is_wider_when_repeats_agree() -> None:
     naive = wilson(25, 50)
     overall = summary.overall
     for rate in (summary.repeats.avg_at_k, overall.strict, overall.judged, summary.splits[0].strict):
-        assert rate.method == "cluster-bootstrap"
+        assert rate.method == "clustered-wilson"
         assert (rate.successes, rate.value) == (25, 0.5)
         assert rate.low < naive[0] - 0.05 and rate.high > naive[1] + 0.05
     assert summary.repeats.avg_at_k.low == pytest.approx(summary.overall.strict.low)  # a full grid: the same rate
@@ -246,13 +246,32 @@ def test_single_runs_keep_wilson_intervals() -> None:
     assert strict.method == "wilson" and (strict.low, strict.high) == wilson(134, 160)
 
 
-def test_cluster_bootstrap_edges() -> None:
-    assert cluster_bootstrap([]) == (0.0, 1.0)
-    assert cluster_bootstrap([[(3, 3)]]) == (0.0, 1.0)  # one scenario says nothing about the others
-    assert cluster_bootstrap([[(2, 2)], [(1, 1)]]) == (1.0, 1.0)
-    assert cluster_bootstrap([[(0, 0)], [(0, 0)]]) == (0.0, 1.0)  # never judged: nothing to resample
-    clusters = [[(passes, 3)] for passes in (0, 1, 2, 3, 3, 0, 1)]
-    assert cluster_bootstrap(clusters) == cluster_bootstrap(clusters)
+def test_clustered_wilson_edges() -> None:
+    assert clustered_wilson([]) == (0.0, 1.0, 1.0)
+    assert clustered_wilson([[(3, 3)]]) == (0.0, 1.0, 1.0)  # one scenario says nothing about the others
+    assert clustered_wilson([[(0, 0)], [(0, 0)]]) == (0.0, 1.0, 1.0)  # never judged
+    assert clustered_wilson([[(1, 1)], [(0, 1)], [(1, 1)]])[:2] == wilson(2, 3)  # one result each: Wilson's
+
+
+def test_all_passed_with_repeats_is_never_a_lower_bound_of_100() -> None:
+    """The issue's case: 3 scenarios x 3 repeats, all passed. A bootstrap over 3 identical
+    scenarios gave 100% to 100%; the scenarios alone count: Wilson's 3 of 3 with t on 2 df."""
+    low, high, deff = clustered_wilson([[(3, 3)]] * 3)
+    assert deff == 3.0 and high == 1.0
+    t = t_quantile(0.975, 2)
+    assert low == pytest.approx(3 / (3 + t * t))  # Wilson's N / (N + z^2) at N of N
+    assert round(low, 4) == 0.1395
+    assert clustered_wilson([[(0, 3)]] * 3)[:2] == pytest.approx((0.0, 1 - low))  # and 0% is never [0, 0]
+
+
+def test_t_quantile_matches_scipy() -> None:
+    from scipy.stats import t
+
+    for df in (1, 2, 3, 4, 7, 10, 29, 30, 159, 300, 301, 799, 10**6):
+        for probability in (0.5, 0.9, 0.975, 0.995):
+            assert t_quantile(probability, df) == pytest.approx(t.ppf(probability, df), rel=1e-9, abs=1e-12)
+    with pytest.raises(ValueError):
+        t_quantile(0.975, 0)
 
 
 # --- planned vs done ---------------------------------------------------------------------
@@ -317,7 +336,7 @@ def test_to_dict_is_json_with_fractions_counts_and_ids() -> None:
     assert data["universes"] == {}
     assert data["repeats"]["k"] == 2
     assert data["repeats"]["errored_runs"] == [{"scenario_id": sid, "run": 1} for sid in data["error_ids"]]
-    assert data["strict"]["interval"] == "cluster-bootstrap"
+    assert data["strict"]["interval"] == "clustered-wilson"
     assert data["repeats"]["pass_at_k"]["interval"] == "wilson"
     assert (data["planned"], data["done"], data["not_run"], data["complete"]) == (161, 161, [], True)
 

@@ -164,6 +164,30 @@ def test_a_complete_run_has_no_stop_section_without_a_budget(tmp_path: Path) -> 
     assert "incomplete" not in shown and "stop" not in shown and "coverage" not in shown
 
 
+def test_a_complete_run_past_its_halt_says_so_instead_of_a_bare_no(tmp_path: Path) -> None:
+    """Every planned scenario ran, yet the spend is past the halt: "stopped: no" next to it would
+    read as a contradiction, so every page says why (a halt stops only new starts); the index's
+    cost reads as money ($0.0060, never 0.0060)."""
+    stop = Stop(None, halt=0.005, spent=0.006).to_dict()
+    folder = _halted_folder(tmp_path, stop, {"name": None, "tags": []}, planned=["search/s_0", "search/s_1"])
+    write_report(folder, index=tmp_path / "index.sqlite")
+    why = ("no: every planned scenario ran; the spend passed the $0.0050 halt only in scenarios already running: "
+           "a halt stops new starts, and every planned scenario had started")
+    assert f"- stopped: `{why}`" in (folder / REPORT_MD).read_text(encoding="utf-8")
+    assert _shown((folder / REPORT_HTML).read_text(encoding="utf-8"))["stop-reason"] == f"stopped: {why}"
+    shown = _shown(write_index(folder).read_text(encoding="utf-8"))
+    assert shown["stop-budget"] == (
+        "budget: halt $0.0050, cap none, spent $0.0060, spent at stop none (the spend passed the $0.0050 halt "
+        "only in scenarios already running: a halt stops new starts, and every planned scenario had started)")
+    assert "incomplete" not in shown
+    assert shown["counts"].endswith("0 error — cost $0.0060")
+    capped = Stop(None, halt=0.004, cap=0.005, spent=0.006).status(complete=True)
+    assert capped == ("no: every planned scenario ran; the spend passed the $0.0050 cap: the scenarios running "
+                      "then were stopped before a verdict (their records say so)")
+    assert Stop(None, halt=0.01, spent=0.006).status(complete=True) == "no: every planned scenario ran"
+    assert Stop(None).status(complete=False) is None
+
+
 def test_hostile_stop_and_names_are_escaped_checked_and_cut(tmp_path: Path) -> None:
     stop = {**_stop("<script>alert(1)</script>\x1b[31m" + "x" * 5000), "halt_usd": 1e300, "cap_usd": "5",
             "spent_usd": -1, "not_started": [{"key": "<b>k</b>", "why": 7}, "junk", {"why": "no key"}]}

@@ -4,7 +4,9 @@ rendering raise."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -152,6 +154,14 @@ def test_judge_matching_shown_is_daemon_judgments(attempt: Path) -> None:
     assert counts == [["Contacts__search", "1", "1"], ["Email__send", "1", "2"]]
 
 
+def test_the_attempts_cost_reads_as_money(tmp_path: Path) -> None:
+    folder = tmp_path / "search" / "x"
+    store.write_json(folder / "result.json", record("search/x", cost_usd=0.125).to_json())
+    assert "<tr><td>cost</td><td>$0.12</td></tr>" in write_trace(folder).read_text(encoding="utf-8")  # not 0.125
+    store.write_json(folder / "result.json", record("search/x", cost_usd=0.006).to_json())
+    assert "<tr><td>cost</td><td>$0.0060</td></tr>" in write_trace(folder).read_text(encoding="utf-8")
+
+
 def test_events_grouped_into_turns_in_order(attempt: Path) -> None:
     page = read_tables(write_trace(attempt))
     rows = page.tables["events"]
@@ -265,6 +275,7 @@ def test_index_rows_equal_results_and_link_existing_traces(tmp_path: Path, attem
                error_category="invalid_scenario", error=HOSTILE, wall_time_s=None),
         record("../../outside", scenario_id="d", success=None, outcome="error", error_category="timeout"),
     ]
+    records = [dataclasses.replace(r, image="gaia2/agent:1", model="m1") for r in records]
     (tmp_path / "outside").mkdir(exist_ok=True)
     (tmp_path.parent / "outside").mkdir(exist_ok=True)
     (tmp_path.parent / "outside" / "trace.html").write_text("x", encoding="utf-8")
@@ -279,7 +290,10 @@ def test_index_rows_equal_results_and_link_existing_traces(tmp_path: Path, attem
         row = by_id[r.scenario_id]
         assert row[1:3] == [r.split, r.universe or ""] and row[5] == r.outcome
         assert row[6] == (r.error_category or ("judge" if r.outcome == "failed" else ""))
-    assert by_id["scenario_universe_21_abc"][9:11] == ["0.0123", "15"]
+    assert by_id["scenario_universe_21_abc"][9:11] == ["$0.01", "15"]  # money as money (the sort key keeps every digit)
+    counts = " ".join(re.sub(r"<[^>]+>", " ", html_path.read_text(encoding="utf-8").split('id="counts">')[1]
+                                .split("</p>")[0]).split())
+    assert counts.endswith("2 error — cost $0.01 — image gaia2/agent:1, model m1")  # one separator each
     assert page.hrefs == ["search/scenario_universe_21_abc/trace.html"]
     html = html_path.read_text(encoding="utf-8")
     assert "<script>window" not in html and "&lt;script&gt;window" in html
@@ -289,3 +303,24 @@ def test_index_of_an_empty_or_broken_run(tmp_path: Path) -> None:
     assert "0 of 0 planned scenarios done" in write_index(tmp_path).read_text(encoding="utf-8")
     (tmp_path / "results.jsonl").write_bytes(b'{"scenario_id": 1, "repeat": "x"}\nnot json\n')
     assert "<h1>" in write_index(tmp_path).read_text(encoding="utf-8")
+
+
+def test_the_judges_audit_trail_is_shown_and_linked(attempt: Path) -> None:
+    """gaia2-cli's TypeSafe judge writes judge_decisions.jsonl into the state folder: each model
+    call's probability and threshold are on the page, hostile text escaped, the file linked."""
+    decisions = [
+        {"provider": "typesafe", "requested_model": "jev-latest", "model": "jev-1.13", "probability": 0.82,
+         "threshold": 0.5, "passed": True, "input_sha256": "ab" * 32},
+        {"provider": "typesafe", "requested_model": "jev-latest", "model": HOSTILE, "probability": 0.1,
+         "threshold": 0.5, "passed": False, "input_sha256": "cd" * 32, "extra": "x"},
+    ]
+    write_lines(attempt / "state" / "judge_decisions.jsonl", decisions)
+    page = read_tables(write_trace(attempt))
+    assert page.tables["audit"] == [[shown(d[field]) for field in trace_html.AUDIT_FIELDS] for d in decisions]
+    assert "state/judge_decisions.jsonl" in page.hrefs
+    html = (attempt / "trace.html").read_text(encoding="utf-8")
+    assert "<script>window" not in html and 'id="audit"' in html
+
+
+def test_no_audit_section_without_an_audit_file(attempt: Path) -> None:
+    assert 'id="audit"' not in write_trace(attempt).read_text(encoding="utf-8")

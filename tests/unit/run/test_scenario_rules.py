@@ -298,3 +298,36 @@ def test_a_halted_budget_skips_before_the_next_attempt(run: RunFolder, item: Pla
     with pytest.raises(pytest.skip.Exception, match="budget"):
         runner.result_for(item, lambda attempt: None)
     assert runner.made == []
+
+
+def test_the_token_halt_skips_before_the_next_attempt(run: RunFolder, item: PlannedItem) -> None:
+    record_spend(run.path, "search/earlier", 1, None, 1_500)  # a model without a price: tokens only
+    runner = ScriptedRunner(run, 0, [PASS], Budget(token_halt=1_000))
+    with pytest.raises(pytest.skip.Exception, match="budget: the run has used 1,500 tokens, its token halt is 1,000"):
+        runner.result_for(item, lambda attempt: None)
+    assert runner.made == []
+
+
+def test_max_errors_counts_this_sessions_errors_its_own_at_once(run: RunFolder, item: PlannedItem) -> None:
+    """Another worker's error is in results.jsonl (the controller wrote it); this worker's own
+    counts before the controller has written it. Earlier sessions' errors and errors that are
+    not the setup's (a broken file, an interruption, the cap) do not count."""
+    other = replace(make_record(None, category="health_timeout", session_id=NOW), scenario_id="scenario_universe_22_x")
+    for record in (
+        other,
+        replace(make_record(None, session_id=EARLIER), scenario_id="scenario_universe_23_x"),
+        replace(make_record(None, category="interrupted", session_id=NOW), scenario_id="scenario_universe_24_x"),
+        replace(make_record(None, category="invalid_scenario", session_id=NOW), scenario_id="scenario_universe_25_x"),
+        replace(make_record(None, category="budget_cap", session_id=NOW), scenario_id="scenario_universe_26_x"),
+    ):
+        run.append_result(record)
+    runner = ScriptedRunner(run, 0, [make_record(None, session_id=NOW)], Budget(max_errors=2))
+    assert runner.result_for(item, lambda attempt: None).record.outcome == "error"  # one error seen: it starts
+    assert runner.own_errors == {item.key: "no_judgment"}
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        runner.result_for(item, lambda attempt: None)
+    assert str(skipped.value) == (
+        "errors: 2 infrastructure error(s) in this session (health_timeout 1, no_judgment 1) reached "
+        "--gaia2-max-errors 2; no new scenario starts"
+    )
+    assert len(runner.made) == 1

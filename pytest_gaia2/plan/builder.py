@@ -1,9 +1,9 @@
-"""Small helper that writes Gaia2 scenarios in ARE's exported-trace JSON format.
+"""Writes Gaia2 scenarios in ARE's exported-trace JSON format, deterministically.
 
-Used by ``make_scenarios.py`` (shipped scenarios and test variants) and by
-``make_many.py`` (the ``many/search`` bulk set).  Everything is deterministic:
-identifiers come from a random generator seeded with the scenario id, so
-re-running a script rewrites byte-identical files.
+One builder for every scenario file the project makes: the shipped scenarios and test variants
+(``scripts/scenarios/make_scenarios.py``), the ``many/search`` bulk set (``make_many.py``) and
+the rehearsal pool (:mod:`pytest_gaia2.plan.rehearsal`). Identifiers come from a random generator
+seeded with the scenario id, so writing a scenario again gives byte-identical files.
 
 Format notes (ARE ``ExportedTrace``):
 - top level: ``world_logs``, ``apps``, ``events``, ``completed_events``,
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,6 @@ APP_CLASSES = {
     "Messages": "MessagingAppV2",
 }
 
-SPLITS = ("search", "execution", "adaptability", "time", "ambiguity")
-
 
 def ts(text: str) -> float:
     """'YYYY-MM-DD HH:MM:SS' (UTC) -> epoch float."""
@@ -52,6 +51,7 @@ def ts(text: str) -> float:
 
 
 def display(epoch: float) -> str:
+    """Epoch -> the weekday form ARE shows in calendar events."""
     return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime(DISPLAY_FORMAT)
 
 
@@ -235,9 +235,14 @@ class ScenarioBuilder:
         return path
 
 
+def dumps(data: Any) -> str:
+    """A scenario file's text: indented JSON, non-ASCII kept, one final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(dumps(data), encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------
@@ -346,8 +351,10 @@ def email(
     }
 
 
-def email_state(user_email: str, inbox: list[dict] = (), sent: list[dict] = ()) -> dict[str, Any]:
-    def folder(name: str, emails: list[dict]) -> dict[str, Any]:
+def email_state(
+    user_email: str, inbox: Sequence[dict[str, Any]] = (), sent: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    def folder(name: str, emails: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "folder_name": name,
             "emails": sorted(emails, key=lambda e: e["timestamp"], reverse=True),
@@ -369,7 +376,7 @@ def message(sender_id: str, message_id: str, when: str, content: str) -> dict[st
     return {"sender_id": sender_id, "message_id": message_id, "timestamp": ts(when), "content": content}
 
 
-def conversation(conv_id: str, title: str, participants: list[str], messages: list[dict]) -> dict[str, Any]:
+def conversation(conv_id: str, title: str, participants: list[str], messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "conversation_id": conv_id,
         "title": title,

@@ -5,6 +5,12 @@ The names below are the public API (the record of an attempt, the run folder rea
 ``conftest.py`` may implement); everything else is private by room. The
 rooms, top to bottom: ``plugin`` | ``cli``, ``run``, ``report``, ``cost``, ``plan``,
 ``config``, ``engine``, ``store`` (``reference`` is the in-container reference image).
+
+PYTEST_DONT_REWRITE: pytest marks an installed plugin's package for assertion rewriting each
+time a config is made; a second config in one process (``pytester``'s in-process runs, or a
+tool that calls ``pytest.main`` twice) found this package imported already, from an editable
+install not through pytest's import hook, and warned (PytestAssertRewriteWarning) in every such
+run. This module holds no assert; its submodules are rewritten as before.
 """
 
 from __future__ import annotations

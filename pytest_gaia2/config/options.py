@@ -511,11 +511,19 @@ def read(config: pytest.Config, toml: Mapping[str, Any] | None = None) -> dict[s
     ini: dict[str, Any] = {}
     for option in OPTIONS:
         cli[option.key] = _anchored(option, config.getoption(f"gaia2_{option.key}"), here)
-        value = config.getini(option.ini)
+        value = _ini(config, option.ini)
         if option.flag and value is False:
             value = None  # an unset bool ini reads as False; let the default speak
         ini[option.key] = _anchored(option, value if value not in ("", None) else None, _ini_dir(config))
     return resolve(cli, toml or {}, ini)
+
+
+def _ini(config: pytest.Config, name: str) -> Any:
+    """An ini value; one pytest refuses (a bool's "invalid truth value") names its key."""
+    try:
+        return config.getini(name)
+    except pytest.UsageError as exc:
+        raise OptionError(f"{name}: {exc}") from None
 
 
 def config_file(config: pytest.Config) -> str | None:
@@ -556,7 +564,7 @@ def may_collect(config: pytest.Config) -> bool:
     """Whether this run can collect a scenario at all, decided without reading any: when not,
     the plugin idles (registers its options and markers, imports nothing else)."""
     for key in ("scenarios", "dataset", "config", "preflight_only"):
-        if config.getoption(f"gaia2_{key}") or config.getini(f"gaia2_{key}"):
+        if config.getoption(f"gaia2_{key}") or _ini(config, f"gaia2_{key}"):
             return True
     return not explicit_test_paths(config) and (base_dir(config) / "scenarios").is_dir()
 

@@ -9,6 +9,7 @@ An ``OptionError`` from below becomes pytest's usage error here (``ERROR: ...``,
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +36,9 @@ RESULT_KEY = pytest.StashKey[Any]()
 EXIT_STATUS_KEY = pytest.StashKey[int]()
 RUN_FOLDER_KEY = pytest.StashKey[dict[Path, bool]]()
 ATTEMPT_KEY = pytest.StashKey[Any]()
+COLLECTED_KEY = pytest.StashKey[bool]()
+USAGE_ERROR_OUTPUT = "gaia2_usage_error"
+"""The ``workeroutput`` key an xdist worker hands a selection's usage error over in."""
 NODE_PREFIX = "gaia2"
 
 
@@ -177,10 +181,14 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     from pytest_gaia2.plugin.allure import planned_item
 
     planned = {id(item): found for item in items if (found := planned_item(item)) is not None}
-    if not planned:
-        _nothing_selected(config, items, context)
+    try:
+        if not planned:
+            _nothing_selected(config, items, context)
+            return
+        keep = context.narrow(list(planned.values()))
+    except OptionError as exc:
+        _refuse_selection(config, context, items, exc)
         return
-    keep = context.narrow(list(planned.values()))
     dropped = [item for item in items if id(item) in planned and planned[id(item)].key not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -209,7 +217,26 @@ def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: 
     names = sorted({item.split for item in planned} | set(extra_split_markers(planned)))
     for option, expression in (("-m", config.option.markexpr), ("-k", config.option.keyword)):
         if expression:
-            raise pytest.UsageError(nothing_selected(option, expression, markers, names if option == "-k" else []))
+            raise OptionError(nothing_selected(option, expression, markers, names if option == "-k" else []))
+
+
+def _refuse_selection(config: pytest.Config, context: RunContext, items: list[pytest.Item], exc: OptionError) -> None:
+    """A selection that cannot run stops the run as a usage error, with one message whatever
+    the process layout: nothing is collected (so nothing is dealt out, and no pre-flight or run
+    folder follows) and the message goes to the process that owns the run: it is that process
+    serially; an xdist worker hands it over in ``workeroutput`` (:func:`pytest_testnodedown`),
+    so pytest does not end the worker with an INTERNALERROR. Raising here would not stop
+    pytest from calling pytest_collection_finish, nor xdist from dealing out what was collected."""
+    from pytest_gaia2.run.context import RunStopped
+    from pytest_gaia2.store.redact import printable
+
+    items.clear()
+    message = printable(str(exc))
+    worker_output = getattr(config, "workeroutput", None)
+    if worker_output is not None:
+        worker_output[USAGE_ERROR_OUTPUT] = message
+    elif context.stopped is None:
+        context.stopped = RunStopped([message], code=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -364,47 +391,79 @@ def _planned(context: RunContext, node_ids: list[str]) -> list[str]:
     )
 
 
-def _prepare(context: RunContext, planned: list[str], collect_only: bool = False) -> None:
-    """The run prepared once (pre-flight, run folder); then its live status, on the controller."""
+def _prepare(context: RunContext, ids: list[str], collect_only: bool = False) -> bool:
+    """The run prepared once (pre-flight, run folder) and its live status started, on the
+    process that owns the run. False when the run is stopped, by a usage
+    error (exit status 4) or a pre-flight refusal: no test runs, and why is printed last
+    (:func:`_print_stop`). Under xdist nothing is raised here: the workers, which wait to be
+    dealt tests, end as soon as there are none, instead of being killed after a timeout."""
+    from pytest_gaia2.run.context import RunStopped
+
     was_prepared = context.prepared
-    context.prepare(planned, collect_only=collect_only)
+    try:
+        context.prepare(_planned(context, ids), collect_only=collect_only)
+    except OptionError as exc:
+        from pytest_gaia2.store.redact import printable
+
+        context.stopped = RunStopped([printable(str(exc))], code=pytest.ExitCode.USAGE_ERROR)
+        return False
+    except RunStopped:
+        return False
     if context.prepared and not was_prepared and context.folder is not None:
         from pytest_gaia2.plugin.live_status import start_live_status
 
         start_live_status(context.config, context.folder.path, context.book, context.values["progress_interval"])
+    return not context.stopped
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_collection_modifyitems")
+def pytest_collection_completed(session: pytest.Session) -> Any:
+    """Whether every plugin's pytest_collection_modifyitems returned: pytest calls
+    pytest_collection_finish even after one raised, and a refused run must not go on."""
+    result = yield
+    session.stash[COLLECTED_KEY] = True
+    return result
 
 
 @pytest.hookimpl(trylast=True)
-@_usage_errors()
 def pytest_collection_finish(session: pytest.Session) -> None:
     context = _context(session.config)
-    if context:
-        _prepare(
-            context,
-            _planned(context, [item.nodeid for item in session.items]),
-            collect_only=session.config.option.collectonly,
-        )
+    if not context or COLLECTED_KEY not in session.stash:
+        return
+    if session.testsfailed and not session.config.option.continue_on_collection_errors:
+        return  # pytest stops at a collection error before running anything
+    ids = [item.nodeid for item in session.items]
+    if not _prepare(context, ids, collect_only=session.config.option.collectonly):
+        session.items.clear()
 
 
 @pytest.hookimpl(optionalhook=True)
-@_usage_errors()
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """xdist controller, for each worker's collection, before any test is dealt out: a stopped
+    run's collections are emptied, so the scheduler deals out nothing and the workers end."""
     context = _context(node.config)
-    if context:
-        _prepare(context, _planned(context, ids))
+    if context and not _prepare(context, list(ids)):
+        ids.clear()
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     context = _context(node.config)
-    if error and context:
+    if not context:
+        return
+    if error:
         context.remove_worker_containers(node.gateway.id)
+    refused = (getattr(node, "workeroutput", None) or {}).get(USAGE_ERROR_OUTPUT)
+    if refused and context.stopped is None:
+        from pytest_gaia2.run.context import RunStopped
+
+        context.stopped = RunStopped([str(refused)], code=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """The run's summary, then what ``pytest_gaia2_summary`` hooks add (masked, printable)."""
     context = _context(config)
-    if context is None:
+    if context is None or exitstatus == pytest.ExitCode.USAGE_ERROR:
         return
     lines = context.summary_lines()
     for line in lines:
@@ -435,6 +494,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     wind_down = session.config.stash.get(WIND_DOWN_KEY, None)
     status = context.finish(int(exitstatus), signum=wind_down.first if wind_down is not None else None)
     add_junit_properties(session.config, context)
+    if context.stopped is not None:
+        status = context.stopped.code
     if status is not None:
         session.exitstatus = status
     session.config.stash[EXIT_STATUS_KEY] = int(session.exitstatus)
@@ -454,10 +515,28 @@ def _print_verdict(config: pytest.Config, context: RunContext) -> None:
         reporter.write_line(printable(context.redactor.redact(line)), green=met, red=not met, bold=True)
 
 
+def _print_stop(config: pytest.Config, context: RunContext) -> None:
+    """Why the run stopped before any test, after pytest's own summary, the same serially and
+    under xdist: a usage error as pytest prints its own (``ERROR: ...`` on stderr), a refusal
+    as plain lines, never pytest's ``Exit`` form."""
+    stopped = context.stopped
+    if stopped is None or context.is_worker:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for line in stopped.lines:
+        if stopped.code == pytest.ExitCode.USAGE_ERROR:
+            sys.stderr.write(f"ERROR: {line}\n\n")
+        elif reporter is None:
+            sys.stderr.write(line + "\n")
+        else:
+            reporter.write_line(line, red=stopped.code != 0, green=stopped.code == 0, bold=True)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     context = _context(config)
     if context:
         _print_verdict(config, context)
+        _print_stop(config, context)
         context.close()
     wind_down = config.stash.get(WIND_DOWN_KEY, None)
     if wind_down is not None:

@@ -46,6 +46,8 @@ MAX_PROBLEMS = 500
 """Failures and errors listed by name; more are counted."""
 REASON_CHARS = 300
 """The judge's reason or the error, cut to this many characters in the table."""
+SESSION_LINE_BYTES = 64 * 1024
+"""A sessions.jsonl line is read up to this size (a command line and a session's provenance)."""
 APPS_UNKNOWN = "apps unknown"
 """The app row of scenarios whose file is gone, changed since the run (or since it was planned,
 for one that never ran), never parsed, or not on record (a run folder of an earlier version)."""
@@ -84,6 +86,7 @@ class RunReport:
     name: str
     details: dict[str, str]
     command: str
+    """The latest session's command (a resumed or grown run's last)."""
     summary: stats.Summary
     apps: tuple[stats.GroupStats, ...]
     cost: dict[str, Any] | None
@@ -98,6 +101,8 @@ class RunReport:
     facts: RunFacts | None = None
     coverage: dict[str, Any] | None = None
     plan: Plan | None = None
+    first_command: str = ""
+    """The first session's command, when the latest session's differs."""
     """Where the planned keys came from (summary.json's plan, or why not)."""
 
 
@@ -223,6 +228,14 @@ def judged_verdicts(records: Sequence[AttemptRecord]) -> dict[str, bool]:
     return {key: record.outcome == "passed" for key, record in latest.items() if record.outcome in ("passed", "failed")}
 
 
+def commands(folder: store.RunFolder, run_config: dict[str, Any]) -> tuple[str, str]:
+    """The first session's command (run_config.json) and the latest's (sessions.jsonl)."""
+    first = str(run_config.get("command") or "")
+    sessions = store.read_jsonl(folder.file(store.SESSIONS_FILE), max_line_bytes=SESSION_LINE_BYTES)
+    latest = next((str(line["command"]) for line in reversed(sessions) if line.get("command")), first)
+    return first, latest
+
+
 def build(folder: store.RunFolder, index: Path | None) -> RunReport:
     """The report's content, plots included (matplotlib is checked first)."""
     plots.require()
@@ -241,10 +254,12 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
     ledger = Ledger(folder.path)
     ledger_usd = ledger.total() if ledger.present else None
     listed = problems(folder.path, records, summary)
+    first, latest = commands(folder, run_config)
     return RunReport(
         name=folder.path.resolve().name,
         details=environment(run_config),
-        command=str(run_config.get("command") or ""),
+        command=latest,
+        first_command=first if first != latest else "",
         summary=summary,
         apps=app_breakdown(records, planned, scenario_apps(records, index, facts.not_run_files)),
         cost=spend.summary(records),

@@ -39,6 +39,8 @@ class RunRow:
     folder: str
     facts: RunFacts
     sessions: int
+    """Sessions that ran something: a verdict or error of theirs is still a scenario's latest
+    record (all of them when results.jsonl cannot be read)."""
     planned: int | None
     done: int | None
     strict: Rate | None
@@ -49,6 +51,13 @@ class RunRow:
     """(name, href relative to the output folder) of the run's own pages."""
     plan_note: str | None = None
     """Where planned came from when not from summary.json, and why (:class:`run_facts.Plan`)."""
+    idle_sessions: int = 0
+    """Sessions that ran nothing still recorded (stopped at once: a halt, a crash, Ctrl-C)."""
+
+    @property
+    def sessions_text(self) -> str:
+        """``3``, or ``3 (+2 ran nothing)``."""
+        return f"{self.sessions}" + (f" (+{self.idle_sessions} ran nothing)" if self.idle_sessions else "")
 
     @property
     def complete(self) -> bool:
@@ -72,10 +81,15 @@ def rate_text(rate: Rate | None) -> str:
     return f"{rate.successes}/{rate.n} = {percent(rate.value)} [{percent_number(rate.low)}–{percent_number(rate.high)}]"
 
 
-def _sessions(path: Path) -> int:
-    """Sessions of the run (a resumed run has more than one), from sessions.jsonl, bounded."""
+def _sessions(path: Path) -> list[str | None]:
+    """The session ids of the run (a resumed run has more than one; a merged run's pieces have
+    none), from sessions.jsonl, bounded."""
     lines = store.json_lines(path / store.SESSIONS_FILE, max_line_bytes=64 * 1024)
-    return sum(1 for line in islice(lines, MAX_SESSIONS) if isinstance(line, dict))
+    return [
+        str(line["session_id"]) if line.get("session_id") else None
+        for line in islice(lines, MAX_SESSIONS)
+        if isinstance(line, dict)
+    ]
 
 
 def _pages(output: Path, path: Path) -> tuple[tuple[str, str], ...]:
@@ -93,14 +107,18 @@ def _pages(output: Path, path: Path) -> tuple[tuple[str, str], ...]:
 def row(output: Path, path: Path) -> RunRow:
     """The row of the run folder at ``path``; never raises on what the folder holds."""
     facts = run_facts.read(path)
-    make = functools.partial(
-        RunRow, folder=shown(path.name), facts=facts, sessions=_sessions(path), pages=_pages(output, path)
-    )
+    sessions = _sessions(path)
+    make = functools.partial(RunRow, folder=shown(path.name), facts=facts, pages=_pages(output, path))
     try:
         records = list(store.RunFolder(path).records(strict=True))
     except store.ResultsError as exc:
         reason = shown(str(exc).replace(str(path), path.name))[: run_facts.REASON_CHARS]
-        return make(planned=None, done=None, strict=None, cost_usd=None, status=f"unreadable: {reason}")
+        return make(
+            sessions=len(sessions), planned=None, done=None, strict=None, cost_usd=None, status=f"unreadable: {reason}"
+        )
+    ran = {record.session_id for record in records}
+    idle = sum(1 for session in sessions if session is not None and session not in ran)
+    make = functools.partial(make, sessions=len(sessions) - idle, idle_sessions=idle)
     plan = facts.plan(records)
     summary = stats.summarise([record.to_json() for record in records], plan.keys)
     ledger = Ledger(path)
@@ -165,7 +183,7 @@ def lines(found: list[RunRow]) -> list[str]:
             item.facts.name or "-",
             ",".join(item.facts.tags) or "-",
             started_text(item.facts.started),
-            str(item.sessions),
+            item.sessions_text,
             "?" if item.planned is None else f"{item.done}/{item.planned}",
             rate_text(item.strict),
             cost_text(item.cost_usd),

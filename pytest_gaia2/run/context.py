@@ -25,6 +25,7 @@ from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.cost import projection as probe
 from pytest_gaia2.cost.budget import Budget, Ledger
+from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.engine.pool import EnginePool
 from pytest_gaia2.plan import items as plan_mod
 from pytest_gaia2.plan import selection, sequence
@@ -44,17 +45,52 @@ if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
 
-EXIT_SETUP_FAILED = 3
+EXIT_REFUSED = 6
+"""The exit status of a run pre-flight refused (the engine does not answer, the image is missing,
+a model endpoint is not ready, the run to resume was made with other settings, its folder is in
+use): pytest's own codes end at 5, and its 3 means an internal error."""
+EXIT_STATUSES: tuple[tuple[int, str], ...] = (
+    (
+        0,
+        "every scenario passed, or the gate (`--gaia2-min-pass-rate`, `--gaia2-max-error-rate`) is met; "
+        "`--gaia2-preflight-only`: every check passed",
+    ),
+    (
+        1,
+        "a scenario failed or errored, or the gate is missed (it alone decides when set), or a limit (a "
+        "budget halt or cap, `--gaia2-token-halt`, `--gaia2-max-errors`) stopped a run without a gate short "
+        "of its plan; `--gaia2-preflight-only`: a check failed",
+    ),
+    (2, "interrupted: Ctrl-C, SIGTERM, or a collection error (pytest's own)"),
+    (3, "pytest's internal error: a bug, never a refusal of the plugin (pytest's own)"),
+    (
+        4,
+        "a usage error, before any container and before any run folder: a bad option or ini value, a "
+        "`--gaia2-scenarios` path that does not exist, a `-m` or `-k` that selects no scenario, a sample "
+        "larger than its pool; one `ERROR:` line on stderr, the same serially and under `-n`",
+    ),
+    (5, "no test was collected (pytest's own)"),
+    (
+        EXIT_REFUSED,
+        "pre-flight refused the run, before any container and before any run folder: the engine "
+        "does not answer, the image is missing or broken, a model endpoint is not ready, the run to resume "
+        "was made with other settings, the run folder is in use or cannot be created; plain lines saying "
+        "why and what to do, the same serially and under `-n`",
+    ),
+)
+"""Every exit status of a pytest run with the plugin, and what it means (docs/reference/exit-codes.md)."""
 WORKER_WIND_DOWN = 30.0
 """Seconds an interrupted run waits for its xdist workers to write their records."""
 
 
-def _same(one: Path, other: Path) -> bool:
-    """Whether two paths name the same folder (through links and relative parts)."""
-    try:
-        return one.resolve() == other.resolve()
-    except (OSError, RuntimeError):
-        return False
+class RunStopped(Exception):
+    """The run ends before any scenario starts: ``lines`` say why, ``code`` is its exit status.
+    The plugin prints the lines as they are (never pytest's ``Exit`` form) and runs no test."""
+
+    def __init__(self, lines: list[str], code: int = EXIT_REFUSED) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+        self.code = code
 
 
 class RunContext:
@@ -91,6 +127,8 @@ class RunContext:
             on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
         )
         self.prepared = False
+        self.stopped: RunStopped | None = None
+        """Why pre-flight ended the run before any scenario (the run then has no folder)."""
         self.mid_line: Callable[[Any], bool] = lambda reporter: False
         """Whether the terminal's last line is unfinished; the plugin sets the real test
         (plugin.private_api.mid_line, a room above this one)."""
@@ -124,6 +162,8 @@ class RunContext:
                             f"--gaia2-{cap.replace('_', '-')} needs the model gateway, which is off for this run "
                             f"({'; '.join(gateway_notes) or 'no provider key is configured'})"
                         )
+                self._check_urls()
+                _ = self.prices  # as does a price file that cannot be read
                 self.items()  # discovery and selection problems surface at start-up
                 _ = self.baseline  # as does a baseline that cannot be read
 
@@ -140,6 +180,14 @@ class RunContext:
             environ={**os.environ, **self.config_secrets},
             reference_image=build.image_name(),
         )
+
+    def _check_urls(self) -> None:
+        from pytest_gaia2.run import preflight
+
+        try:
+            preflight.check_urls(self.settings)
+        except preflight.PreflightError as exc:
+            raise OptionError(str(exc)) from None
 
     @cached_property
     def redactor(self) -> hooked_env.LearningRedactor:
@@ -183,7 +231,11 @@ class RunContext:
         for key in ("language", "dataset_revision"):
             if self.values[key]:
                 raise OptionError(f"--gaia2-{key.replace('_', '-')} applies to --gaia2-dataset only")
-        return [self.path(raw) for raw in self.values["scenarios"]] or [self.base / "scenarios"]
+        given = [self.path(raw) for raw in self.values["scenarios"]]
+        missing = [str(path) for path in given if not os.path.lexists(path)]
+        if missing:
+            raise OptionError(f"--gaia2-scenarios: no such file or folder: {', '.join(missing)}")
+        return given or [self.base / "scenarios"]
 
     # -- the plan ----------------------------------------------------------------------------
 
@@ -329,6 +381,11 @@ class RunContext:
         try:
             if resume:
                 self.folder = store.RunFolder.find(self.output, None if resume is True else self.path(resume))
+                if self.folder.skipped:
+                    self.notes.append(
+                        f"--gaia2-resume: continuing {self.folder.path.name}, the latest run with a verdict; "
+                        f"newer without one: {', '.join(path.name for path in self.folder.skipped)}"
+                    )
                 stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
                 self.run_id = str(stored.get("run_id") or self.session_id)
             else:
@@ -385,13 +442,28 @@ class RunContext:
     def prepare(self, planned: list[str], collect_only: bool = False) -> None:
         """Pre-flight, the run folder and its lock: once, before any container, on the controller.
 
-        A failure ends the run with one message instead of one error per test.
+        A failure ends the run with one message instead of one error per test: an
+        :class:`OptionError` for a usage error, :class:`RunStopped` (kept in ``stopped``) for a
+        refusal; either way no run folder is created and ``latest`` does not move.
         """
         if planned and not collect_only and not self.order:
             self.order = list(planned)
-        if self.prepared or self.is_worker or collect_only or not (planned or self.values["preflight_only"]):
+        if self.prepared or self.stopped or self.is_worker or collect_only:
             return
-        if self.baseline is not None and self.folder is not None and _same(self.baseline.path, self.folder.path):
+        if not (planned or self.values["preflight_only"]):
+            return
+        try:
+            self._prepare(planned)
+        except RunStopped as stop:
+            self.prepared, self.stopped = False, stop
+            raise
+
+    def _prepare(self, planned: list[str]) -> None:
+        if (
+            self.baseline is not None
+            and self.folder is not None
+            and store.same_folder(self.baseline.path, self.folder.path)
+        ):
             raise OptionError(
                 f"--gaia2-stop-when-decided: {self.baseline.path} is the run folder this run writes into; "
                 "the baseline is an earlier run"
@@ -425,23 +497,28 @@ class RunContext:
                 gateway_port=self.gateway.port if self.gateway is not None else None,
             )
         except (EngineError, preflight.PreflightError) as exc:
-            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
+            raise self._stop(f"pytest-gaia2: {exc}") from None
         self._image_id = outcome.image_id
         write = self._writer()
         if self.values["preflight_only"]:
             for line in outcome.lines:
                 write(printable(self.redactor.redact(line)))
-            pytest.exit("pytest-gaia2: pre-flight only", returncode=0 if outcome.ok else 1)
+            verdict = "ready to run" if outcome.ok else "not ready (see each [FAIL] above)"
+            raise RunStopped([f"pytest-gaia2: pre-flight only: {verdict}"], code=0 if outcome.ok else 1)
         try:
             self._open_folder(outcome.facts, planned)
         except store.StoreError as exc:
-            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
+            raise self._stop(f"pytest-gaia2: {exc}") from None
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
             write(self.redactor.redact(f"gaia2: {line}"))
         for warning in self.book.gate_warnings(planned):
             write(warning)
         shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
+
+    def _stop(self, text: str) -> RunStopped:
+        """A refusal: its lines masked and printable, with EXIT_REFUSED."""
+        return RunStopped([printable(self.redactor.redact(line)) for line in text.splitlines()])
 
     def _writer(self) -> Callable[[str], None]:
         """A line of its own on the terminal: under xdist the progress dots leave
@@ -487,21 +564,29 @@ class RunContext:
             selection.write_manifest(self.folder.file(store.MANIFEST_FILE), [(s.split, s.scenario_id) for s in chosen])
 
     def _check_resume(self) -> None:
-        """Refuse (or warn about) continuing a run made with other provenance or changed files."""
+        """Refuse (or warn about) continuing a run made with other provenance or changed files:
+        each difference in words, and the one command that continues the run as it was made."""
         assert self.folder is not None
         stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
         hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario}
-        differences = provenance.differences(stored, self.provenance(), self.folder.records(), hashes)
+        now = {"provenance": self.provenance(), "settings": settings_mod.public_dict(self.settings)}
+        differences = provenance.differences(stored, now, self.folder.records(), hashes)
         if not differences:
             return
-        text = f"--gaia2-resume: {self.folder.path} was run with other settings: " + "; ".join(differences)
-        if self.values["resume_mismatch"] != "warn":
-            self.folder.unlock()
-            pytest.exit(
-                self.redactor.redact(f"{text} (use --gaia2-resume-mismatch=warn to continue anyway)"),
-                returncode=pytest.ExitCode.USAGE_ERROR,
-            )
-        self._writer()(self.redactor.redact(f"gaia2: warning: {text}"))
+        head = f"--gaia2-resume: {self.folder.path} was run with other settings:"
+        if self.values["resume_mismatch"] == "warn":
+            self._writer()(printable(self.redactor.redact(f"gaia2: warning: {head} {'; '.join(differences)}")))
+            return
+        sessions = store.read_jsonl(self.folder.file(store.SESSIONS_FILE))
+        earlier = next((str(s["command"]) for s in reversed(sessions) if s.get("command")), stored.get("command"))
+        lines = [f"pytest-gaia2: {head}", *(f"  {difference}" for difference in differences)]
+        if isinstance(earlier, str) and earlier:
+            lines += [
+                "to continue it with the settings it was run with (its saved verdicts are reused, none is paid again):",
+                f"  {provenance.resume_command(earlier, self.folder.path)}",
+            ]
+        lines.append("to run these settings instead, start a new run: leave out --gaia2-resume")
+        raise RunStopped([printable(self.redactor.redact(line)) for line in lines])
 
     def provenance(self) -> dict[str, Any]:
         return provenance.of_session(
@@ -551,7 +636,7 @@ class RunContext:
             workers=self.workers,
             budget=self.budget,
             only=self.probe_keys if self.values["probe_only"] else None,
-            price_file=self.path(self.values["price_file"]) if self.values["price_file"] else None,
+            prices=self.prices,
             container_env=functools.partial(
                 hooked_env.adjust, self.config.hook.pytest_gaia2_container_env, self.redactor
             ),
@@ -562,6 +647,12 @@ class RunContext:
             scenario_cap=self.values["scenario_cap"],
             token_cap=self.values["scenario_token_cap"],
         )
+
+    @cached_property
+    def prices(self) -> PriceBook:
+        """--gaia2-price-file, read once per process at start-up (a bad file is a usage error)."""
+        raw = self.values["price_file"]
+        return PriceBook.load(self.path(raw) if raw else None)
 
     @property
     def budget(self) -> Budget:
@@ -599,7 +690,7 @@ class RunContext:
             self._writer()(printable(self.redactor.redact(text)))
 
     def summary_lines(self) -> list[str]:
-        if self.is_worker or not self.active or self.config.option.collectonly:
+        if self.is_worker or not self.active or self.config.option.collectonly or self.stopped:
             return []
         replaced = [
             printable(f"gaia2: {entry['key']} = {entry['configured']!r} was replaced: the run used {entry['used']}")

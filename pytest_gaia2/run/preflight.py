@@ -97,6 +97,19 @@ def _endpoint(option: str, url: str) -> tuple[str, int]:
     return host, port or (443 if parts.scheme == "https" else 80)
 
 
+def model_urls(settings: RunSettings) -> list[tuple[str, str]]:
+    """(option, URL) of each model base URL given."""
+    given = (("--gaia2-base-url", settings.base_url), ("--gaia2-judge-base-url", settings.judge_base_url))
+    return [(option, url) for option, url in given if url]
+
+
+def check_urls(settings: RunSettings) -> None:
+    """Every model base URL is a plain http(s) URL, checked at start-up (a usage error naming
+    the option), before the engine is asked anything."""
+    for option, url in model_urls(settings):
+        _endpoint(option, url)
+
+
 def model_endpoints(settings: RunSettings) -> list[Endpoint]:
     """The endpoints the run's containers will call: the agent's (when the image's profile
     needs a model) and the judge's (unless it is the reference image's placeholder)."""
@@ -291,9 +304,7 @@ def check(
     problems = settings_mod.problems(settings)
     outcome.check(not problems, f"settings complete for the image's profile ({settings.profile.name})", *problems)
     endpoints: list[tuple[str, int]] = []
-    for option, url in (("--gaia2-base-url", settings.base_url), ("--gaia2-judge-base-url", settings.judge_base_url)):
-        if not url:
-            continue
+    for option, url in model_urls(settings):
         try:
             endpoints.append(_endpoint(option, url))
         except PreflightError as exc:

@@ -62,30 +62,88 @@ def of_session(
     }
 
 
+SETTING_WORDS = {
+    "plugin_version": "the pytest-gaia2 version",
+    "image": "--gaia2-image",
+    "image_id": "the image's content (its id; the image was rebuilt or pulled again)",
+    "provider": "--gaia2-provider",
+    "model": "--gaia2-model",
+    "judge_provider": "--gaia2-judge-provider",
+    "judge_model": "--gaia2-judge-model",
+    "base_url_host": "--gaia2-base-url (its host)",
+    "judge_base_url_host": "--gaia2-judge-base-url (its host)",
+    "shard": "--gaia2-shard",
+}
+"""Each compared provenance key as a person knows the setting; ``env_digest`` is told by name."""
+
+
+def _env(config: Mapping[str, Any]) -> dict[str, str] | None:
+    """--gaia2-env of a run, from its public settings (a secret's value is masked there)."""
+    settings = config.get("settings")
+    found = settings.get("extra_env") if isinstance(settings, Mapping) else None
+    return {str(key): str(value) for key, value in found.items()} if isinstance(found, Mapping) else None
+
+
+def env_changes(before: Mapping[str, str] | None, now: Mapping[str, str] | None) -> str:
+    """How --gaia2-env differs, in variable names only (a value may be a secret)."""
+    if before is None or now is None:
+        return "--gaia2-env: the variables or their values differ"
+    changes = [
+        *(f"{name} set by the run, not now" for name in sorted(set(before) - set(now))),
+        *(f"{name} set now, not by the run" for name in sorted(set(now) - set(before))),
+        *(f"{name} has another value" for name in sorted(set(before) & set(now)) if before[name] != now[name]),
+    ]
+    return f"--gaia2-env: {'; '.join(changes) or 'a value differs'}"
+
+
 def differences(
     stored_config: Mapping[str, Any],
     now: Mapping[str, Any],
     records: Iterable[AttemptRecord],
     hashes: Mapping[str, str | None],
 ) -> list[str]:
-    """Each way the resumed run differs: provenance keys, then scenario files changed since their verdict.
+    """Each way the resumed run differs, in words: the settings of its provenance (``now``'s
+    ``provenance`` and ``settings``, as run_config.json holds them), then the scenario files
+    changed since their verdict. --gaia2-env is told by variable names, never values.
 
     A run folder of version 0.1 has no provenance block: only its image is compared.
     """
     before = stored_config.get("provenance") or (
         {"image": stored_config["settings"].get("image")} if isinstance(stored_config.get("settings"), dict) else {}
     )
+    current = now.get("provenance") or {}
     found = [
-        f"{key}: {before.get(key)!r} -> {now.get(key)!r}"
+        env_changes(_env(stored_config), _env(now))
+        if key == "env_digest"
+        else f"{SETTING_WORDS.get(key, key)}: {before.get(key)!r} then, {current.get(key)!r} now"
         for key in COMPARED
-        if key in before and before.get(key) != now.get(key)
+        if key in before and before.get(key) != current.get(key)
     ]
     found += [
-        f"scenario file changed: {record.key}"
+        f"scenario file changed since its verdict: {record.key}"
         for record in records
         if record.scenario_sha256 and hashes.get(record.key) not in (None, record.scenario_sha256)
     ]
     return found
+
+
+def resume_command(command: str, folder: Path) -> str:
+    """``command`` (an earlier session's) continuing ``folder``: any --gaia2-resume in it
+    replaced by ``--gaia2-resume=FOLDER``, so it cannot pick another run folder."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    kept: list[str] = []
+    bare = False
+    for word in words:
+        if bare and not word.startswith("-"):  # the value of a bare --gaia2-resume VALUE
+            bare = False
+            continue
+        bare = word == "--gaia2-resume"
+        if not (bare or word.startswith("--gaia2-resume=")):
+            kept.append(word)
+    return shlex.join([*kept, f"--gaia2-resume={folder}"])
 
 
 def run_config(

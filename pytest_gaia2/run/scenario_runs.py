@@ -121,7 +121,7 @@ class ScenarioRunner:
         worker: str,
         workers: int,
         budget: Budget,
-        price_file: Path | None,
+        prices: PriceBook,
         only: set[str] | None = None,
         container_env: Callable[[Scenario, dict[str, str]], None] = lambda scenario, env: None,
         max_starts_per_minute: float | None = None,
@@ -149,7 +149,7 @@ class ScenarioRunner:
         self.token_cap = token_cap
         self.decided = decided
         """Why no new scenario starts because the comparison with a baseline is decided, or None."""
-        self.prices = PriceBook.load(price_file)
+        self.prices = prices
         self.ledger = Ledger(folder.path) if folder is not None else None
         self.pacer = (
             Pacer(folder.path, max_starts_per_minute, workers=workers, adaptive=adaptive_pacing)

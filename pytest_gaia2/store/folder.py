@@ -255,6 +255,8 @@ class RunFolder:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock: Any = None
+        self.skipped: list[Path] = []
+        """The newer run folders :meth:`find` passed over: they hold no verdict."""
 
     # where things go
 
@@ -375,7 +377,10 @@ class RunFolder:
 
     @classmethod
     def find(cls, output: Path, named: str | Path | None) -> RunFolder:
-        """The run folder to resume: the one named, else the newest under ``output``.
+        """The run folder to resume: the one named, else the latest under ``output`` that holds
+        a verdict (``latest``, then the newest first), else the latest: a run that ended before
+        any verdict (a crash) is never continued in place of one whose verdicts are paid for.
+        ``skipped`` lists the newer run folders passed over.
 
         A folder of pytest-gaia2 0.1 (results directly in ``--gaia2-output``) is a run
         folder too: it has run_config.json at its top.
@@ -386,22 +391,27 @@ class RunFolder:
                 raise StoreError(f"--gaia2-resume={named}: {path} is not a run folder (no {RUN_CONFIG_FILE})")
             return cls(path)
         latest = resolve_latest(output)
-        if latest is not None and (latest / RUN_CONFIG_FILE).is_file():
-            return cls(latest)
-        candidates = (
+        newest = (
             sorted(
-                entry
-                for entry in output.iterdir()
-                if _RUN_NAME.fullmatch(entry.name) and (entry / RUN_CONFIG_FILE).is_file()
+                (entry for entry in output.iterdir() if _RUN_NAME.fullmatch(entry.name)),
+                reverse=True,
             )
             if output.is_dir()
             else []
         )
-        if candidates:
-            return cls(candidates[-1])
-        if (output / RUN_CONFIG_FILE).is_file():
-            return cls(output)
-        raise StoreError(f"--gaia2-resume: no run folder to resume in --gaia2-output {output}")
+        candidates: list[RunFolder] = []
+        for path in [*([latest] if latest is not None else []), *newest, output]:
+            if (path / RUN_CONFIG_FILE).is_file() and all(not same_folder(path, c.path) for c in candidates):
+                candidates.append(cls(path))
+        if not candidates:
+            raise StoreError(f"--gaia2-resume: no run folder to resume in --gaia2-output {output}")
+        chosen = next((folder for folder in candidates if folder.holds_a_verdict()), candidates[0])
+        chosen.skipped = [folder.path for folder in candidates[: candidates.index(chosen)]]
+        return chosen
+
+    def holds_a_verdict(self) -> bool:
+        """Whether a judged verdict (pass or fail) is stored: one that resuming reuses."""
+        return any(is_judged(record) for record in self.records())
 
     @classmethod
     def existing(cls, path: str | Path) -> RunFolder:
@@ -441,6 +451,14 @@ class RunFolder:
             (self.path / HOLDER_FILE).unlink(missing_ok=True)
             self._lock.release()
             self._lock = None
+
+
+def same_folder(one: Path, other: Path) -> bool:
+    """Whether two paths name the same folder (through links and relative parts)."""
+    try:
+        return one.resolve() == other.resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def point_latest(output: Path, name: str) -> None:

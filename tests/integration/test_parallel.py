@@ -28,7 +28,7 @@ from gaia2_testing import (
 
 from pytest_gaia2.engine import client as engine
 from pytest_gaia2.engine.ports import worker_slice
-from pytest_gaia2.run.context import WORKER_WIND_DOWN
+from pytest_gaia2.run.context import EXIT_REFUSED, WORKER_WIND_DOWN
 
 SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
 SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
@@ -257,7 +257,7 @@ def test_setup_failure_ends_the_run_with_one_message(
     if docker_host:
         clean_env.setenv("DOCKER_HOST", docker_host)
     result = run_gaia2("-n", "2", *SEARCH, *args)
-    assert result.ret == 3
+    assert result.ret == EXIT_REFUSED
     output = result.stdout.lines + result.stderr.lines
     assert len([line for line in output if message in line]) == 1, "\n".join(output)
     assert not [line for line in output if line.startswith("ERROR") or "Gaia2InfraError" in line]

@@ -29,6 +29,7 @@ from gaia2_testing import (
 )
 
 from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL
+from pytest_gaia2.run.context import EXIT_REFUSED
 
 SEARCH = SHIPPED / "search"
 SEARCH_IDS = sorted(path.stem for path in SEARCH.glob("*.json"))
@@ -160,15 +161,23 @@ def test_infrastructure_error_is_retried_and_resume_runs_it_again(pytester: pyte
     assert gaia2_containers(run_id) == []
     before = file_sums(folder)
 
-    # Resumed without the fault's --gaia2-env: refused, naming the difference, unless told to go on.
+    # Resumed without the fault's --gaia2-env: refused, naming the variables (never a value) and
+    # the command that continues the run as it was made, unless told to go on.
     refused = run_gaia2(*args, "--gaia2-resume")
-    assert refused.ret == pytest.ExitCode.USAGE_ERROR
-    refused.stdout.fnmatch_lines(["*--gaia2-resume: * was run with other settings: env_digest: *"
-                                  "(use --gaia2-resume-mismatch=warn to continue anyway)*"])
+    assert refused.ret == EXIT_REFUSED
+    folder_path = run_folder(output)
+    refused.stdout.fnmatch_lines([
+        f"pytest-gaia2: --gaia2-resume: {folder_path} was run with other settings:",
+        "  --gaia2-env: GAIA2_FAULT_EXIT_AFTER set by the run, not now; GAIA2_FAULT_EXIT_CODE set by the run, not now",
+        "to continue it with the settings it was run with (its saved verdicts are reused, none is paid again):",
+        f"  * --gaia2-env=GAIA2_FAULT_EXIT_AFTER=0 --gaia2-resume={folder_path}",
+        "to run these settings instead, start a new run: leave out --gaia2-resume",
+    ])
+    assert "env_digest" not in refused.stdout.str() and "_pytest.outcomes.Exit" not in refused.stdout.str()
     since = time.time()
     resumed = run_gaia2(*args, "--gaia2-resume", "--gaia2-resume-mismatch=warn")
     resumed.assert_outcomes(passed=1)
-    resumed.stdout.fnmatch_lines(["gaia2: warning: --gaia2-resume: * was run with other settings: env_digest: *"])
+    resumed.stdout.fnmatch_lines(["gaia2: warning: --gaia2-resume: * was run with other settings: --gaia2-env: *"])
     assert [scenario for scenario, _ in created(output, since)] == [ONE]
     assert [(r["outcome"], r["reused"], r["attempt"]) for r in results_of(output)] == [("passed", False, 3)]
     assert {name: digest for name, digest in file_sums(folder).items() if name in before} == before  # kept

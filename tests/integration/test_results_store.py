@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from gaia2_testing import SHIPPED, file_sums, gaia2_containers, run_folders
 
+from pytest_gaia2.run.context import EXIT_REFUSED
+
 ONE = "scenario_universe_21_7kww6e"
 TWO = "scenario_universe_24_zqzvsf"
 
@@ -110,6 +112,6 @@ def test_odd_ids_and_output_dot_touch_nothing_outside_the_run_folder(project: Pa
 def test_an_unwritable_output_is_one_message(project: Path) -> None:
     (project / "blocked").write_text("a file where the output folder should be\n")
     code, out = _finish(_pytest(project, "--gaia2-output=blocked/results"))
-    assert code == 3, out
+    assert code == EXIT_REFUSED, out
     assert "cannot create a run folder in --gaia2-output" in out and "INTERNALERROR" not in out
     assert (project / "blocked").read_text() == "a file where the output folder should be\n"

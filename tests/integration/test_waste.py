@@ -17,6 +17,7 @@ import pytest
 from gaia2_testing import SHIPPED, engine_events, gaia2_containers, results_of, run_folder, run_id_of, session_prefix
 
 from pytest_gaia2.engine.client import RUN_LABEL
+from pytest_gaia2.run.context import EXIT_REFUSED
 from pytest_gaia2.run.evidence import calls_since_answer
 
 ONE = "scenario_universe_21_7kww6e"  # one turn, one answer
@@ -135,10 +136,10 @@ def test_a_wrong_judge_model_id_stops_the_run_before_any_container(
     result = run_gaia2(
         f"--gaia2-scenarios={SHIPPED / 'search' / f'{ONE}.json'}", *judge, "--gaia2-judge-model=judge-model"
     )
-    assert result.ret != 0
+    assert result.ret == EXIT_REFUSED
     result.stdout.fnmatch_lines(
         [
-            "*a model endpoint is not ready:*",
+            "pytest-gaia2: a model endpoint is not ready:",
             "*judge endpoint 127.0.0.1:* (model 'judge-model'): the server does not serve this model id (HTTP 404); "
             "it lists: judge-model-1; set --gaia2-judge-model to one of them exactly*",
         ]

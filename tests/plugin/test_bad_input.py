@@ -146,9 +146,9 @@ def test_impossible_numbers_stop_at_start_up_naming_the_option(
 
 @pytest.mark.parametrize("url", ["http://$(touch /tmp/pwned):80/v1", "http://a'b:80", "ftp://host/x", "http://"])
 def test_a_base_url_that_is_not_a_plain_url_is_refused_before_any_container(
-    run_gaia2: Callable[..., pytest.RunResult], url: str
+    check_gaia2: Callable[..., pytest.RunResult], url: str
 ) -> None:
-    result = run_gaia2(f"--gaia2-scenarios={SHIPPED / 'search' / f'{ONE}.json'}", f"--gaia2-base-url={url}")
-    assert result.ret == 3, result.stdout.str()
-    result.stdout.fnmatch_lines(["*pytest-gaia2: *--gaia2-base-url*"])
+    result = check_gaia2(f"--gaia2-scenarios={SHIPPED / 'search' / f'{ONE}.json'}", f"--gaia2-base-url={url}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["ERROR: --gaia2-base-url: *"])
     assert "PASSED" not in result.stdout.str() and not Path("/tmp/pwned").exists()

@@ -21,6 +21,7 @@ from gaia2_testing import (
 )
 
 from pytest_gaia2.engine.client import RUN_LABEL
+from pytest_gaia2.run.context import EXIT_REFUSED
 
 HERMES = "pytest-gaia2-test/gaia2-hermes-envprobe:1"
 MISSING = "pytest-gaia2-test/never-built:0"
@@ -108,7 +109,7 @@ def test_missing_image_is_named_with_how_to_get_it(
         assert result.ret == 1
         result.stdout.fnmatch_lines([f"  [[]FAIL[]] image {MISSING} present", f"         fix: {fix}"])
     else:
-        assert result.ret == 3
+        assert result.ret == EXIT_REFUSED
         result.stdout.fnmatch_lines([f"*pytest-gaia2: {fix}"])
         assert "PASSED" not in result.stdout.str() and "ERROR" not in result.stdout.str()
 
@@ -131,7 +132,7 @@ def test_crlf_scripts_in_the_image_are_caught_before_any_scenario(
             "         fix: convert to LF and rebuild the image: opt/helper.sh",
         ])
     else:
-        assert result.ret == 3
+        assert result.ret == EXIT_REFUSED
         result.stdout.fnmatch_lines(["*CRLF line endings: opt/helper.sh; convert them to LF and rebuild the image*"])
         assert "PASSED" not in result.stdout.str()
     # The check's own container: found through the engine's record (a failed pre-flight

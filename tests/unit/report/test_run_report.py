@@ -276,3 +276,19 @@ def test_a_category_that_reads_as_mathtext_is_drawn_as_text() -> None:
 
     assert label("$\\frac{a") == "\\$\\frac{a" and len(label("x" * 500)) == LABEL_CHARS
     assert errors([ErrorGroup("$\\frac{a", 2, ()), ErrorGroup("a$b$" * 200, 1, ())]).png.startswith(PNG_MAGIC)
+
+
+def test_a_grown_run_shows_its_latest_command_and_its_first(tmp_path: Path) -> None:
+    """A probe of 10 grown to 12 by a resumed session: "command" is the session that grew it, and
+    the first session's command is kept beside it; a run of one session shows one command."""
+    first = "pytest --gaia2-probe-only --gaia2-sample=10"
+    folder = _run_folder(tmp_path, _mixed(), command=first)
+    store.append_jsonl(folder / store.SESSIONS_FILE, {"session_id": "a", "command": first})
+    markdown, html, _ = _report(folder, tmp_path)
+    assert _row(markdown, "command") == ["command", f"`{first}`"] and "first command" not in markdown + html
+    grown = "pytest -n 2 --gaia2-sample=12 --gaia2-resume"
+    store.append_jsonl(folder / store.SESSIONS_FILE, {"session_id": "b", "command": grown})
+    markdown, html, _ = _report(folder, tmp_path)
+    assert _row(markdown, "command") == ["command", f"`{grown}`"]
+    assert _row(markdown, "first command") == ["first command", f"`{first}`"]
+    assert f"<th>first command</th><td><code>{first}</code>" in html

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_gaia2.cost.budget import Budget, record_spend
+from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.plan.scenarios import load_scenario
 from pytest_gaia2.run.evidence import ScenarioResult
@@ -225,7 +226,7 @@ class ScriptedRunner(ScenarioRunner):
             worker="main",
             workers=1,
             budget=budget,
-            price_file=None,
+            prices=PriceBook.load(None),
         )
         self.ends = list(ends)
         self.made: list[ScriptedAttempt] = []

@@ -85,6 +85,28 @@ def test_run_folders_are_new_and_latest_points_at_the_newest(tmp_path: Path) -> 
         store.RunFolder.create(tmp_path, "a" * 32, STARTED)  # never reuses a folder
 
 
+def test_resume_passes_over_newer_run_folders_without_a_verdict(tmp_path: Path) -> None:
+    """A run with judged verdicts, then newer ones that ended with none (a crash before any
+    scenario, every scenario in error): a bare resume continues the one whose verdicts are paid
+    for and names the newer ones it passed over; with no verdict anywhere, the latest."""
+    paid = store.RunFolder.create(tmp_path, "a" * 32, STARTED)
+    crashed = store.RunFolder.create(tmp_path, "b" * 32, STARTED + dt.timedelta(seconds=1))
+    errored = store.RunFolder.create(tmp_path, "c" * 32, STARTED + dt.timedelta(seconds=2))
+    for folder in (paid, crashed, errored):
+        store.write_json(folder.file(store.RUN_CONFIG_FILE), {})
+    assert store.RunFolder.find(tmp_path, None).path == errored.path  # nothing judged anywhere yet
+    store.append_jsonl(errored.results, _record("s1", None).to_json())
+    store.append_jsonl(paid.results, _record("s1", None).to_json())
+    store.append_jsonl(paid.results, _record("s2", False).to_json())
+    chosen = store.RunFolder.find(tmp_path, None)
+    assert chosen.path == paid.path and chosen.skipped == [errored.path, crashed.path]
+    named = store.RunFolder.find(tmp_path, crashed.path)  # a folder named is continued as named
+    assert named.path == crashed.path and named.skipped == []
+    store.append_jsonl(errored.results, _record("s1", True).to_json())
+    latest = store.RunFolder.find(tmp_path, None)
+    assert latest.path == errored.path and latest.skipped == []
+
+
 def test_latest_that_is_a_users_folder_is_left_alone(tmp_path: Path) -> None:
     (tmp_path / "latest").mkdir()
     (tmp_path / "latest" / "mine.txt").write_text("keep")

@@ -86,6 +86,12 @@ BAD: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "token-halt": (("--gaia2-token-halt=0",), "ERROR: --gaia2-token-halt: must be at least 1, got '0'"),
     "max-errors": (("--gaia2-max-errors=0",), "ERROR: --gaia2-max-errors: must be at least 1, got '0'"),
+    "gateway": (("--gaia2-gateway=maybe",), "*--gaia2-gateway: invalid choice: 'maybe'*"),
+    "scenario-cap": (("--gaia2-scenario-cap=-1",), "ERROR: --gaia2-scenario-cap: must not be negative, got '-1'"),
+    "scenario-token-cap": (
+        ("--gaia2-scenario-token-cap=0",),
+        "ERROR: --gaia2-scenario-token-cap: must be at least 1, got '0'",
+    ),
 }
 """One value of each option that can never work, and the line that says so."""
 

@@ -404,6 +404,29 @@ def reference_module(name: str) -> ModuleType:
 
 
 @contextmanager
+def reference_tools(state: Path, faketime: Path, notified: bool = False) -> Iterator[Any]:
+    """The reference adapter's tool socket over ``state`` (a thread here): the agent's client,
+    until the block ends. The socket sits in a short folder of its own (AF_UNIX paths are short)."""
+    tools = reference_module("gaia2_ref_tools")
+    stop = threading.Event()
+    flag = threading.Event()
+    if notified:
+        flag.set()
+    with tempfile.TemporaryDirectory(prefix="g2t-", dir="/tmp") as folder:
+        path = Path(folder) / "s"
+        thread = threading.Thread(target=tools.ToolServer(state, faketime, flag).serve, args=(path, stop), daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        try:
+            yield tools.ToolClient(path)
+        finally:
+            stop.set()
+            thread.join(10)
+
+
+@contextmanager
 def http_server(host: str, body: bytes, asked: list[str] | None = None) -> Iterator[int]:
     """A small HTTP server on ``host`` that answers every GET with ``body`` (and notes each path
     in ``asked``): the port, until the block ends."""

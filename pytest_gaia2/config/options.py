@@ -285,6 +285,15 @@ OPTIONS: tuple[Option, ...] = (
         parse=level,
     ),
     Option(
+        "require-isolation",
+        "Refuse an image whose agent could read the scenario, write the judge's state or signal the "
+        "judge (pre-flight asks a throwaway container of it as user agent); without it such a run "
+        "goes ahead and says its verdicts are not tamper-proof.",
+        default=False,
+        flag=True,
+        parse=boolean,
+    ),
+    Option(
         "preflight-only",
         "Run the pre-flight checks, print the report and stop.",
         default=False,

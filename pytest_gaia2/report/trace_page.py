@@ -285,6 +285,18 @@ def files(folder: Path) -> list[dict[str, Any]]:
     return found[:MAX_FILES]
 
 
+RUN_DEPTH = 4
+"""An attempt folder lies at most this many folders below its run folder (split, id, run, attempt)."""
+
+
+def isolation_of(folder: Path) -> run_facts.Isolation | None:
+    """Pre-flight's judge-isolation answer of the run that holds the attempt ``folder``."""
+    for parent in list(folder.parents)[:RUN_DEPTH]:
+        if store.holds_a_run(parent, both=True):
+            return run_facts.Isolation.from_json(run_facts.config_of(parent).get("judge_isolation"))
+    return None
+
+
 def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str, Any]:
     """Everything trace.html shows, from the attempt folder's files."""
     budget = PageBudget()
@@ -315,6 +327,7 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "usage": _usage(folder, record),
         "files": files(folder),
         "missing": MISSING,
+        "isolation": isolation_of(folder),
     }
 
 

@@ -30,6 +30,7 @@ from pytest_gaia2.plan import items as plan_mod
 from pytest_gaia2.plan import selection, sequence
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
+from pytest_gaia2.report.run_facts import Isolation
 from pytest_gaia2.report.sequential import Baseline, Decision
 from pytest_gaia2.run import hooked_env, provenance
 from pytest_gaia2.run.scenario_runs import ScenarioRunner, scenario_dir
@@ -354,10 +355,15 @@ class RunContext:
                 preflight_only=self.values["preflight_only"],
                 cache_dir=cache_dir(),
                 endpoint_check=not self.values["skip_endpoint_check"],
+                scenario=self._first_scenario(planned),
+                require_isolation=self.values["require_isolation"],
             )
+        except preflight.IsolationRequired as exc:
+            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=pytest.ExitCode.USAGE_ERROR)
         except (EngineError, preflight.PreflightError) as exc:
             pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=EXIT_SETUP_FAILED)
         self._image_id = outcome.image_id
+        self.book.isolation = Isolation.from_json(outcome.facts.get("judge_isolation"))
         write = self._writer()
         if self.values["preflight_only"]:
             for line in outcome.lines:
@@ -373,6 +379,18 @@ class RunContext:
             write(warning)
         shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
+
+    def _first_scenario(self, planned: list[str]) -> bytes | None:
+        """The first planned scenario's bytes, for pre-flight's isolation probe (None: none readable)."""
+        for key in planned:
+            entry = self.book.scenario_files.get(key)
+            if entry is None:
+                continue
+            try:
+                return Path(entry[0]).read_bytes()
+            except OSError:
+                continue
+        return None
 
     def _writer(self) -> Callable[[str], None]:
         """A line of its own on the terminal: under xdist the progress dots leave

@@ -130,6 +130,8 @@ class ScenarioAttempt:
         self.client: AdapterClient | ExecAdapterClient | None = None
         self.result: ScenarioResult | None = None
         self.endpoint_status: dict[str, Any] | None = None
+        self.observed_status: dict[str, Any] | None = None
+        """The first terminal status with a judgment read while polling (a rejection there is final)."""
         """The last answer of /status (kept for the record's reconciliation, never the verdict)."""
         self.ports: list[int] = []
         self.started = time.monotonic()
@@ -357,6 +359,8 @@ class ScenarioAttempt:
                     changed = time.monotonic()
                 interval = FIRST_POLL if time.monotonic() - changed < FAST_WINDOW else min(LAST_POLL, interval * 1.5)
                 status = current
+                if self.observed_status is None and is_terminal(status) and judgment_of(status) is not None:
+                    self.observed_status = status
                 self.phase(phase_of(status))
                 if progress_of(status) != progress:
                     progress, active = progress_of(status), time.monotonic()
@@ -467,6 +471,7 @@ class ScenarioAttempt:
             fault=fault,
             stop=stop,
             stuck_loop_min_calls=self.setup.limits.stuck_loop_min_calls,
+            observed_status=self.observed_status,
         )
 
     def remove(self) -> None:

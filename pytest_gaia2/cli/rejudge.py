@@ -40,6 +40,7 @@ from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES
 from pytest_gaia2.report.rates import Rate, percent
 from pytest_gaia2.report.rejudged import NUMBER_MAX, REJUDGE_DIR, REJUDGMENTS_FILE, number_of
+from pytest_gaia2.run.evidence import agent_actions
 from pytest_gaia2.store.folder import (
     RUN_CONFIG_FILE,
     RunFolder,
@@ -384,12 +385,17 @@ def _retryable(container: Container, folder: str) -> bool:
         return False
 
 
+NO_ACTIONS = "the saved events.jsonl holds no action of the agent: a pass with nothing done is a disagreement"
+
+
 def verdict_row(job: Job, folder: Path, passes: int) -> dict[str, Any]:
     """What the judge said about one scenario, beside what the run's judge said."""
     status = read_json(folder / "status.json")
     status = status if isinstance(status, dict) else {"status": "error", "error": "no status.json was written"}
     judgment = status.get("judgment") if isinstance(status.get("judgment"), dict) else None
     success = judgment.get("success") if judgment else None
+    if job.record.success is True and agent_actions(job.events) == 0:  # no judge passes nothing done
+        judgment, success = {"failure_reason": NO_ACTIONS}, False
     return {
         "key": job.record.key,
         "scenario_id": job.record.scenario_id,

@@ -189,6 +189,22 @@ def status_in_container(container: Container) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def is_agent_action(event: Any) -> bool:
+    """A line of events.jsonl the agent wrote: the daemon stamps its ENV and user events with an ``event_id``."""
+    return isinstance(event, dict) and not event.get("event_id")
+
+
+def agent_actions(events: bytes, max_line_bytes: int = STATUS_MAX_BYTES) -> int:
+    """The agent's lines in saved events.jsonl bytes (a line that is not JSON is not counted)."""
+    count = 0
+    for line in events.splitlines():
+        try:
+            count += is_agent_action(loads_bounded(line, max_bytes=max_line_bytes)) if line.strip() else 0
+        except JsonReadError:
+            continue
+    return count
+
+
 def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int, str, int]:
     """gaia2-runner's ``num_agent_events`` (every parseable line of events.jsonl), the
     content of the last turn boundary the agent wrote and the agent's own lines (no
@@ -196,7 +212,7 @@ def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int
     count, response, actions = 0, "", 0
     for event in store.json_lines(path, max_line_bytes):
         count += 1
-        actions += isinstance(event, dict) and not event.get("event_id")
+        actions += is_agent_action(event)
         if (
             isinstance(event, dict)
             and event.get("app") == "AgentUserInterface"

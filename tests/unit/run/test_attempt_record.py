@@ -9,10 +9,9 @@ judgment it claims must be the record's.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import itertools
 import json
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any

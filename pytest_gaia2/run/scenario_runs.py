@@ -25,9 +25,9 @@ from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.run import chain, provider
 from pytest_gaia2.run.attempt import AttemptSetup, ScenarioAttempt
-from pytest_gaia2.run.evidence import ScenarioResult
+from pytest_gaia2.run.evidence import Evidence, ScenarioResult
 from pytest_gaia2.run.pacer import Pacer
-from pytest_gaia2.run.verdict import Gaia2InfraError
+from pytest_gaia2.run.verdict import Gaia2InfraError, doubted_pass, recorded_judgment
 from pytest_gaia2.store.folder import RunFolder, StoreError, inside
 from pytest_gaia2.store.phases import PhaseBoard
 from pytest_gaia2.store.record import AttemptRecord, is_judged
@@ -88,7 +88,33 @@ def stored_result(folder: RunFolder, item: PlannedItem, session_id: str) -> Scen
         named = inside(folder.path, *record.folder.split("/")) if record.folder else where
     except StoreError:
         named = where
-    return ScenarioResult(record.reused_by(session_id), named if named.is_relative_to(where) else where)
+    evidence_folder = named if named.is_relative_to(where) else where
+    doubt = edited_verdict(record, Evidence.read(evidence_folder))
+    if doubt is not None:
+        log.warning(
+            "gaia2: %s: verdict_conflict: the stored verdict is not reused, the scenario runs again: %s",
+            item.key,
+            doubt,
+        )
+        return None
+    return ScenarioResult(record.reused_by(session_id), evidence_folder)
+
+
+def edited_verdict(record: AttemptRecord, evidence: Evidence) -> str | None:
+    """Why a stored verdict is not what the judge's files beside it say (an edited result.json or
+    results.jsonl), or None. A pass needs the judge's recorded pass, the judgments file agreeing
+    and nothing a judge does not write; a failure must not sit beside a recorded pass."""
+    recorded = recorded_judgment(evidence.status_file)
+    said = "absent" if recorded is None else ("pass" if recorded["success"] else "fail")
+    if record.outcome == "passed":
+        doubt = doubted_pass(evidence.status_file, evidence.agent_actions, evidence.problems)
+        if recorded is None or not recorded["success"] or evidence.last_judgment is not True:
+            return f"it says passed, daemon_status.json beside it says {said}"
+        if doubt is not None:
+            return doubt.message
+    if record.outcome == "failed" and recorded is not None and recorded["success"]:
+        return "it says failed, daemon_status.json beside it says pass"
+    return None
 
 
 class ScenarioRunner:

@@ -99,7 +99,8 @@ def doubted_pass(status: Mapping[str, Any] | None, agent_actions: int, problems:
     if not reasons:
         return None
     return Fault(
-        "verdict_conflict", f"a recorded pass the judge cannot have given: {'; '.join(reasons)}; not counted as a verdict"
+        "verdict_conflict",
+        f"a recorded pass the judge cannot have given: {'; '.join(reasons)}; not counted as a verdict",
     )
 
 

@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Callable
 
 import pytest
-from gaia2_testing import DATA, gaia2_containers
+from gaia2_testing import DATA, gaia2_containers, stored_verdict
 
 MANY = DATA / "scenarios" / "many" / "search"
 MALFORMED = DATA / "scenarios" / "malformed"
@@ -44,7 +44,7 @@ def stored_run(pytester: pytest.Pytester, run_gaia2) -> Callable[..., pytest.Run
             }
             folder = pytester.path / "run" / "search" / source.stem
             folder.mkdir(parents=True)
-            (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+            stored_verdict(folder, record)
         for source in sorted(MANY.glob("*.json"))[passed + failed : passed + failed + unstored]:
             shutil.copy(source, split)
         (pytester.path / "run" / "run_config.json").write_text(json.dumps({"run_id": "stored"}), encoding="utf-8")

@@ -292,7 +292,7 @@ RUN_DEPTH = 4
 def isolation_of(folder: Path) -> run_facts.Isolation | None:
     """Pre-flight's judge-isolation answer of the run that holds the attempt ``folder``."""
     for parent in list(folder.parents)[:RUN_DEPTH]:
-        if store.holds_a_run(parent, both=True):
+        if store.holds_a_run(parent):
             return run_facts.Isolation.from_json(run_facts.config_of(parent).get("judge_isolation"))
     return None
 

@@ -50,6 +50,8 @@ from pytest_gaia2.store.folder import (
     write_json,
     write_text,
 )
+from pytest_gaia2.store.names import RULES
+from pytest_gaia2.store.names import problem as folder_name_problem
 from pytest_gaia2.store.record import AttemptRecord, is_judged
 from pytest_gaia2.store.redact import Redactor, secret_values
 from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
@@ -68,7 +70,7 @@ PIDS_LIMIT = 4096
 MEMORY_BYTES = 4 << 30
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+JUDGE_NAME_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -507,9 +509,10 @@ def run(args: argparse.Namespace) -> int:
     if args.judge_name:
         if len(args.judge_name) != len(specs):
             raise CommandError(f"--judge-name: one name per --judge ({len(specs)}), got {len(args.judge_name)}")
-        bad = [name for name in args.judge_name if not _JUDGE_NAME.fullmatch(name)]
-        if bad:
-            raise CommandError(f"--judge-name {bad[0]!r}: letters, digits, _ . - only (up to 64)")
+        for name in args.judge_name:  # a folder on every system: no CON, no trailing dot
+            problem = folder_name_problem(name, JUDGE_NAME_MAX)
+            if problem:
+                raise CommandError(f"--judge-name: {problem} ({RULES})")
         specs = [replace(spec, label=name) for spec, name in zip(specs, args.judge_name, strict=True)]
     if len({spec.slug for spec in specs}) < len(specs):
         raise CommandError(f"--judge: the same judge twice: {', '.join(args.judge)}")

@@ -219,7 +219,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "max-file-size",
         "Largest file copied out of a container, in bytes or with K, M, G "
-        "(KiB-based); a larger file is skipped and listed in result.json.",
+        "(KiB-based); a larger file is skipped and listed in result.json. Also the largest "
+        "--gaia2-copy-in source (a larger one, or one that is not a regular file, is refused).",
         default=256 * 1024**2,
         parse=size,
     ),

@@ -32,6 +32,7 @@ from pytest_gaia2.store.folder import RunFolder, StoreError, inside
 from pytest_gaia2.store.phases import PhaseBoard
 from pytest_gaia2.store.record import AttemptRecord, is_judged
 from pytest_gaia2.store.redact import Redactor
+from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
 
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
@@ -184,12 +185,10 @@ class ScenarioRunner:
         settings = self.settings
         files = []
         for src, dest in settings.files_to_copy():
-            try:
-                files.append((dest, src.read_bytes(), 0o644))
-            except OSError as exc:
-                raise Gaia2InfraError(
-                    "container_start", f"--gaia2-copy-in {src}: cannot read ({exc.strerror or type(exc).__name__})"
-                ) from None
+            try:  # a regular file within the cap, checked again on the opened file (it may have changed)
+                files.append((dest, read_regular_file(src, max_bytes=settings.limits.max_file_size), 0o644))
+            except JsonReadError as exc:
+                raise Gaia2InfraError("container_start", f"--gaia2-copy-in {src}: {exc}") from None
         leases = None
         if settings.network == "host":
             from pytest_gaia2.engine.ports import PortLeases, worker_slice

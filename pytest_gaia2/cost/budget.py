@@ -4,10 +4,14 @@ read from it.
 
 Each attempt is one line of ``spend.jsonl``, ``{"entry": "<key>#<attempt>", "usd": ..., "at": ...}``,
 appended (and synced) before the attempt's result.json is written, whatever ended the attempt.
-Lines are never rewritten: an entry already in the ledger is not added again (a reused verdict,
-a retried write), so an attempt's spend counts once. A damaged line (a torn write, garbage)
-costs only itself: it is reported with the lines that were kept, and the rest still count.
-The ledger of earlier versions, ``spend.json``, is still read (never rewritten) on resume.
+Lines are never rewritten: an entry already in the ledger with the same amount is not added
+again (a reused verdict, a retried write), so an attempt's spend counts once; an entry's spend is
+the largest of its lines, so a line written ahead of it (``usd: 0``) cannot hide it. A damaged
+line (a torn write, garbage) costs only itself: it is reported with the lines that were kept,
+and the rest still count. The ledger is checked against the records it pays for (results.jsonl):
+an entry below the cost its attempt's record carries is named, and the record's cost counts, so
+an edited ledger cannot switch a budget off. The ledger of earlier versions, ``spend.json``, is
+still read (never rewritten) on resume.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ import math
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_gaia2.cost.prices import ATTEMPT_USD_MAX
 from pytest_gaia2.cost.usage import shown_names, usd_amount
-from pytest_gaia2.store.folder import StoreError
+from pytest_gaia2.store.folder import RunFolder, StoreError, numbered_lines
+from pytest_gaia2.store.record import AttemptRecord, RecordError
 from pytest_gaia2.store.safejson import JsonLimitError, JsonReadError, loads_bounded, read_regular_file
 
 LEDGER_FILE = "spend.jsonl"
@@ -100,8 +106,13 @@ class LedgerRead:
         return round(math.fsum(self.entries.values()), 6)
 
 
+def _keep(entries: dict[str, float], entry: str, usd: float) -> None:
+    """An entry's spend is the largest amount any line gives it."""
+    entries[entry] = max(usd, entries.get(entry, usd))
+
+
 def parse_lines(data: bytes) -> tuple[dict[str, float], list[int]]:
-    """The entries of ``spend.jsonl``'s bytes (the first line of an entry wins) and the numbers
+    """The entries of ``spend.jsonl``'s bytes (each the largest of its lines) and the numbers
     of the damaged lines. Never raises: any bytes are some entries and some damage."""
     entries: dict[str, float] = {}
     damaged: list[int] = []
@@ -112,7 +123,7 @@ def parse_lines(data: bytes) -> tuple[dict[str, float], list[int]]:
         if parsed is None:
             damaged.append(number)
         else:
-            entries.setdefault(*parsed)
+            _keep(entries, *parsed)
     return entries, damaged
 
 
@@ -136,7 +147,7 @@ def parse_legacy(data: bytes) -> tuple[dict[str, float], bool]:
     for key, amount in _LEGACY_ENTRY.findall(data):
         usd = usd_amount(float(amount), ATTEMPT_USD_MAX)
         if usd is not None:
-            entries.setdefault(key.decode("utf-8", "replace"), usd)
+            _keep(entries, key.decode("utf-8", "replace"), usd)
     try:
         whole = isinstance(loads_bounded(data, max_bytes=LEDGER_MAX_BYTES), dict)
     except JsonLimitError:
@@ -148,6 +159,7 @@ class Ledger:
     """Spend per attempt, in ``<run folder>/spend.jsonl`` (and an earlier version's ``spend.json``)."""
 
     def __init__(self, folder: Path) -> None:
+        self.folder = folder
         self.path = folder / LEDGER_FILE
         self.legacy = folder / LEGACY_LEDGER_FILE
 
@@ -155,8 +167,9 @@ class Ledger:
     def present(self) -> bool:
         return self.path.exists() or self.legacy.exists()
 
-    def read(self) -> LedgerRead:
-        """Every entry that can be read, bounded in size; never raises."""
+    def read(self, records: bool = True) -> LedgerRead:
+        """Every entry that can be read, bounded in size, raised to the cost its record carries
+        (``records`` False: the ledger's own lines alone); never raises."""
         entries: dict[str, float] = {}
         problems: list[str] = []
         complete = True
@@ -172,9 +185,30 @@ class Ledger:
                 continue
             found, problem = parse(path, data)
             for entry, usd in found.items():
-                entries.setdefault(entry, usd)
+                _keep(entries, entry, usd)
             problems += [problem] if problem else []
+        problem = self._below_records(entries) if records else None
+        problems += [problem] if problem else []
         return LedgerRead(entries, tuple(problems), complete)
+
+    def _below_records(self, entries: dict[str, float]) -> str | None:
+        """Raise each entry to the cost its attempt's record carries (results.jsonl, read
+        leniently); what was below, in words, or None."""
+        owed: dict[str, float] = {}
+        for record in _every_record(RunFolder(self.folder).results):
+            if record.cost_usd is not None and record.cost_usd > 0:
+                _keep(owed, entry_of(record.key, record.attempt), record.cost_usd)
+        below = {entry: usd for entry, usd in owed.items() if entries.get(entry, 0.0) < usd - 1e-9}
+        if not below:
+            return None
+        held = math.fsum(entries.get(entry, 0.0) for entry in below)
+        entries.update(below)
+        names = shown_names(sorted(below), LINES_SHOWN)
+        return (
+            f"{self.path}: {len(below)} entr{'y' if len(below) == 1 else 'ies'} below the cost their records carry "
+            f"(ledger {usd_text(held)}, records {usd_text(math.fsum(below.values()))}): the records' cost counts "
+            f"({names})"
+        )
 
     @staticmethod
     def _line_entries(path: Path, data: bytes) -> tuple[dict[str, float], str | None]:
@@ -199,7 +233,7 @@ class Ledger:
         return self.read().total
 
     def add(self, entry: str, usd: float) -> float:
-        """Append an attempt's spend unless its entry is already there; the new total.
+        """Append an attempt's spend unless its entry is already there with that amount; the new total.
 
         Raises :class:`StoreError` naming the file when it cannot be written, or when an
         amount that is not a finite number of USD up to ``ATTEMPT_USD_MAX`` is given.
@@ -210,12 +244,26 @@ class Ledger:
         if amount is None or not 0 < len(entry) <= ENTRY_MAX:
             raise StoreError(f"{self.path}: {entry!r}: {usd!r} is not an amount of USD for the ledger")
         with FileLock(str(self.path) + ".lock"):
-            read = self.read()
-            if entry in read.entries:
-                return read.total
-            line = json.dumps({"entry": entry, "usd": round(amount, 6), "at": _now()}, allow_nan=False)
-            _append_line(self.path, line.encode("utf-8"))
-            return LedgerRead({**read.entries, entry: round(amount, 6)}).total
+            if self.read(records=False).entries.get(entry) != round(amount, 6):
+                line = json.dumps({"entry": entry, "usd": round(amount, 6), "at": _now()}, allow_nan=False)
+                _append_line(self.path, line.encode("utf-8"))
+            return self.read().total
+
+
+def _every_record(results: Path) -> Iterator[AttemptRecord]:
+    """Every valid line of results.jsonl, each attempt's (a retried scenario has a line per
+    attempt until the run's end tidies the file); a bad line or file gives nothing."""
+    if not os.path.lexists(results):
+        return
+    try:
+        for _, row in numbered_lines(results):
+            try:
+                if isinstance(row, dict):
+                    yield AttemptRecord.from_json(row)
+            except RecordError:
+                continue
+    except JsonReadError:
+        return
 
 
 def _now() -> str:

@@ -100,15 +100,49 @@ class LedgerRead:
     entries: dict[str, float]
     problems: tuple[str, ...] = ()
     complete: bool = True
+    unknown: tuple[str, ...] = ()
+    """Entries of attempts whose cost is unknown (their usage was refused as out of range)."""
 
     @property
     def total(self) -> float:
         return round(math.fsum(self.entries.values()), 6)
 
+    def stand_in(self) -> float | None:
+        """What each attempt of unknown cost counts for a budget: the mean of the priced
+        attempts (the probe's among them); None when there is none to stand in."""
+        known = [usd for usd in self.entries.values() if usd > 0]
+        return math.fsum(known) / len(known) if known else None
+
+    def for_budget(self) -> float | None:
+        """The spend a budget decides on: the priced total plus each unknown attempt at the
+        stand-in; None when an attempt's cost is unknown and nothing stands in for it."""
+        if not self.unknown:
+            return self.total
+        each = self.stand_in()
+        return None if each is None else round(self.total + each * len(self.unknown), 6)
+
 
 def _keep(entries: dict[str, float], entry: str, usd: float) -> None:
     """An entry's spend is the largest amount any line gives it."""
     entries[entry] = max(usd, entries.get(entry, usd))
+
+
+def unknown_lines(data: bytes) -> set[str]:
+    """The entries ``spend.jsonl`` marks as of unknown cost (``{"entry": ..., "unknown": true}``)."""
+    found = set()
+    for line in data.split(b"\n"):
+        if b'"unknown"' not in line:
+            continue
+        try:
+            value = loads_bounded(line, max_bytes=LINE_MAX_BYTES)
+        except JsonLimitError:
+            continue
+        if not isinstance(value, dict) or value.get("unknown") is not True:
+            continue
+        entry = value.get("entry")
+        if isinstance(entry, str) and 0 < len(entry) <= ENTRY_MAX:
+            found.add(entry)
+    return found
 
 
 def parse_lines(data: bytes) -> tuple[dict[str, float], list[int]]:
@@ -117,7 +151,7 @@ def parse_lines(data: bytes) -> tuple[dict[str, float], list[int]]:
     entries: dict[str, float] = {}
     damaged: list[int] = []
     for number, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
+        if not line.strip() or b'"unknown": true' in line:
             continue
         parsed = _entry(line)
         if parsed is None:
@@ -173,6 +207,7 @@ class Ledger:
         entries: dict[str, float] = {}
         problems: list[str] = []
         complete = True
+        unknown: set[str] = set()
         for path, parse in ((self.legacy, self._legacy_entries), (self.path, self._line_entries)):
             if not path.exists() and not path.is_symlink():
                 continue
@@ -184,12 +219,13 @@ class Ledger:
                 complete = False
                 continue
             found, problem = parse(path, data)
+            unknown |= unknown_lines(data) if path == self.path else set()
             for entry, usd in found.items():
                 _keep(entries, entry, usd)
             problems += [problem] if problem else []
         problem = self._below_records(entries) if records else None
         problems += [problem] if problem else []
-        return LedgerRead(entries, tuple(problems), complete)
+        return LedgerRead(entries, tuple(problems), complete, tuple(sorted(unknown - entries.keys())))
 
     def _below_records(self, entries: dict[str, float]) -> str | None:
         """Raise each entry to the cost its attempt's record carries (results.jsonl, read
@@ -231,6 +267,18 @@ class Ledger:
 
     def total(self) -> float:
         return self.read().total
+
+    def add_unknown(self, entry: str) -> None:
+        """Mark an attempt whose cost is unknown (its usage was refused), once; a budget counts
+        it at :meth:`LedgerRead.stand_in`. Raises :class:`StoreError` as :meth:`add` does."""
+        from filelock import FileLock
+
+        if not 0 < len(entry) <= ENTRY_MAX:
+            raise StoreError(f"{self.path}: {entry!r} is not a ledger entry")
+        with FileLock(str(self.path) + ".lock"):
+            if entry not in self.read(records=False).unknown:
+                line = json.dumps({"entry": entry, "unknown": True, "at": _now()})
+                _append_line(self.path, line.encode("utf-8"))
 
     def add(self, entry: str, usd: float) -> float:
         """Append an attempt's spend unless its entry is already there with that amount; the new total.
@@ -294,14 +342,18 @@ def _append_line(path: Path, line: bytes) -> None:
         raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from None
 
 
-def record_spend(run_folder: Path, key: str, attempt: int, usd: float | None) -> None:
-    """The attempt's ledger line, written before its result.json whatever ended it; a priced
-    cost only (an unknown one has nothing to add). A ledger that cannot be written is a
-    warning, never a lost record."""
-    if usd is None:
+def record_spend(run_folder: Path, key: str, attempt: int, usd: float | None, refused: bool = False) -> None:
+    """The attempt's ledger line, written before its result.json whatever ended it: its priced
+    cost, or (``refused``: its usage was out of range) a mark that its cost is unknown, which a
+    budget counts at the priced attempts' mean. A cost merely unpriced has nothing to add. A
+    ledger that cannot be written is a warning, never a lost record."""
+    if usd is None and not refused:
         return
     try:
-        Ledger(run_folder).add(entry_of(key, attempt), usd)
+        if usd is None:
+            Ledger(run_folder).add_unknown(entry_of(key, attempt))
+        else:
+            Ledger(run_folder).add(entry_of(key, attempt), usd)
     except StoreError as exc:
         log.warning("gaia2: warning: spend of %s not in the ledger: %s", entry_of(key, attempt), exc)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_gaia2.config import container_env
 from pytest_gaia2.config.settings import container_env as build_container_env
 from pytest_gaia2.cost.budget import record_spend
-from pytest_gaia2.cost.spend import attempt_cost
+from pytest_gaia2.cost.spend import attempt_cost, is_refused
 from pytest_gaia2.plan.scenarios import Scenario
 from pytest_gaia2.run import interrupts
 from pytest_gaia2.run.attempt_record import AttemptFacts, build_record
@@ -432,7 +432,9 @@ class ScenarioAttempt:
                 record = replace(record, universe_position=self.universe_position)
             if self.setup.prices is not None:
                 record = replace(record, **attempt_cost(self.folder, self.setup.prices, self.setup.settings.model))
-                record_spend(self.setup.run_root, self.key, self.attempt, record.cost_usd)  # before result.json
+                record_spend(  # before result.json
+                    self.setup.run_root, self.key, self.attempt, record.cost_usd, refused=is_refused(record)
+                )
             store.RunFolder.write_record(self.folder, record)
             if record.agent_response:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_gaia2.cost.budget import Budget, Ledger
+from pytest_gaia2.cost.budget import Budget, Ledger, usd_text
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.run import chain, provider
@@ -174,7 +174,20 @@ class ScenarioRunner:
         read = self.ledger.read()
         if not read.complete:
             return f"budget: {'; '.join(read.problems)}; with a budget set, the run stops here"
-        return decide(read.total)
+        spent = read.for_budget()
+        if spent is None:
+            return (
+                f"budget: the cost of {len(read.unknown)} attempt(s) is unknown (usage out of range) and no "
+                "priced attempt stands in for it; with a budget set, the run stops here"
+            )
+        why = decide(spent)
+        if why and read.unknown:
+            each = read.stand_in() or 0.0
+            why += (
+                f" (counting {len(read.unknown)} attempt(s) of unknown cost at {usd_text(each)} each, "
+                "the mean of the priced ones)"
+            )
+        return why
 
     def _cap_reason(self) -> str | None:
         return self._budget_reason(self.budget.capped) if self.budget.cap is not None else None

@@ -223,3 +223,20 @@ def test_a_zeroed_ledger_still_halts(pytester: pytest.Pytester, priced: Any) -> 
     lines = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert sorted(line["usd"] for line in lines if line["entry"] in ahead) == [0, 0, PER_SCENARIO]
     assert Ledger(folder).total() == pytest.approx(3 * PER_SCENARIO)
+
+
+def test_usage_out_of_range_is_an_unknown_cost_that_still_stops_a_budget(
+    pytester: pytest.Pytester, priced: Any, planting_image: str
+) -> None:
+    """A provider (or the agent's own trace) reporting negative tokens once made every cost
+    unknown and switched the budget off: now an unknown cost with nothing priced to stand in for
+    it stops a budgeted run after the first attempt."""
+    _scenarios(pytester, 0, 3)
+    negative = planted(llm_call({"prompt_tokens": -1_000_000, "completion_tokens": 10}))
+    run = priced(f"--gaia2-image={planting_image}", *JUDGE, negative, "--gaia2-budget-halt=0.000001", "-rs")
+    outcomes = run.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("skipped")) == (1, 2), outcomes
+    run.stdout.fnmatch_lines(["*budget: the cost of 1 attempt(s) is unknown (usage out of range) and no priced "
+                              "attempt stands in for it; with a budget set, the run stops here*"])
+    folder = run_folder(pytester.path / "out")
+    assert Ledger(folder).read().unknown == (f"search/{results_of(pytester.path / 'out')[0]['scenario_id']}#1",)

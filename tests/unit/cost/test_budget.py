@@ -257,3 +257,22 @@ def AttemptRecordOf(data: dict[str, object]):  # noqa: N802 - reads like the cla
     from pytest_gaia2.store.record import AttemptRecord
 
     return AttemptRecord.from_json(data)
+
+
+def test_an_attempt_of_unknown_cost_counts_for_the_budget_at_the_priced_mean(tmp_path: Path) -> None:
+    """Usage out of range (negative tokens, one bad trace line) makes a cost unknown, never zero."""
+    ledger = Ledger(tmp_path)
+    record_spend(tmp_path, "search/u", 1, None, refused=True)
+    read = ledger.read()
+    assert read.unknown == ("search/u#1",) and read.total == 0.0
+    assert read.for_budget() is None  # nothing priced to stand in: a budget cannot go on blind
+    record_spend(tmp_path, "search/u", 1, None, refused=True)  # marked once
+    record_spend(tmp_path, "search/v", 1, None)  # merely unpriced (no price for the model): nothing to add
+    record_spend(tmp_path, "search/a", 1, 1.0)
+    record_spend(tmp_path, "search/b", 1, 3.0)
+    read = ledger.read()
+    assert (read.total, read.stand_in(), read.for_budget()) == (4.0, 2.0, 6.0)
+    assert (tmp_path / LEDGER_FILE).read_text().count('"unknown": true') == 1
+    assert read.problems == ()  # an unknown line is no damage
+    record_spend(tmp_path, "search/u", 1, 0.5)  # priced after all: the price counts, not the stand-in
+    assert ledger.read().unknown == () and ledger.read().for_budget() == 4.5

@@ -25,6 +25,7 @@ from gaia2_testing import SHIPPED, derived_image, run_folders
 from pytest_gaia2.engine.client import Engine
 from pytest_gaia2.reference import build
 from pytest_gaia2.run import isolation
+from pytest_gaia2.store import names
 
 ONE = "scenario_universe_21_7kww6e"
 
@@ -81,7 +82,20 @@ def wrong_answer():
 while tools.status().get("status") == "waiting":
     time.sleep(0.05)
 attempt("read the answer key", read_answer_key)
-if MODE == "late_error":  # a judged failure made an unjudged error once the judge has spoken
+PLANTED = {"pytest.toml": b'[pytest]\naddopts = ["-p", "no:gaia2", "--doctest-glob=*.md"]\n',
+           "notes.md": b">>> import os; os.system('touch /tmp/pwned')\n", "conftest.py": b"import os\n",
+           "pyproject.toml": b"[tool.pytest.ini_options]\n", ".git/config": b"[core]\nfsmonitor = touch /tmp/x\n",
+           "deep/pytest.toml": b"[pytest]\n", "test_notes.txt": b">>> 1\n"}
+if MODE == "plant":  # files a later tool would obey, in the agent's home and (where it can) the state
+    for top in ("/home/agent", STATE):
+        for name, content in PLANTED.items():
+            def plant(path=f"{top}/{name}", content=content):
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as handle:
+                    handle.write(content)
+            attempt(f"plant {top}/{name}", plant)
+    wrong_answer()
+elif MODE == "late_error":  # a judged failure made an unjudged error once the judge has spoken
     wrong_answer()
     while tools.status().get("status") not in ("complete", "stopped", "error"):
         time.sleep(0.02)
@@ -242,4 +256,29 @@ def test_require_isolation_refuses_an_open_image_before_any_run_folder(tmp_path:
 def test_require_isolation_lets_the_reference_images_model_run(tmp_path: Path, isolated_image: str) -> None:
     run = _run(tmp_path, isolated_image, "forge", "--gaia2-require-isolation")
     assert only_record(tmp_path, "search", ONE)["outcome"] == "failed"
+    assert pytest_says(run, "failed"), run.text
+
+
+def test_nothing_a_later_tool_would_obey_reaches_the_run_folder(tmp_path: Path, open_image: str) -> None:
+    """The agent plants pytest.toml (pytest 9 reads it), conftest.py, pyproject.toml, .git/config
+    and doctest files in its home and in the state folder; a one-scenario chain checkpoints the
+    home. None of them is written anywhere in the run folder; each is listed as skipped."""
+    sequence = tmp_path / "sequence.jsonl"
+    chain = {"universe_id": "21", "cap": "search", "scenarios": [{"scenario_id": ONE}]}
+    sequence.write_text(json.dumps(chain) + "\n", encoding="utf-8")
+    run = _run(tmp_path, open_image, "plant", f"--gaia2-sequence={sequence}")
+    record = only_record(tmp_path, "search", ONE)
+    assert record["outcome"] == "failed", record
+    logs = (run_folders(tmp_path / "out")[0] / "search" / ONE / "entrypoint.log").read_text(encoding="utf-8")
+    assert "hostile agent: plant /var/gaia2/state/pytest.toml: done" in logs  # the open image lets it
+    [folder] = run_folders(tmp_path / "out")
+    homes = list((folder / "chains").rglob("home"))
+    assert homes, "no chain checkpoint of the home"
+    # everything copied out of the container (the harness's own files, such as .gaia2.lock, aside)
+    written = [path.relative_to(folder) for top in ("search", "chains") for path in (folder / top).rglob("*")]
+    obeyed = [path for path in written if any(names.hazard(part) for part in path.parts)]
+    assert obeyed == [], obeyed
+    assert not any(path.name in ("pytest.toml", "test_notes.txt") for path in written)
+    skipped = {entry["path"].rsplit("/", 1)[-1] for entry in record["skipped_files"]}
+    assert {"pytest.toml", "conftest.py", "pyproject.toml", "test_notes.txt"} <= skipped, skipped
     assert pytest_says(run, "failed"), run.text

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
     from pytest_gaia2.cost.prices import PriceBook
     from pytest_gaia2.engine.adapter import AdapterClient, ExecAdapterClient
+    from pytest_gaia2.engine.archive import FileContent
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.engine.container import Container
     from pytest_gaia2.engine.ports import PortLeases
@@ -84,7 +85,7 @@ class AttemptSetup:
     provenance: Mapping[str, Any]
     run_root: Path
     host_ports: PortLeases | None = None
-    files: tuple[tuple[str, bytes, int], ...] = field(default=())
+    files: tuple[tuple[str, FileContent, int], ...] = field(default=())
     """``--gaia2-copy-in`` files and the CA bundle, read once per session."""
     prices: PriceBook | None = None
     stop_reason: Callable[[], str | None] = field(default=lambda: None)

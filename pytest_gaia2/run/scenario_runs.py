@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_gaia2.config.settings import copy_in_problem
 from pytest_gaia2.cost.budget import Budget, Ledger, usd_text
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
@@ -32,7 +33,6 @@ from pytest_gaia2.store.folder import RunFolder, StoreError, inside
 from pytest_gaia2.store.phases import PhaseBoard
 from pytest_gaia2.store.record import AttemptRecord, is_judged
 from pytest_gaia2.store.redact import Redactor
-from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
 
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
@@ -198,10 +198,11 @@ class ScenarioRunner:
         settings = self.settings
         files = []
         for src, dest in settings.files_to_copy():
-            try:  # a regular file within the cap, checked again on the opened file (it may have changed)
-                files.append((dest, read_regular_file(src, max_bytes=settings.limits.max_file_size), 0o644))
-            except JsonReadError as exc:
-                raise Gaia2InfraError("container_start", f"--gaia2-copy-in {src}: {exc}") from None
+            # Checked again here (the file may have changed since start-up); streamed at each launch.
+            problem = copy_in_problem(src, settings.limits.max_file_size)
+            if problem:
+                raise Gaia2InfraError("container_start", f"--gaia2-copy-in {src} {problem}")
+            files.append((dest, src, 0o644))
         leases = None
         if settings.network == "host":
             from pytest_gaia2.engine.ports import PortLeases, worker_slice

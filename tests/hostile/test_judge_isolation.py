@@ -20,7 +20,7 @@ from pathlib import Path
 import docker
 import pytest
 from adapter_proxy import only_record, pytest_says, run_measured
-from gaia2_testing import SHIPPED, derived_image, run_folders
+from gaia2_testing import DATA, SHIPPED, derived_image, run_folders
 
 from pytest_gaia2.engine.client import Engine
 from pytest_gaia2.reference import build
@@ -28,6 +28,7 @@ from pytest_gaia2.run import isolation
 from pytest_gaia2.store import names
 
 ONE = "scenario_universe_21_7kww6e"
+JUDGE_FAIL = "scenario_universe_22_ygzpjz"
 
 FORGER = r'''
 """A hostile agent (it replaces the reference agent, so it runs as the image's agent user)."""
@@ -282,3 +283,24 @@ def test_nothing_a_later_tool_would_obey_reaches_the_run_folder(tmp_path: Path, 
     skipped = {entry["path"].rsplit("/", 1)[-1] for entry in record["skipped_files"]}
     assert {"pytest.toml", "conftest.py", "pyproject.toml", "test_notes.txt"} <= skipped, skipped
     assert pytest_says(run, "failed"), run.text
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_a_verdict_edited_to_passed_is_not_reused_on_resume(tmp_path: Path, workers: tuple[str, ...]) -> None:
+    """result.json and results.jsonl edited to a pass beside the judge's recorded rejection:
+    resume says verdict_conflict and runs the scenario again, which the judge fails again."""
+    args = (f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}", *workers)
+    first = run_measured(tmp_path, *args)
+    assert pytest_says(first, "failed"), first.text
+    [folder] = run_folders(tmp_path / "out")
+    stored = folder / "search" / JUDGE_FAIL / "result.json"
+    record = json.loads(stored.read_text(encoding="utf-8"))
+    edited = {**record, "success": True, "outcome": "passed", "reward": 1.0, "failure_reasons": []}
+    stored.write_text(json.dumps(edited), encoding="utf-8")
+    (folder / "results.jsonl").write_text(json.dumps(edited) + "\n", encoding="utf-8")
+    resumed = run_measured(tmp_path, *args, "--gaia2-resume")
+    assert f"{JUDGE_FAIL}: verdict_conflict: the stored verdict is not reused" in resumed.text
+    assert "it says passed, daemon_status.json beside it says fail" in resumed.text
+    assert pytest_says(resumed, "failed") and "PASSED" not in resumed.text, resumed.text
+    [again] = [r for r in map(json.loads, (folder / "results.jsonl").read_text().splitlines())]
+    assert (again["outcome"], again["attempt"]) == ("failed", 2)

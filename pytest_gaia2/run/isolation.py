@@ -28,7 +28,14 @@ STATE_WAIT_S = 30.0
 """How long the image's init may take to lay out the judge's state before the probe asks anyway."""
 JUDGE_FILES = ("daemon_status.json", "judgments.jsonl", "events.jsonl")
 
-PROBE = r"""
+SHELL = ("/bin/sh", "-c")
+"""Every probe command runs through ``/bin/sh`` with its own PATH: Meta's agent images set a
+restricted PATH (``/home/agent/bin``) that holds no shell tools."""
+PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin; export PATH; "
+
+PROBE = (
+    PATH
+    + r"""
 s=$1; d=$2; judge=$3; shift 3
 read=no; cat "$s" >/dev/null 2>&1 && read=yes
 write=no
@@ -41,6 +48,7 @@ for p in /proc/[0-9]*; do
 done
 echo "isolation read=$read write=$write signal=$signal"
 """
+)
 """Run as the agent's user with argv: scenario path, state folder, judge's uid, the judge's files.
 ``: >> file`` opens for appending and writes nothing: the judge's files are not changed."""
 
@@ -84,16 +92,16 @@ def probe(engine: Engine, image: str, scenario: bytes, *, wait_s: float = STATE_
         return Isolation(problem=f"the isolation probe could not start a container: {exc}", passing=True)
     try:
         deadline = time.monotonic() + wait_s
-        while container.exec(["test", "-e", f"{STATE_DIR}/daemon_status.json"])[0] != 0:
+        while container.exec([*SHELL, PATH + 'test -e "$1"', "probe", f"{STATE_DIR}/daemon_status.json"])[0] != 0:
             if time.monotonic() > deadline or container.exited() is not None:
                 break
             time.sleep(0.5)
-        code, owner = container.exec(["stat", "-c", "%u", STATE_DIR])
+        code, owner = container.exec([*SHELL, PATH + 'stat -c %u "$1"', "probe", STATE_DIR])
         judge = owner.strip()
         if code != 0 or not judge.isdigit():
             return Isolation(problem=f"the image has no judge's state folder at {STATE_DIR}")
         code, output = container.exec(
-            ["sh", "-c", PROBE, "probe", SCENARIO_PATH, STATE_DIR, judge, *JUDGE_FILES], user=AGENT_USER
+            [*SHELL, PROBE, "probe", SCENARIO_PATH, STATE_DIR, judge, *JUDGE_FILES], user=AGENT_USER
         )
         if code != 0 and "isolation" not in output:
             return Isolation(problem=f"the image has no user {AGENT_USER!r} apart from the judge's")

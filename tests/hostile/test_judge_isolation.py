@@ -247,8 +247,10 @@ def test_a_rejection_seen_stays_a_failure_when_the_agent_then_rewrites_the_files
     assert pytest_says(run, "failed"), run.text
 
 
-def test_require_isolation_refuses_an_open_image_before_any_run_folder(tmp_path: Path, open_image: str) -> None:
-    run = _run(tmp_path, open_image, "forge", "--gaia2-require-isolation")
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_require_isolation_refuses_an_open_image_before_any_run_folder(tmp_path: Path, open_image: str,
+                                                                        workers: tuple[str, ...]) -> None:
+    run = _run(tmp_path, open_image, "forge", "--gaia2-require-isolation", *workers)
     assert run.done.returncode == 4, run.text
     assert "--gaia2-require-isolation" in run.text and "judge isolated: no" in run.text
     assert not (tmp_path / "out").exists() or run_folders(tmp_path / "out") == []

@@ -403,6 +403,49 @@ def reference_module(name: str) -> ModuleType:
     return module
 
 
+def judge_files(folder: Path, success: bool | None, actions: int = 1) -> None:
+    """The judge's files of a judged attempt (an error: none), with ``actions`` agent actions."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if success is None:
+        return
+    judgment = {"success": success, "failure_reason": "" if success else "stored failure"}
+    status = {"status": "complete" if success else "stopped", "turn": 1, "nb_turns": 1, "judgment": judgment}
+    answer = {"app": "AgentUserInterface", "fn": "send_message_to_user", "args": {"content": "stored"}}
+    (folder / "daemon_status.json").write_text(json.dumps(status), encoding="utf-8")
+    (folder / "daemon_judgments.jsonl").write_text(json.dumps({"turn": 0, **judgment}) + "\n", encoding="utf-8")
+    (folder / "events.jsonl").write_text("".join(json.dumps(answer) + "\n" for _ in range(actions)), encoding="utf-8")
+
+
+def stored_verdict(folder: Path, record: dict[str, Any]) -> None:
+    """A judged attempt as a finished run leaves it: result.json and, beside it, the judge's files
+    that say the same (resume reuses a verdict only when they do) and one agent action."""
+    judge_files(folder, record.get("success") is True)
+    (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+
+
+@contextmanager
+def reference_tools(state: Path, faketime: Path, notified: bool = False) -> Iterator[Any]:
+    """The reference adapter's tool socket over ``state`` (a thread here): the agent's client,
+    until the block ends. The socket sits in a short folder of its own (AF_UNIX paths are short)."""
+    tools = reference_module("gaia2_ref_tools")
+    stop = threading.Event()
+    flag = threading.Event()
+    if notified:
+        flag.set()
+    with tempfile.TemporaryDirectory(prefix="g2t-", dir="/tmp") as folder:
+        path = Path(folder) / "s"
+        thread = threading.Thread(target=tools.ToolServer(state, faketime, flag).serve, args=(path, stop), daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        try:
+            yield tools.ToolClient(path)
+        finally:
+            stop.set()
+            thread.join(10)
+
+
 @contextmanager
 def http_server(host: str, body: bytes, asked: list[str] | None = None) -> Iterator[int]:
     """A small HTTP server on ``host`` that answers every GET with ``body`` (and notes each path

@@ -46,6 +46,7 @@ from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES
 from pytest_gaia2.report.rates import Rate, counted, percent
 from pytest_gaia2.report.rejudged import NUMBER_MAX, REJUDGE_DIR, REJUDGMENTS_FILE, number_of
 from pytest_gaia2.run.endpoints import Endpoint, ping
+from pytest_gaia2.run.evidence import agent_actions
 from pytest_gaia2.store.folder import (
     RUN_CONFIG_FILE,
     RunFolder,
@@ -55,6 +56,8 @@ from pytest_gaia2.store.folder import (
     write_json,
     write_text,
 )
+from pytest_gaia2.store.names import RULES
+from pytest_gaia2.store.names import problem as folder_name_problem
 from pytest_gaia2.store.record import AttemptRecord, is_judged
 from pytest_gaia2.store.redact import Redactor, printable, secret_values
 from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
@@ -73,9 +76,9 @@ PIDS_LIMIT = 4096
 MEMORY_BYTES = 4 << 30
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 REASON_CHARS = 300
 """Characters kept of why a judge gave no verdict (the container's words), in the summary and on the terminal."""
+JUDGE_NAME_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -461,12 +464,17 @@ def _retryable(container: Container, folder: str) -> bool:
         return False
 
 
+NO_ACTIONS = "the saved events.jsonl holds no action of the agent: a pass with nothing done is a disagreement"
+
+
 def verdict_row(job: Job, folder: Path, passes: int) -> dict[str, Any]:
     """What the judge said about one scenario, beside what the run's judge said."""
     status = read_json(folder / "status.json")
     status = status if isinstance(status, dict) else {"status": "error", "error": "no status.json was written"}
     judgment = status.get("judgment") if isinstance(status.get("judgment"), dict) else None
     success = judgment.get("success") if judgment else None
+    if job.record.success is True and agent_actions(job.events) == 0:  # no judge passes nothing done
+        judgment, success = {"failure_reason": NO_ACTIONS}, False
     return {
         "key": job.record.key,
         "scenario_id": job.record.scenario_id,
@@ -615,9 +623,10 @@ def run(args: argparse.Namespace) -> int:
     if args.judge_name:
         if len(args.judge_name) != len(specs):
             raise CommandError(f"--judge-name: one name per --judge ({len(specs)}), got {len(args.judge_name)}")
-        bad = [name for name in args.judge_name if not _JUDGE_NAME.fullmatch(name)]
-        if bad:
-            raise CommandError(f"--judge-name {bad[0]!r}: letters, digits, _ . - only (up to 64)")
+        for name in args.judge_name:  # a folder on every system: no CON, no trailing dot
+            problem = folder_name_problem(name, JUDGE_NAME_MAX)
+            if problem:
+                raise CommandError(f"--judge-name: {problem} ({RULES})")
         specs = [replace(spec, label=name) for spec, name in zip(specs, args.judge_name, strict=True)]
     if len({spec.slug for spec in specs}) < len(specs):
         raise CommandError(f"--judge: the same judge twice: {', '.join(args.judge)}")

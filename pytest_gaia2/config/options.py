@@ -242,7 +242,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "max-file-size",
         "Largest file copied out of a container, in bytes or with K, M, G "
-        "(KiB-based); a larger file is skipped and listed in result.json.",
+        "(KiB-based); a larger file is skipped and listed in result.json. Also the largest "
+        "--gaia2-copy-in source (a larger one, or one that is not a regular file, is refused).",
         default=256 * 1024**2,
         parse=size,
     ),
@@ -307,6 +308,15 @@ OPTIONS: tuple[Option, ...] = (
         "none, however often the test looks.",
         default=0.05,
         parse=level,
+    ),
+    Option(
+        "require-isolation",
+        "Refuse an image whose agent could read the scenario, write the judge's state or signal the "
+        "judge (pre-flight asks a throwaway container of it as user agent); without it such a run "
+        "goes ahead and says its verdicts are not tamper-proof.",
+        default=False,
+        flag=True,
+        parse=boolean,
     ),
     Option(
         "preflight-only",

@@ -12,6 +12,7 @@ passed through as they are set, and the relay variable only produces a warning.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -344,9 +345,26 @@ def problems(settings: RunSettings) -> list[str]:
     if settings.env_file is not None and not settings.env_file.is_file():
         found.append(f"--gaia2-env-file: {settings.env_file} does not exist")
     for src, dest in settings.copy_in:
-        if not src.exists():
-            found.append(f"--gaia2-copy-in: {src} does not exist (for {dest})")
+        problem = copy_in_problem(src, settings.limits.max_file_size)
+        if problem:
+            found.append(f"--gaia2-copy-in: {src} {problem} (for {dest})")
     return found
+
+
+def copy_in_problem(src: Path, max_bytes: int) -> str | None:
+    """Why ``src`` cannot be copied into containers, or None: only a regular file within
+    --gaia2-max-file-size is (a device, FIFO or socket would never end or block the run)."""
+    try:
+        info = src.stat()
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_size > max_bytes:
+        return f"is {info.st_size} bytes, over the --gaia2-max-file-size of {max_bytes}"
+    return None
 
 
 def validate(settings: RunSettings) -> None:

@@ -6,9 +6,14 @@ Each attempt is one line of ``spend.jsonl``, ``{"entry": "<key>#<attempt>", "usd
 "at": ...}``, appended (and synced) before the attempt's result.json is written, whatever ended the
 attempt. ``tokens`` (input and output, for ``--gaia2-token-halt``) is left out when the attempt
 reported no usage; ``usd`` is null when its usage has no price (a local model that nobody prices).
-Lines are never rewritten: an entry already in the ledger is not added again (a reused verdict,
-a retried write), so an attempt's spend counts once. A damaged line (a torn write, garbage)
-costs only itself: it is reported with the lines that were kept, and the rest still count.
+Lines are never rewritten: an entry already in the ledger with the same amount is not added
+again (a reused verdict, a retried write), so an attempt's spend counts once; an entry's spend is
+the largest of its lines, so a line written ahead of it (``usd: 0``) cannot hide it. A damaged
+line (a torn write, garbage) costs only itself: it is reported with the lines that were kept,
+and the rest still count. The ledger is checked against the records it pays for (results.jsonl):
+an entry below the cost its attempt's record carries is named, and the record's cost counts, so
+an edited ledger cannot switch a budget off. An attempt whose usage was refused as out of range
+is marked ``{"entry": ..., "unknown": true}``: a budget counts it at the priced attempts' mean.
 The ledger of earlier versions, ``spend.json``, is still read (never rewritten) on resume.
 """
 
@@ -22,12 +27,14 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_gaia2.cost.prices import ATTEMPT_USD_MAX
 from pytest_gaia2.cost.usage import shown_names, usd_amount
-from pytest_gaia2.store.folder import StoreError
+from pytest_gaia2.store.folder import RunFolder, StoreError, numbered_lines
+from pytest_gaia2.store.record import AttemptRecord, RecordError
 from pytest_gaia2.store.safejson import JsonLimitError, JsonReadError, loads_bounded, read_regular_file
 
 LEDGER_FILE = "spend.jsonl"
@@ -129,6 +136,8 @@ class LedgerRead:
     complete: bool = True
     tokens: dict[str, int] = field(default_factory=dict)
     """Each entry's tokens, for the entries that reported usage."""
+    unknown: tuple[str, ...] = ()
+    """Entries of attempts whose cost is unknown (their usage was refused as out of range)."""
 
     @property
     def total(self) -> float:
@@ -138,9 +147,46 @@ class LedgerRead:
     def total_tokens(self) -> int:
         return sum(self.tokens.values())
 
+    def stand_in(self) -> float | None:
+        """What each attempt of unknown cost counts for a budget: the mean of the priced
+        attempts (the probe's among them); None when there is none to stand in."""
+        known = [usd for usd in self.entries.values() if usd > 0]
+        return math.fsum(known) / len(known) if known else None
+
+    def for_budget(self) -> float | None:
+        """The spend a budget decides on: the priced total plus each unknown attempt at the
+        stand-in; None when an attempt's cost is unknown and nothing stands in for it."""
+        if not self.unknown:
+            return self.total
+        each = self.stand_in()
+        return None if each is None else round(self.total + each * len(self.unknown), 6)
+
+
+def _keep(entries: dict[str, float], entry: str, usd: float) -> None:
+    """An entry's spend is the largest amount any line gives it."""
+    entries[entry] = max(usd, entries.get(entry, usd))
+
+
+def unknown_lines(data: bytes) -> set[str]:
+    """The entries ``spend.jsonl`` marks as of unknown cost (``{"entry": ..., "unknown": true}``)."""
+    found = set()
+    for line in data.split(b"\n"):
+        if b'"unknown"' not in line:
+            continue
+        try:
+            value = loads_bounded(line, max_bytes=LINE_MAX_BYTES)
+        except JsonLimitError:
+            continue
+        if not isinstance(value, dict) or value.get("unknown") is not True:
+            continue
+        entry = value.get("entry")
+        if isinstance(entry, str) and 0 < len(entry) <= ENTRY_MAX:
+            found.add(entry)
+    return found
+
 
 def parse_lines(data: bytes) -> tuple[dict[str, float], list[int]]:
-    """The entries of ``spend.jsonl``'s bytes (the first line of an entry wins) and the numbers
+    """The entries of ``spend.jsonl``'s bytes (each the largest of its lines) and the numbers
     of the damaged lines. Never raises: any bytes are some entries and some damage."""
     entries, _tokens, damaged = parse_all(data)
     return entries, damaged
@@ -151,22 +197,18 @@ def parse_all(data: bytes) -> tuple[dict[str, float], dict[str, int], list[int]]
     entries: dict[str, float] = {}
     tokens: dict[str, int] = {}
     damaged: list[int] = []
-    seen: set[str] = set()
     for number, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
+        if not line.strip() or b'"unknown": true' in line:
             continue
         parsed = _entry(line)
         if parsed is None:
             damaged.append(number)
             continue
         entry, usd, used = parsed
-        if entry in seen:
-            continue
-        seen.add(entry)
         if usd is not None:
-            entries[entry] = usd
+            _keep(entries, entry, usd)
         if used is not None:
-            tokens[entry] = used
+            tokens[entry] = max(used, tokens.get(entry, used))
     return entries, tokens, damaged
 
 
@@ -195,7 +237,7 @@ def parse_legacy(data: bytes) -> tuple[dict[str, float], bool]:
     for key, amount in _LEGACY_ENTRY.findall(data):
         usd = usd_amount(float(amount), ATTEMPT_USD_MAX)
         if usd is not None:
-            entries.setdefault(key.decode("utf-8", "replace"), usd)
+            _keep(entries, key.decode("utf-8", "replace"), usd)
     try:
         whole = isinstance(loads_bounded(data, max_bytes=LEDGER_MAX_BYTES), dict)
     except JsonLimitError:
@@ -207,6 +249,7 @@ class Ledger:
     """Spend per attempt, in ``<run folder>/spend.jsonl`` (and an earlier version's ``spend.json``)."""
 
     def __init__(self, folder: Path) -> None:
+        self.folder = folder
         self.path = folder / LEDGER_FILE
         self.legacy = folder / LEGACY_LEDGER_FILE
 
@@ -214,12 +257,14 @@ class Ledger:
     def present(self) -> bool:
         return self.path.exists() or self.legacy.exists()
 
-    def read(self) -> LedgerRead:
-        """Every entry that can be read, bounded in size; never raises."""
+    def read(self, records: bool = True) -> LedgerRead:
+        """Every entry that can be read, bounded in size, raised to the cost its record carries
+        (``records`` False: the ledger's own lines alone); never raises."""
         entries: dict[str, float] = {}
         tokens: dict[str, int] = {}
         problems: list[str] = []
         complete = True
+        unknown: set[str] = set()
         for path, parse in ((self.legacy, self._legacy_entries), (self.path, self._line_entries)):
             if not path.exists() and not path.is_symlink():
                 continue
@@ -231,12 +276,34 @@ class Ledger:
                 complete = False
                 continue
             found, used, problem = parse(path, data)
+            unknown |= unknown_lines(data) if path == self.path else set()
             for entry, usd in found.items():
-                entries.setdefault(entry, usd)
+                _keep(entries, entry, usd)
             for entry, count in used.items():
-                tokens.setdefault(entry, count)
+                tokens[entry] = max(count, tokens.get(entry, count))
             problems += [problem] if problem else []
-        return LedgerRead(entries, tuple(problems), complete, tokens)
+        problem = self._below_records(entries) if records else None
+        problems += [problem] if problem else []
+        return LedgerRead(entries, tuple(problems), complete, tokens, tuple(sorted(unknown - entries.keys())))
+
+    def _below_records(self, entries: dict[str, float]) -> str | None:
+        """Raise each entry to the cost its attempt's record carries (results.jsonl, read
+        leniently); what was below, in words, or None."""
+        owed: dict[str, float] = {}
+        for record in _every_record(RunFolder(self.folder).results):
+            if record.cost_usd is not None and record.cost_usd > 0:
+                _keep(owed, entry_of(record.key, record.attempt), record.cost_usd)
+        below = {entry: usd for entry, usd in owed.items() if entries.get(entry, 0.0) < usd - 1e-9}
+        if not below:
+            return None
+        held = math.fsum(entries.get(entry, 0.0) for entry in below)
+        entries.update(below)
+        names = shown_names(sorted(below), LINES_SHOWN)
+        return (
+            f"{self.path}: {len(below)} entr{'y' if len(below) == 1 else 'ies'} below the cost their records carry "
+            f"(ledger {usd_text(held)}, records {usd_text(math.fsum(below.values()))}): the records' cost counts "
+            f"({names})"
+        )
 
     @staticmethod
     def _line_entries(path: Path, data: bytes) -> tuple[dict[str, float], dict[str, int], str | None]:
@@ -268,8 +335,21 @@ class Ledger:
     def total(self) -> float:
         return self.read().total
 
+    def add_unknown(self, entry: str) -> None:
+        """Mark an attempt whose cost is unknown (its usage was refused), once; a budget counts
+        it at :meth:`LedgerRead.stand_in`. Raises :class:`StoreError` as :meth:`add` does."""
+        from filelock import FileLock
+
+        if not 0 < len(entry) <= ENTRY_MAX:
+            raise StoreError(f"{self.path}: {entry!r} is not a ledger entry")
+        with FileLock(str(self.path) + ".lock"):
+            if entry not in self.read(records=False).unknown:
+                line = json.dumps({"entry": entry, "unknown": True, "at": _now()})
+                _append_line(self.path, line.encode("utf-8"))
+
     def add(self, entry: str, usd: float | None, tokens: int | None = None) -> float:
-        """Append an attempt's spend (and tokens) unless its entry is already there; the new total.
+        """Append an attempt's spend (and tokens) unless its entry is already there with that
+        amount; the new total.
 
         Raises :class:`StoreError` naming the file when it cannot be written, or when an
         amount that is not a finite number of USD up to ``ATTEMPT_USD_MAX`` is given (None only
@@ -288,16 +368,31 @@ class Ledger:
         if tokens is not None and not counted:
             raise StoreError(f"{self.path}: {entry!r}: {tokens!r} is not a count of tokens for the ledger")
         with FileLock(str(self.path) + ".lock"):
-            read = self.read()
-            if entry in read.entries or entry in read.tokens:
-                return read.total
-            fields: dict[str, object] = {"entry": entry, "usd": None if amount is None else round(amount, 6)}
-            if tokens is not None:
-                fields["tokens"] = tokens
-            line = json.dumps({**fields, "at": _now()}, allow_nan=False)
-            _append_line(self.path, line.encode("utf-8"))
-            added = {} if amount is None else {entry: round(amount, 6)}
-            return LedgerRead({**read.entries, **added}).total
+            held = self.read(records=False)
+            same_usd = held.entries.get(entry) == (None if amount is None else round(amount, 6))
+            if not (same_usd and held.tokens.get(entry) == tokens):
+                fields: dict[str, object] = {"entry": entry, "usd": None if amount is None else round(amount, 6)}
+                if tokens is not None:
+                    fields["tokens"] = tokens
+                line = json.dumps({**fields, "at": _now()}, allow_nan=False)
+                _append_line(self.path, line.encode("utf-8"))
+            return self.read().total
+
+
+def _every_record(results: Path) -> Iterator[AttemptRecord]:
+    """Every valid line of results.jsonl, each attempt's (a retried scenario has a line per
+    attempt until the run's end tidies the file); a bad line or file gives nothing."""
+    if not os.path.lexists(results):
+        return
+    try:
+        for _, row in numbered_lines(results):
+            try:
+                if isinstance(row, dict):
+                    yield AttemptRecord.from_json(row)
+            except RecordError:
+                continue
+    except JsonReadError:
+        return
 
 
 def _now() -> str:
@@ -328,14 +423,20 @@ def _append_line(path: Path, line: bytes) -> None:
         raise StoreError(f"cannot append to {path}: {exc.strerror or exc}") from None
 
 
-def record_spend(run_folder: Path, key: str, attempt: int, usd: float | None, tokens: int | None = None) -> None:
+def record_spend(
+    run_folder: Path, key: str, attempt: int, usd: float | None, tokens: int | None = None, refused: bool = False
+) -> None:
     """The attempt's ledger line, written before its result.json whatever ended it: its priced
-    cost and the tokens it reported (with neither there is nothing to add). A ledger that
-    cannot be written is a warning, never a lost record."""
-    if usd is None and tokens is None:
+    cost and the tokens it reported (with neither there is nothing to add), or (``refused``: its
+    usage was out of range) a mark that its cost is unknown, which a budget counts at the priced
+    attempts' mean. A ledger that cannot be written is a warning, never a lost record."""
+    if usd is None and tokens is None and not refused:
         return
     try:
-        Ledger(run_folder).add(entry_of(key, attempt), usd, tokens)
+        if usd is None and tokens is None:
+            Ledger(run_folder).add_unknown(entry_of(key, attempt))
+        else:
+            Ledger(run_folder).add(entry_of(key, attempt), usd, tokens)
     except StoreError as exc:
         log.warning("gaia2: warning: spend of %s not in the ledger: %s", entry_of(key, attempt), exc)
 

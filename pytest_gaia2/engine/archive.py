@@ -12,7 +12,9 @@ import errno
 import io
 import itertools
 import os
+import sys
 import tarfile
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from typing import IO, Any
 
 from pytest_gaia2.store.names import hazard
 from pytest_gaia2.store.redact import Redactor
+from pytest_gaia2.store.safejson import JsonReadError, open_regular
 
 ARCHIVE_CHUNK = 256 << 10
 """Bytes per chunk asked of the engine's archive stream."""
@@ -42,17 +45,45 @@ NO_RENAME: Mapping[str, str] = MappingProxyType({})
 _temp_names = itertools.count()
 
 
-def tar_files(files: Iterable[tuple[str, bytes, int]]) -> bytes:
-    """A tar archive of ``(path, content, mode)`` entries, paths relative to the extraction dir."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for name, content, mode in files:
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            info.mode = mode
-            info.mtime = int(time.time())
-            archive.addfile(info, io.BytesIO(content))
-    return buffer.getvalue()
+SPOOL_BYTES = 8 << 20
+"""A copy-in archive stays in memory up to this size, then goes to a temporary file."""
+FileContent = bytes | Path
+"""What is copied into a container: the bytes, or a host file streamed from disk (a regular
+file, checked again when opened: never a FIFO or device swapped in)."""
+
+
+def tar_spool(files: Iterable[tuple[str, FileContent, int]]) -> IO[bytes]:
+    """A tar archive of ``(path, content, mode)`` entries in a spooled temporary file, read from
+    its start: a host file's content is streamed into it, never held whole in memory. OSError
+    names the host file that could not be read."""
+    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - the caller closes it
+    try:
+        with tarfile.open(fileobj=spool, mode="w") as archive:
+            for name, content, mode in files:
+                info = tarfile.TarInfo(name)
+                info.mode = mode
+                info.mtime = int(time.time())
+                if isinstance(content, bytes):
+                    info.size = len(content)
+                    archive.addfile(info, io.BytesIO(content))
+                    continue
+                try:
+                    with open_regular(content, max_bytes=sys.maxsize) as stream:
+                        info.size = os.fstat(stream.fileno()).st_size
+                        archive.addfile(info, stream)
+                except JsonReadError as exc:
+                    raise OSError(f"{content}: {exc}") from None
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool
+
+
+def tar_files(files: Iterable[tuple[str, FileContent, int]]) -> bytes:
+    """A tar archive of ``(path, content, mode)`` entries as bytes (see :func:`tar_spool`)."""
+    with tar_spool(files) as archive:
+        return archive.read()
 
 
 class StreamBroken(Exception):

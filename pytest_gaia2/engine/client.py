@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from pytest_gaia2.engine.archive import ARCHIVE_CHUNK, StreamBroken, tar_entries, tar_files
+from pytest_gaia2.engine.archive import ARCHIVE_CHUNK, FileContent, StreamBroken, tar_entries, tar_spool
 from pytest_gaia2.engine.container import Container, LaunchSpec, exit_of
 from pytest_gaia2.engine.errors import EngineError, sdk_errors
 from pytest_gaia2.engine.spec import plain_host
@@ -111,15 +111,23 @@ def _published_port(handle: Handle, port: int) -> int | None:
     return None
 
 
-def _copy_in(handle: Handle, files: Iterable[tuple[str, bytes, int]]) -> None:
+def _copy_in(handle: Handle, files: Iterable[tuple[str, FileContent, int]]) -> None:
     """Copy files into a created container in one archive at its root (each archive costs the
     engine a mount of the container's file system). The archive holds no folder entries, so
-    existing folders keep owner and mode; missing ones are created."""
+    existing folders keep owner and mode; missing ones are created. A host file is streamed
+    into the archive, never read whole."""
     entries = [(str(PurePosixPath(path)).lstrip("/"), content, mode) for path, content, mode in files]
-    if entries and not handle.put_archive("/", tar_files(entries)):
-        raise EngineError(
-            f"the engine refused to copy {', '.join('/' + name for name, _, _ in entries)} into the container"
-        )
+    if not entries:
+        return
+    try:
+        archive = tar_spool(entries)
+    except OSError as exc:
+        raise EngineError(f"cannot copy into the container: {exc}") from None
+    with archive:
+        if not handle.put_archive("/", archive):
+            raise EngineError(
+                f"the engine refused to copy {', '.join('/' + name for name, _, _ in entries)} into the container"
+            )
 
 
 class Engine:

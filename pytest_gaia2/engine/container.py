@@ -21,6 +21,7 @@ from pytest_gaia2.engine.archive import (
     NO_RENAME,
     Capped,
     CopyReport,
+    FileContent,
     StreamBroken,
     extract,
     first_file,
@@ -64,7 +65,7 @@ class LaunchSpec:
     labels: Mapping[str, str]
     adapter_port: int
     network: str = "bridge"
-    files: tuple[tuple[str, bytes, int], ...] = ()  # (absolute container path, content, mode)
+    files: tuple[tuple[str, FileContent, int], ...] = ()  # (absolute container path, bytes or host file, mode)
     extra_hosts: Mapping[str, str] = field(default_factory=dict)
     pids_limit: int | None = None
     memory_bytes: int | None = None

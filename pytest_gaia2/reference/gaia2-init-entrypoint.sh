@@ -1,11 +1,15 @@
 #!/usr/bin/bash
 # Reference-image init, run as root by `bash /opt/gaia2-init-entrypoint.sh`.
 #
-# Same sequence as Gaia2's oracle image: reset and initialise the state dir
-# from the scenario, derive FAKETIME, seed /tmp/faketime.rc, start the event
-# daemon as gaia2 in the background (log /tmp/gaia2-eventd.log), then exec the
-# adapter+agent as gaia2. setpriv (not su) is used for that exec so the Python
-# process becomes PID 1 and handles SIGTERM itself.
+# Same sequence as Gaia2's images: reset and initialise the state dir from the
+# scenario, derive FAKETIME, seed /tmp/faketime.rc, start the event daemon as
+# gaia2 in the background (log /tmp/gaia2-eventd.log), start the agent as user
+# agent, then exec the adapter as gaia2. setpriv (not su) is used for that exec
+# so the Python process becomes PID 1 and handles SIGTERM itself.
+#
+# Privileges as in Gaia2's agent images: /var/gaia2 is gaia2's alone (700), the
+# scenario (the answer key) is readable by gaia2 only, and the agent, another
+# user, reaches the judge's state only through the adapter's tool socket.
 
 set -uo pipefail
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -18,14 +22,19 @@ LOG=/tmp/entrypoint.log
 touch "$LOG" && chown gaia2:gaia2 "$LOG"
 log() { echo "[$(date +%H:%M:%S)] [gaia2-init] $*" | tee -a "$LOG" >&2; }
 as_gaia2() { setpriv --reuid=gaia2 --regid=gaia2 --init-groups env HOME=/var/gaia2 GAIA2_STATE_DIR="$STATE" "$@"; }
+as_agent() { setpriv --reuid=agent --regid=agent --init-groups env HOME=/home/agent "$@"; }
+
+chown gaia2:gaia2 /var/gaia2
+chmod 700 /var/gaia2
 
 if [ -f "$SCENARIO" ]; then
     log "Initializing state for $SCENARIO ..."
     mkdir -p "$STATE"
     rm -rf "${STATE:?}"/*
-    chown gaia2:gaia2 /var/gaia2
+    chown gaia2:gaia2 "$SCENARIO"
+    chmod 600 "$SCENARIO"
     chown -R gaia2:gaia2 "$STATE"
-    chmod 711 /var/gaia2 "$STATE"
+    chmod 700 "$STATE"
     # One Python start lays out the state and prints the scenario's start time (for FAKETIME).
     start="$(as_gaia2 python3 /opt/gaia2_ref_init.py state "$SCENARIO" "$STATE")" \
         || { log "ERROR: state initialisation failed"; start=""; }
@@ -62,10 +71,24 @@ else
     log "No scenario found at $SCENARIO"
 fi
 
-# The agent's home (carried along a chain by the runner) belongs to the user the agent runs as.
-mkdir -p /home/agent && chown -R gaia2:gaia2 /home/agent
+# The agent's home (carried along a chain by the runner) and its trace belong to the agent.
+mkdir -p /home/agent && chown -R agent:agent /home/agent
+TRACE="${GAIA2_TRACE_FILE:-/tmp/trace.jsonl}"
+[ -f "$TRACE" ] && [ ! -L "$TRACE" ] && chown agent:agent "$TRACE"
 
-log "Starting adapter + agent as gaia2 on port $PORT"
+# The tool socket's folder is the adapter's; the socket itself is open to the agent.
+TOOLS="${GAIA2_TOOLS_SOCKET:-/tmp/gaia2-tools/agent.sock}"
+mkdir -p "$(dirname "$TOOLS")" && chown gaia2:gaia2 "$(dirname "$TOOLS")" && chmod 755 "$(dirname "$TOOLS")"
+export GAIA2_TOOLS_SOCKET="$TOOLS"
+
+# The agent gets the scenario on its stdin (it is an oracle by design); its output goes to the
+# container's log and, through gaia2's tee, to /tmp/entrypoint.log, which it cannot write itself.
+scenario_in=/dev/null
+[ -f "$SCENARIO" ] && scenario_in="$SCENARIO"
+log "Starting the agent as agent"
+( as_agent python3 -u /opt/gaia2_ref_agent.py < "$scenario_in" 2>&1 | as_gaia2 tee -a "$LOG" >&2 ) &
+
+log "Starting the adapter as gaia2 on port $PORT"
 exec setpriv --reuid=gaia2 --regid=gaia2 --init-groups env HOME=/var/gaia2 \
     GAIA2_STATE_DIR="$STATE" GAIA2_SCENARIO="$SCENARIO" GAIA2_ADAPTER_PORT="$PORT" PYTHONUNBUFFERED=1 \
     python3 /opt/gaia2_ref_adapter.py

@@ -1,10 +1,10 @@
-"""Main process of the reference image: the adapter HTTP server plus the agent.
+"""Main process of the reference image: the adapter HTTP server and the agent's tool socket.
 
 ``gaia2-init-entrypoint.sh`` execs this as user gaia2, so it is the container's
 PID 1 and its stderr is what ``docker logs`` shows (it also appends to
 /tmp/entrypoint.log, the artifact the runner copies out). It serves Gaia2's
-oracle-adapter API on ``0.0.0.0:$GAIA2_ADAPTER_PORT`` and runs the agent in a
-thread. Fault switches (``GAIA2_FAULT_*``, see README.md) make it misbehave in
+oracle-adapter API on ``0.0.0.0:$GAIA2_ADAPTER_PORT`` and, on a Unix socket, the
+tools of the agent, a process of user ``agent`` (gaia2_ref_tools.py). Fault switches (``GAIA2_FAULT_*``, see README.md) make it misbehave in
 the ways a runner has to survive.
 """
 
@@ -17,12 +17,12 @@ import pwd
 import signal
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from gaia2_ref_agent import Agent
 from gaia2_ref_runtime import (
     TERMINAL_STATUSES,
     env_flag,
@@ -32,16 +32,20 @@ from gaia2_ref_runtime import (
     scenario_path,
     setup_logging,
     state_dir,
+    write_atomic,
 )
+from gaia2_ref_tools import ToolServer, socket_path
 
 log = logging.getLogger("gaia2-ref")
 MAX_BODY = 1 << 20
+DAEMON_START_S = 30.0
+"""A daemon that has not written its status by then never will: the run ends ``error``."""
 
 
 class Handler(BaseHTTPRequestHandler):
     """Gaia2 oracle-adapter routes; every answer is JSON with ``Connection: close``."""
 
-    agent: Agent
+    notified: threading.Event
     state: Path
     never_healthy: bool = False
     protocol_version = "HTTP/1.0"
@@ -79,7 +83,8 @@ class Handler(BaseHTTPRequestHandler):
         except (ValueError, AttributeError):
             message = ""
         if route != "/send_notifications" and message:
-            self.agent.notify(message)
+            log.info("Received /notify message (%d chars)", len(message))
+            self.notified.set()
         self._send(200, {"ok": True})
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -87,11 +92,19 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def watch_status(state: Path, server_stop: threading.Event, stop: threading.Event) -> None:
-    """Log daemon status changes; with the exit-after-verdict fault, stop HTTP at the verdict."""
+    """Log daemon status changes; a daemon that never starts ends the run ``error``; with the
+    exit-after-verdict fault, stop HTTP at the verdict."""
     last: dict[str, Any] = {}
     exit_after_verdict = env_flag("GAIA2_FAULT_ADAPTER_EXIT_AFTER_VERDICT")
+    deadline = time.monotonic() + DAEMON_START_S if scenario_path().exists() else None
     while not stop.wait(0.25):
         status = read_status(state)
+        if deadline is not None and status.get("status") == "waiting" and time.monotonic() > deadline:
+            log.error("Daemon did not report running within %.0fs; writing status error", DAEMON_START_S)
+            write_atomic(state / "daemon_status.json", json.dumps({"status": "error"}) + "\n")
+            deadline = None
+        elif status.get("status") != "waiting":
+            deadline = None
         if status != last:
             log.info("daemon status: %s", json.dumps(status))
             last = status
@@ -162,14 +175,15 @@ def main() -> int:
         port,
         state,
     )
-    agent = Agent(scenario_path(), state, faketime_path(), log, stop)
-    Handler.agent = agent
+    notified = threading.Event()
+    Handler.notified = notified
     Handler.state = state
     Handler.never_healthy = env_flag("GAIA2_FAULT_NEVER_HEALTHY")
     if Handler.never_healthy:
         log.warning("FAULT GAIA2_FAULT_NEVER_HEALTHY: /health will answer 503")
 
-    threading.Thread(target=agent.run, name="agent", daemon=True).start()
+    tools = ToolServer(state, faketime_path(), notified)
+    threading.Thread(target=tools.serve, args=(socket_path(), stop), name="tools", daemon=True).start()
     threading.Thread(target=watch_status, args=(state, server_stop, stop), name="status", daemon=True).start()
     exit_code = os.environ.get("GAIA2_FAULT_EXIT_CODE", "").strip()
     if exit_code:

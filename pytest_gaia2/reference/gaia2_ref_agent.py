@@ -1,8 +1,12 @@
 """The reference image's stand-in agent: oracle replay, or a scripted replay.
 
-Runs as a thread of the adapter process. Like Gaia2's oracle replay it starts
-once the daemon reports ``running`` and writes its actions straight into
-events.jsonl. By default it replays the scenario's oracle (so the run passes);
+A process of its own, run by the init as user ``agent``: it can neither read
+``/var/gaia2`` nor write the judge's state nor signal the judge, so it logs its
+actions and reads the state only through the adapter's tool socket
+(gaia2_ref_tools.py), as Gaia2's agents go through their setuid tool wrapper.
+The init hands it the scenario on its standard input (it is an oracle by
+design; the file itself stays the judge's). Like Gaia2's oracle replay it
+starts once the daemon reports ``running``. By default it replays the scenario's oracle (so the run passes);
 with ``GAIA2_AGENT_SCRIPT`` it replays a JSONL script instead (so a test can
 make the run fail, or misbehave, on purpose).
 
@@ -24,6 +28,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -32,17 +38,12 @@ from typing import Any
 
 from gaia2_ref_model import SWITCH, ModelCaller, ProviderRefused
 from gaia2_ref_runtime import (
-    AGENT_STOPPED,
     TERMINAL_STATUSES,
-    JsonlTail,
-    append_event,
     env_float,
     fake_ret,
-    make_line,
-    read_sim_text,
+    faketime_path,
     read_sim_time,
-    read_status,
-    write_atomic,
+    setup_logging,
 )
 from gaia2_ref_scenario import (
     AUI,
@@ -52,25 +53,26 @@ from gaia2_ref_scenario import (
     line_time,
     resolve_placeholders,
 )
+from gaia2_ref_tools import RemoteTail, ToolClient, socket_path
 from gaia2_ref_trace import USAGE_VARIABLE, TraceWriter, Usage
 
 SYNTHETIC_BOUNDARY = "[oracle replay complete]"
 
 
 class Agent:
-    """Replays oracle or scripted actions into events.jsonl, turn by turn."""
+    """Replays oracle or scripted actions through the tool socket, turn by turn."""
 
     def __init__(
-        self, scenario_file: Path, state: Path, faketime: Path, log: logging.Logger, stop: threading.Event
+        self, scenario: dict[str, Any] | None, tools: ToolClient, faketime: Path, log: logging.Logger,
+        stop: threading.Event,
     ) -> None:
-        self.scenario_file = scenario_file
-        self.state = state
+        self.scenario_data = scenario
+        self.tools = tools
         self.faketime = faketime
         self.log = log
         self.stop = stop
-        self.notified = threading.Event()
-        self.events_tail = JsonlTail(state / "events.jsonl")
-        self.notes_tail = JsonlTail(state / "notifications.jsonl")
+        self.events_tail = RemoteTail(tools, "events")
+        self.notes_tail = RemoteTail(tools, "notes")
         self.seen: dict[str, dict[str, Any]] = {}
         self.user_turns: set[int] = set()
         self.answers = 0
@@ -107,34 +109,27 @@ class Agent:
                 self.trace.usage.block(),
             )
 
-    def notify(self, message: str) -> None:
-        """A task arrived over /notify; it starts the agent for scenarios without events."""
-        self.log.info("Received /notify message (%d chars)", len(message))
-        self.notified.set()
-
     def run(self) -> None:
         try:
             self._run()
         except ProviderRefused as exc:  # like an agent whose LLM client raised: no answer, no judgment
             self.log.error("Model call failed: %s; the agent stops without answering", exc)
-            write_atomic(self.state / AGENT_STOPPED, json.dumps({"reason": str(exc)}) + "\n")
+            self.tools.stopped(str(exc))
         except Exception:  # a crashed agent must not take the adapter down with it
             self.log.exception("Agent crashed")
 
     def _run(self) -> None:
-        if not self.scenario_file.exists():
-            self.log.info("No scenario at %s; agent idle", self.scenario_file)
+        if self.scenario_data is None:
+            self.log.info("No scenario; agent idle")
             return
-        scenario = Scenario.load(str(self.scenario_file))
-        if not self._wait(lambda: read_status(self.state).get("status") != "waiting", 30.0, stop_on_terminal=False):
-            self.log.error("Daemon did not report running within 30s; writing status error")
-            write_atomic(self.state / "daemon_status.json", json.dumps({"status": "error"}) + "\n")
+        scenario = Scenario(self.scenario_data)
+        if not self._wait(lambda: self.tools.status().get("status") != "waiting", None):
             return
         if not scenario.events:
             self.log.info("Scenario has no events; waiting for a task on /notify")
-            if not self._wait(self.notified.is_set, None):
+            if not self._wait(self.tools.notified, None):
                 return
-        self._memory(self.scenario_file)
+        self._memory(self.scenario_data)
         script = os.environ.get("GAIA2_AGENT_SCRIPT", "").strip()
         if self.loop_after > 0:
             self.run_loop()
@@ -145,14 +140,11 @@ class Agent:
 
     # -- memory in the agent's home (sequential chains) ----------------------------
 
-    def _memory(self, scenario_file: Path) -> None:
+    def _memory(self, data: dict[str, Any]) -> None:
         """The scenario's ``gaia2_reference`` object: ``remember: {"path", "text"}`` writes a
         file under the agent's home before acting; ``recall: "<path>"`` makes every answer to
         the user the text of that file (an agent whose home was not carried does not remember)."""
-        try:
-            spec = json.loads(scenario_file.read_text(encoding="utf-8")).get("gaia2_reference") or {}
-        except (OSError, ValueError, AttributeError):
-            return
+        spec = data.get("gaia2_reference") or {}
         if not isinstance(spec, dict):
             return
         remember = spec.get("remember")
@@ -182,14 +174,14 @@ class Agent:
 
     # -- waiting -------------------------------------------------------------
 
-    def _wait(self, predicate: Callable[[], bool], timeout: float | None, stop_on_terminal: bool = True) -> bool:
-        """Poll ``predicate``; False on timeout, shutdown or (optionally) a terminal daemon."""
+    def _wait(self, predicate: Callable[[], bool], timeout: float | None) -> bool:
+        """Poll ``predicate``; False on timeout, shutdown or a terminal daemon."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.stop.is_set():
             self._refresh()
             if predicate():
                 return True
-            if stop_on_terminal and read_status(self.state).get("status") in TERMINAL_STATUSES:
+            if self.tools.status().get("status") in TERMINAL_STATUSES:
                 self.log.info("Daemon reached a terminal status; agent stops")
                 return False
             if deadline is not None and time.monotonic() > deadline:
@@ -218,8 +210,7 @@ class Agent:
                 self.trace.record(app, fn, args)
             except OSError as exc:
                 self.log.error("Cannot write the trace line to %s: %s", self.trace.path, exc)
-        line = make_line(app, fn, args, write, ret, read_sim_text(self.faketime))
-        append_event(self.state, line)
+        line = self.tools.act(app, fn, args, write, ret)
         self.log.info("  %s.%s(%s) w=%s", app, fn, ", ".join(args), write)
         if app == AUI and fn == SMU:
             self.answers += 1
@@ -233,7 +224,7 @@ class Agent:
     def run_loop(self) -> None:
         """GAIA2_FAULT_TOOL_LOOP: the same read, chosen by one model call each, until the daemon gives up."""
         self.log.warning("FAULT GAIA2_FAULT_TOOL_LOOP: calling a tool again and again, never answering")
-        while not self.stop.is_set() and read_status(self.state).get("status") not in TERMINAL_STATUSES:
+        while not self.stop.is_set() and self.tools.status().get("status") not in TERMINAL_STATUSES:
             self._write("SystemApp", "get_current_time", {}, False, None)
             self.stop.wait(0.2)
 
@@ -353,3 +344,24 @@ class Agent:
         done[event.event_id] = line_time(line)
         returns[event.event_id] = line.get("ret")
         return True
+
+
+def main() -> int:
+    """The agent process: the scenario on stdin (empty: none), the tool socket from the environment."""
+    log = setup_logging("gaia2-ref-agent", "[%(asctime)s] %(message)s", "%H:%M:%S", [])
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    raw = sys.stdin.read()
+    try:
+        scenario = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        log.error("The scenario on stdin is not JSON; agent idle")
+        scenario = None
+    log.info("=== gaia2 reference agent (pid %d, uid %d) ===", os.getpid(), os.getuid())
+    Agent(scenario if isinstance(scenario, dict) else None, ToolClient(socket_path()), faketime_path(), log, stop).run()
+    stop.wait()  # stays until the container stops, as an agent runtime does
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,8 +1,9 @@
 """File-level plumbing shared by the reference image's programs.
 
-The daemon, the agent and the adapter are separate processes that only talk
-through files in the state directory (exactly as Gaia2's eventd, oracle replay
-and adapter do), so this module owns the conventions: where files live, how
+The daemon and the adapter are separate processes of the judge's user that talk
+through files in the state directory (as Gaia2's eventd and adapter do); the agent,
+a process of its own user, reaches that state only through the adapter's tool
+socket (gaia2_ref_tools.py). This module owns the conventions: where files live, how
 events.jsonl is appended (flock on events.lock), how it is tailed without
 reading half-written lines, and how JSON is replaced atomically.
 """
@@ -128,6 +129,32 @@ def make_line(
     return line
 
 
+READ_AT_MOST = 4 << 20
+"""Bytes of a JSONL file read per call (the rest comes on the next)."""
+
+
+def read_lines(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The whole JSON-object lines of ``path`` from ``offset`` on, and the offset after them."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(offset, 0))
+            data = handle.read(READ_AT_MOST)
+    except OSError:
+        return [], offset
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    records: list[dict[str, Any]] = []
+    for raw in data[: end + 1].splitlines():
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records, offset + end + 1
+
+
 class JsonlTail:
     """Reads lines appended to a JSONL file since the last call (whole lines only)."""
 
@@ -136,24 +163,7 @@ class JsonlTail:
         self.offset = 0
 
     def read_new(self) -> list[dict[str, Any]]:
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read()
-        except OSError:
-            return []
-        end = data.rfind(b"\n")
-        if end < 0:
-            return []
-        self.offset += end + 1
-        records: list[dict[str, Any]] = []
-        for raw in data[: end + 1].splitlines():
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                records.append(record)
+        records, self.offset = read_lines(self.path, self.offset)
         return records
 
 

@@ -15,6 +15,7 @@ from pytest_gaia2.report import stats
 from pytest_gaia2.report import summary as report
 from pytest_gaia2.report.gate import Gate, GateDecision, best_lower_bound, smallest_passing
 from pytest_gaia2.report.rates import percent
+from pytest_gaia2.report.run_facts import Isolation
 from pytest_gaia2.report.sequential import DECIDED, Decision
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
@@ -86,6 +87,8 @@ class ResultBook:
         """What ended the run early when it was not the items' own doing (Ctrl-C)."""
         self.decided: Decision | None = None
         """With --gaia2-stop-when-decided: the sequential test's decision, once made."""
+        self.isolation: Isolation | None = None
+        """Pre-flight's answer: whether the image keeps its judge from its agent (None: not asked)."""
 
     def note_not_started(self, key: str, why: str) -> None:
         """A planned key skipped before it started; the first skip by a limit fixes the spend at stop."""
@@ -221,6 +224,8 @@ class ResultBook:
                 "(--gaia2-probe-only); its result is the projection below, its rates are the probe's"
             )
         lines += body
+        if self.isolation is not None:
+            lines.append(f"gaia2: {self.isolation.line()}")
         lines += spend.summary_lines(spend.summary(self.records.values()), self._budget_text())
         lines += self.stop().lines()
         reused = sorted(record.key for record in self.records.values() if record.reused)
@@ -309,6 +314,7 @@ class ResultBook:
                     if key in self.scenario_files
                 },
                 "coverage": report.coverage(summary),
+                "judge_isolation": None if self.isolation is None else self.isolation.to_json(),
             }
             report.write_summary_json(self.folder.file(store.SUMMARY_FILE), summary, decision, extra=extra)
         return decision

@@ -150,6 +150,72 @@ def keys_of(value: Any) -> tuple[str, ...] | None:
 
 
 @dataclass(frozen=True)
+class Isolation:
+    """What the agent's user could do in the image (pre-flight's probe, :mod:`pytest_gaia2.run.isolation`);
+    ``problem`` says why no answer was had."""
+
+    reads_scenario: bool | None = None
+    writes_state: bool | None = None
+    signals_judge: bool | None = None
+    problem: str | None = None
+    passing: bool = False
+    """The problem may pass (the engine failed us): the answer is not remembered for the image."""
+
+    @property
+    def isolated(self) -> bool:
+        """Only a full answer of three no's is isolation."""
+        return self.problem is None and (self.reads_scenario, self.writes_state, self.signals_judge) == (
+            False,
+            False,
+            False,
+        )
+
+    def reasons(self) -> list[str]:
+        """What the agent could do, in words (empty when isolated)."""
+        if self.problem is not None:
+            return [self.problem]
+        found = []
+        if self.reads_scenario:
+            found.append("the agent can read the scenario file (the answer key)")
+        if self.writes_state:
+            found.append("the agent can write the judge's state folder")
+        if self.signals_judge:
+            found.append("the agent can signal the judge's processes")
+        return found
+
+    def line(self) -> str:
+        """``judge isolated: yes`` or ``judge isolated: no (why); its verdicts are not tamper-proof``."""
+        if self.isolated:
+            return "judge isolated: yes"
+        return f"judge isolated: no ({'; '.join(self.reasons())}); its verdicts are not tamper-proof"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "isolated": self.isolated,
+            "reads_scenario": self.reads_scenario,
+            "writes_state": self.writes_state,
+            "signals_judge": self.signals_judge,
+            "problem": self.problem,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Isolation | None:
+        """From run_config.json or the image-checks cache: None unless every field has its type."""
+        if not isinstance(data, dict):
+            return None
+        read, write, signal = (data.get(name) for name in ("reads_scenario", "writes_state", "signals_judge"))
+        problem = data.get("problem")
+        flags = (read, write, signal)
+        if not all(flag is None or isinstance(flag, bool) for flag in flags) or not (
+            problem is None or isinstance(problem, str)
+        ):
+            return None
+        if problem is None and None in flags:
+            return None
+        return cls(read, write, signal, problem=None if problem is None else text(problem, REASON_CHARS) or "unknown")
+
+
+@dataclass(frozen=True)
 class SummaryPlan:
     """summary.json's plan, checked: how many keys the session that wrote it planned and how many
     of them are done, and those not run."""
@@ -197,6 +263,8 @@ class RunFacts:
     """run_config.json's ``planned``: the first session's plan (the only one that writes the file)."""
     summary_problem: str | None = "summary.json is missing"
     """Why summary.json has no plan to give (None when it has one)."""
+    isolation: Isolation | None = None
+    """run_config.json's ``judge_isolation``: pre-flight's answer (None: not asked, an older run)."""
 
     def plan(self, records: Sequence[AttemptRecord]) -> Plan:
         """What the run planned: the latest session's plan, the keys that run has a result for
@@ -267,4 +335,5 @@ def read(path: Path, config: Mapping[str, Any] | None = None) -> RunFacts:
         last_plan=summary_plan_of(summary) if isinstance(summary, dict) else None,
         first_plan=keys_of(config.get("planned")),
         summary_problem=_summary_problem(path, summary),
+        isolation=Isolation.from_json(config.get("judge_isolation")),
     )

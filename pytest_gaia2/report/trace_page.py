@@ -312,6 +312,18 @@ def judge_audit(folder: Path, budget: PageBudget) -> dict[str, Any] | None:
     return None
 
 
+RUN_DEPTH = 4
+"""An attempt folder lies at most this many folders below its run folder (split, id, run, attempt)."""
+
+
+def isolation_of(folder: Path) -> run_facts.Isolation | None:
+    """Pre-flight's judge-isolation answer of the run that holds the attempt ``folder``."""
+    for parent in list(folder.parents)[:RUN_DEPTH]:
+        if store.holds_a_run(parent):
+            return run_facts.Isolation.from_json(run_facts.config_of(parent).get("judge_isolation"))
+    return None
+
+
 def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str, Any]:
     """Everything trace.html shows, from the attempt folder's files."""
     budget = PageBudget()
@@ -350,6 +362,7 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "more_wire": more_wire,
         "files": files(folder),
         "missing": MISSING,
+        "isolation": isolation_of(folder),
     }
 
 

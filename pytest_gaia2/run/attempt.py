@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_gaia2.config import container_env
 from pytest_gaia2.config.settings import container_env as build_container_env
 from pytest_gaia2.cost.budget import entry_of, record_spend
-from pytest_gaia2.cost.spend import attempt_cost, attempt_tokens, wire_cost
+from pytest_gaia2.cost.spend import attempt_cost, attempt_tokens, is_refused, wire_cost
 from pytest_gaia2.plan.scenarios import Scenario
 from pytest_gaia2.run import interrupts
 from pytest_gaia2.run.attempt_record import AttemptFacts, build_record
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
     from pytest_gaia2.cost.prices import PriceBook
     from pytest_gaia2.engine.adapter import AdapterClient, ExecAdapterClient
+    from pytest_gaia2.engine.archive import FileContent
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.engine.container import Container
     from pytest_gaia2.engine.ports import PortLeases
@@ -85,7 +86,7 @@ class AttemptSetup:
     provenance: Mapping[str, Any]
     run_root: Path
     host_ports: PortLeases | None = None
-    files: tuple[tuple[str, bytes, int], ...] = field(default=())
+    files: tuple[tuple[str, FileContent, int], ...] = field(default=())
     """``--gaia2-copy-in`` files and the CA bundle, read once per session."""
     prices: PriceBook | None = None
     stop_reason: Callable[[], str | None] = field(default=lambda: None)
@@ -137,6 +138,8 @@ class ScenarioAttempt:
         self.client: AdapterClient | ExecAdapterClient | None = None
         self.result: ScenarioResult | None = None
         self.endpoint_status: dict[str, Any] | None = None
+        self.observed_status: dict[str, Any] | None = None
+        """The first terminal status with a judgment read while polling (a rejection there is final)."""
         """The last answer of /status (kept for the record's reconciliation, never the verdict)."""
         self.ports: list[int] = []
         self.started = time.monotonic()
@@ -409,6 +412,8 @@ class ScenarioAttempt:
                     changed = time.monotonic()
                 interval = FIRST_POLL if time.monotonic() - changed < FAST_WINDOW else min(LAST_POLL, interval * 1.5)
                 status = current
+                if self.observed_status is None and is_terminal(status) and judgment_of(status) is not None:
+                    self.observed_status = status
                 self.phase(phase_of(status))
                 if progress_of(status) != progress:
                     progress, active = progress_of(status), time.monotonic()
@@ -487,8 +492,14 @@ class ScenarioAttempt:
             if self.setup.prices is not None:
                 traced = attempt_cost(self.folder, self.setup.prices, self.setup.settings.model)
                 record = replace(record, **(wire_cost(wire, traced) if wire is not None else traced))
-                # before result.json
-                record_spend(self.setup.run_root, self.key, self.attempt, record.cost_usd, attempt_tokens(record))
+                record_spend(  # before result.json
+                    self.setup.run_root,
+                    self.key,
+                    self.attempt,
+                    record.cost_usd,
+                    attempt_tokens(record),
+                    refused=is_refused(record),
+                )
             store.RunFolder.write_record(self.folder, record)
             if record.agent_response:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)
@@ -527,6 +538,7 @@ class ScenarioAttempt:
             fault=fault,
             stop=stop,
             stuck_loop_min_calls=self.setup.limits.stuck_loop_min_calls,
+            observed_status=self.observed_status,
         )
 
     def remove(self) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_gaia2.plan.scenarios import Scenario
 from pytest_gaia2.run.evidence import Evidence
-from pytest_gaia2.run.verdict import Fault, decide, reconcile, sources_of
+from pytest_gaia2.run.verdict import Fault, decide, doubted_pass, reconcile, sources_of
 from pytest_gaia2.store.record import AttemptRecord
 from pytest_gaia2.store.redact import Redactor
 
@@ -49,13 +49,17 @@ class AttemptFacts:
     """The exception that ended the attempt early (pytest reports it as the test's outcome)."""
     stuck_loop_min_calls: int = 0
     """Model calls of one turn that make a daemon error the agent's loop (0: never)."""
+    observed_status: dict[str, Any] | None = None
+    """The first terminal status with a judgment the harness read while polling: a rejection there is final."""
 
 
 def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> AttemptRecord:
     """The attempt's record: the verdict from the judge's own record, checked against every
     other source of the judgment (:func:`~pytest_gaia2.run.verdict.reconcile`), masked."""
     endpoint, on_file = facts.endpoint_status, evidence.status_file
-    conflict = reconcile(endpoint, on_file, evidence.last_judgment)
+    conflict = reconcile(endpoint, on_file, evidence.last_judgment) or doubted_pass(
+        on_file, evidence.agent_actions, evidence.problems
+    )
     # Only the file's judgment may decide; the endpoint's answer stands in (without any
     # judgment) for what the record shows when the container left no file.
     status = (
@@ -78,6 +82,7 @@ def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> A
         stuck_loop_min_calls=facts.stuck_loop_min_calls,
         provider=Fault(trouble.last, trouble.message) if (trouble := evidence.provider).last else None,
         rejected=evidence.last_judgment is False,
+        observed=facts.observed_status,
     )
     message = redact.redact(verdict.message)
     if verdict.outcome == "error" and verdict.category != "container_start":

@@ -31,6 +31,7 @@ from pytest_gaia2.plan import items as plan_mod
 from pytest_gaia2.plan import selection, sequence
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
+from pytest_gaia2.report.run_facts import Isolation
 from pytest_gaia2.report.sequential import Baseline, Decision
 from pytest_gaia2.run import gateway as gateway_mod
 from pytest_gaia2.run import hooked_env, provenance
@@ -495,10 +496,15 @@ class RunContext:
                 cache_dir=cache_dir(),
                 endpoint_check=not self.values["skip_endpoint_check"],
                 gateway_port=self.gateway.port if self.gateway is not None else None,
+                scenario=self._first_scenario(planned),
+                require_isolation=self.values["require_isolation"],
             )
+        except preflight.IsolationRequired as exc:
+            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=pytest.ExitCode.USAGE_ERROR)
         except (EngineError, preflight.PreflightError) as exc:
             raise self._stop(f"pytest-gaia2: {exc}") from None
         self._image_id = outcome.image_id
+        self.book.isolation = Isolation.from_json(outcome.facts.get("judge_isolation"))
         write = self._writer()
         if self.values["preflight_only"]:
             for line in outcome.lines:
@@ -519,6 +525,18 @@ class RunContext:
     def _stop(self, text: str) -> RunStopped:
         """A refusal: its lines masked and printable, with EXIT_REFUSED."""
         return RunStopped([printable(self.redactor.redact(line)) for line in text.splitlines()])
+
+    def _first_scenario(self, planned: list[str]) -> bytes | None:
+        """The first planned scenario's bytes, for pre-flight's isolation probe (None: none readable)."""
+        for key in planned:
+            entry = self.book.scenario_files.get(key)
+            if entry is None:
+                continue
+            try:
+                return Path(entry[0]).read_bytes()
+            except OSError:
+                continue
+        return None
 
     def _writer(self) -> Callable[[str], None]:
         """A line of its own on the terminal: under xdist the progress dots leave

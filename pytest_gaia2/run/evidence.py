@@ -8,6 +8,7 @@ tests.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from pytest_gaia2.run.provider import ProviderTrouble
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES
 from pytest_gaia2.store.record import AttemptRecord
-from pytest_gaia2.store.safejson import JsonReadError, loads_bounded, read_json_file
+from pytest_gaia2.store.safejson import JsonReadError, loads_bounded, read_regular_file
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.container import Container
@@ -83,15 +84,25 @@ class Evidence:
     provider: ProviderTrouble = field(default=ProviderTrouble())
     """What trace.jsonl (else the agent's logs) says about the model provider."""
 
+    agent_actions: int = 0
+    """Lines of events.jsonl the agent wrote (no ``event_id``: the daemon stamps its ENV and user events)."""
+    problems: tuple[str, ...] = ()
+    """How the judge's files contradict themselves (a byte-order mark, a key given twice): no
+    judge writes either, so a pass on such files is not believed."""
+
     @classmethod
     def read(cls, folder: Path) -> Evidence:
+        problems: list[str] = []
         try:
-            status_file = read_json_file(folder / "daemon_status.json", max_bytes=STATUS_MAX_BYTES)
+            raw = read_regular_file(folder / "daemon_status.json", max_bytes=STATUS_MAX_BYTES)
+            status_file = loads_bounded(raw, max_bytes=STATUS_MAX_BYTES)
+            problems += [f"daemon_status.json {problem}" for problem in forged_signs(raw)]
         except JsonReadError:
             status_file = None
-        last = last_json_line(folder / "daemon_judgments.jsonl")
+        last, line = last_json_line(folder / "daemon_judgments.jsonl")
+        problems += [f"the judgments file's last line {problem}" for problem in forged_signs(line)]
         judged = last.get("success") if isinstance(last, dict) else None
-        count, response = scan_events(folder / "events.jsonl")
+        count, response, actions = scan_events(folder / "events.jsonl")
         return cls(
             status_file if isinstance(status_file, dict) else None,
             judged if isinstance(judged, bool) else None,
@@ -99,7 +110,39 @@ class Evidence:
             response,
             calls_since_answer(folder / "trace.jsonl"),
             provider.read(folder),
+            actions,
+            tuple(problems),
         )
+
+
+class _Repeated(ValueError):
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(keys)
+        self.keys = keys
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise _Repeated(repeated)
+    return dict(pairs)
+
+
+def forged_signs(raw: bytes) -> list[str]:
+    """What in a judge's JSON text no judge writes: a byte-order mark, a key given twice in one
+    object (a reader keeps one of the two, another reader the other). ``raw`` has already been
+    parsed within bounds; empty when it is not JSON at all (that is absence, not forgery)."""
+    found = []
+    if raw.startswith(b"\xef\xbb\xbf"):
+        found.append("starts with a byte-order mark")
+    try:
+        json.loads(raw.decode("utf-8").removeprefix("\ufeff"), object_pairs_hook=_no_repeats)
+    except _Repeated as exc:
+        found.append(f"gives the key(s) {', '.join(repr(key[:40]) for key in exc.keys[:5])} twice")
+    except (ValueError, RecursionError):
+        pass
+    return found
 
 
 def _final_answer(line: dict[str, Any], max_bytes: int) -> bool:
@@ -146,12 +189,30 @@ def status_in_container(container: Container) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int, str]:
-    """gaia2-runner's ``num_agent_events`` (every parseable line of events.jsonl) and the
-    content of the last turn boundary the agent wrote, in one streamed pass."""
-    count, response = 0, ""
+def is_agent_action(event: Any) -> bool:
+    """A line of events.jsonl the agent wrote: the daemon stamps its ENV and user events with an ``event_id``."""
+    return isinstance(event, dict) and not event.get("event_id")
+
+
+def agent_actions(events: bytes, max_line_bytes: int = STATUS_MAX_BYTES) -> int:
+    """The agent's lines in saved events.jsonl bytes (a line that is not JSON is not counted)."""
+    count = 0
+    for line in events.splitlines():
+        try:
+            count += is_agent_action(loads_bounded(line, max_bytes=max_line_bytes)) if line.strip() else 0
+        except JsonReadError:
+            continue
+    return count
+
+
+def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int, str, int]:
+    """gaia2-runner's ``num_agent_events`` (every parseable line of events.jsonl), the
+    content of the last turn boundary the agent wrote and the agent's own lines (no
+    ``event_id``), in one streamed pass."""
+    count, response, actions = 0, "", 0
     for event in store.json_lines(path, max_line_bytes):
         count += 1
+        actions += is_agent_action(event)
         if (
             isinstance(event, dict)
             and event.get("app") == "AgentUserInterface"
@@ -160,11 +221,12 @@ def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int
             args = event.get("args")
             if isinstance(args, dict) and args.get("content") is not None:
                 response = str(args["content"])
-    return count, response
+    return count, response, actions
 
 
-def last_json_line(path: Path, window: int = STATUS_MAX_BYTES) -> Any:
-    """The last complete JSON line of a file, reading only its end."""
+def last_json_line(path: Path, window: int = STATUS_MAX_BYTES) -> tuple[Any, bytes]:
+    """The last complete JSON line of a file, reading only its end, and its bytes
+    (None and empty when there is none, or it is not JSON)."""
     try:
         with open(path, "rb") as handle:
             handle.seek(0, 2)
@@ -172,11 +234,12 @@ def last_json_line(path: Path, window: int = STATUS_MAX_BYTES) -> Any:
             handle.seek(max(0, size - window))
             tail = handle.read()
     except OSError:
-        return None
+        return None, b""
     for line in reversed(tail.splitlines()):
         if line.strip():
             try:
-                return loads_bounded(line, max_bytes=window)
+                return loads_bounded(line, max_bytes=window), line
             except JsonReadError:
-                return None
+                return None, b""
+    return None, b""
     return None

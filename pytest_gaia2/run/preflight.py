@@ -24,7 +24,9 @@ from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.engine.client import pid_alive
 from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.engine.spec import plain_host
+from pytest_gaia2.run import isolation
 from pytest_gaia2.run.endpoints import HOST_ALIAS, Endpoint, ping
+from pytest_gaia2.run.isolation import Isolation
 
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
@@ -45,6 +47,10 @@ IMAGE_CHECKS_KEPT = 32
 
 class PreflightError(Exception):
     """A problem that would make every scenario fail; the message says how to fix it."""
+
+
+class IsolationRequired(PreflightError):
+    """``--gaia2-require-isolation`` and an image whose agent can reach its judge: a usage error."""
 
 
 @dataclass
@@ -186,25 +192,22 @@ def _image(engine: Engine, settings: RunSettings) -> str:
     return image_id
 
 
-def _image_checks(engine: Engine, image_id: str, cache_dir: Path) -> dict[str, Any]:
-    """What the image's content says (today: shell scripts under /opt with CRLF line endings,
-    which break the entrypoint), from the cache or from one helper container of that very id."""
-    path = cache_dir / IMAGE_CHECKS_FILE
+def _cached_checks(cache_dir: Path) -> dict[str, Any]:
+    """Every image's remembered checks (the user's own cache; anything unreadable is no cache)."""
     try:
-        cached = json.loads(path.read_text(encoding="utf-8"))
+        cached = json.loads((cache_dir / IMAGE_CHECKS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        cached = {}
-    if not isinstance(cached, dict):
-        cached = {}
-    entry = cached.get(image_id)
-    if isinstance(entry, dict) and isinstance(entry.get("crlf_scripts"), list):
-        return entry
-    scripts = engine.image_files(
-        image_id, SCRIPTS_DIR, max_total_bytes=SCRIPTS_MAX_BYTES, select=lambda name: name.endswith(".sh")
-    )
-    found = {"crlf_scripts": sorted(name for name, content in scripts.items() if b"\r\n" in content)}
+        return {}
+    return cached if isinstance(cached, dict) else {}
+
+
+def _remember(cache_dir: Path, image_id: str, found: dict[str, Any]) -> None:
+    """Add ``found`` to the image's remembered checks; the oldest images are forgotten."""
+    cached = _cached_checks(cache_dir)
+    entry = cached.pop(image_id, None)
     kept = dict(list(cached.items())[-(IMAGE_CHECKS_KEPT - 1) :])
-    kept[image_id] = found
+    kept[image_id] = {**(entry if isinstance(entry, dict) else {}), **found}
+    path = cache_dir / IMAGE_CHECKS_FILE
     try:  # a cache that cannot be written only costs the next run a helper container
         cache_dir.mkdir(parents=True, exist_ok=True)
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -212,6 +215,32 @@ def _image_checks(engine: Engine, image_id: str, cache_dir: Path) -> dict[str, A
         os.replace(temp, path)
     except OSError:
         pass
+
+
+def _image_checks(engine: Engine, image_id: str, cache_dir: Path) -> dict[str, Any]:
+    """What the image's content says (today: shell scripts under /opt with CRLF line endings,
+    which break the entrypoint), from the cache or from one helper container of that very id."""
+    entry = _cached_checks(cache_dir).get(image_id)
+    if isinstance(entry, dict) and isinstance(entry.get("crlf_scripts"), list):
+        return entry
+    scripts = engine.image_files(
+        image_id, SCRIPTS_DIR, max_total_bytes=SCRIPTS_MAX_BYTES, select=lambda name: name.endswith(".sh")
+    )
+    found = {"crlf_scripts": sorted(name for name, content in scripts.items() if b"\r\n" in content)}
+    _remember(cache_dir, image_id, found)
+    return found
+
+
+def judge_isolation(engine: Engine, image_id: str, scenario: bytes, cache_dir: Path) -> Isolation:
+    """:mod:`isolation`'s answer for the image, from the cache or one throwaway container of it.
+    An answer that says the probe could not run is not remembered: the next run asks again."""
+    entry = _cached_checks(cache_dir).get(image_id)
+    known = Isolation.from_json(entry.get("isolation")) if isinstance(entry, dict) else None
+    if known is not None:
+        return known
+    found = isolation.probe(engine, image_id, scenario)
+    if not found.passing:
+        _remember(cache_dir, image_id, {"isolation": found.to_json()})
     return found
 
 
@@ -265,6 +294,8 @@ def check(
     cache_dir: Path,
     endpoint_check: bool = True,
     gateway_port: int | None = None,
+    scenario: bytes | None = None,
+    require_isolation: bool = False,
 ) -> PreflightOutcome:
     """Every check, in the order a user would fix them; raises on the first fatal one, except
     with ``preflight_only``, which reports a bad URL or a missing image like any failed check.
@@ -272,7 +303,10 @@ def check(
     container started (``endpoint_check`` False: --gaia2-skip-endpoint-check).
     Per engine: it answers, its orphans are reaped, the image is there (copied when missing), the
     model endpoints are reachable from it, and so is the run's model gateway (``gateway_port``; a
-    gateway no container reaches would fail every scenario); the rest is checked once."""
+    gateway no container reaches would fail every scenario); the rest is checked once. With
+    ``scenario`` (the first planned one's bytes), whether the image keeps its judge from its
+    agent (:mod:`isolation`): recorded as the fact ``judge_isolation``; ``require_isolation``
+    makes a no fatal."""
     outcome = PreflightOutcome()
     outcome.lines.append("gaia2 pre-flight:")
     engines = pool.engines()  # raises EngineError with the fix
@@ -332,6 +366,17 @@ def check(
             f"scripts in {settings.image} have CRLF line endings: {', '.join(crlf)}; "
             "convert them to LF and rebuild the image"
         )
+    if scenario is not None:
+        found = judge_isolation(engines[0], outcome.image_id, scenario, cache_dir)
+        outcome.facts["judge_isolation"] = found.to_json()
+        if found.isolated:
+            outcome.check(True, found.line())
+        elif require_isolation:
+            outcome.check(False, found.line(), "use an image whose agent runs as its own user (Meta's images do)")
+            if not preflight_only:
+                raise IsolationRequired(f"--gaia2-require-isolation: {settings.image}: {found.line()}")
+        else:
+            outcome.warn(found.line())
     for engine in engines:
         where = f" on {engine.address}" if len(engines) > 1 else ""
         for host, port in dict.fromkeys(endpoints):

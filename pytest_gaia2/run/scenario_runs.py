@@ -20,15 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_gaia2.cost.budget import NOT_INFRASTRUCTURE, Budget, Ledger, LedgerRead
+from pytest_gaia2.config.settings import copy_in_problem
+from pytest_gaia2.cost.budget import NOT_INFRASTRUCTURE, Budget, Ledger, LedgerRead, usd_text
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.run import chain, provider
 from pytest_gaia2.run.attempt import AttemptSetup, ScenarioAttempt
-from pytest_gaia2.run.evidence import ScenarioResult
+from pytest_gaia2.run.evidence import Evidence, ScenarioResult
 from pytest_gaia2.run.gateway import GatewayClient
 from pytest_gaia2.run.pacer import Pacer
-from pytest_gaia2.run.verdict import Gaia2InfraError
+from pytest_gaia2.run.verdict import Gaia2InfraError, doubted_pass, recorded_judgment
 from pytest_gaia2.store.folder import RunFolder, StoreError, inside
 from pytest_gaia2.store.phases import PhaseBoard
 from pytest_gaia2.store.record import AttemptRecord, is_judged
@@ -102,7 +103,33 @@ def stored_result(folder: RunFolder, item: PlannedItem, session_id: str) -> Scen
         named = inside(folder.path, *record.folder.split("/")) if record.folder else where
     except StoreError:
         named = where
-    return ScenarioResult(record.reused_by(session_id), named if named.is_relative_to(where) else where)
+    evidence_folder = named if named.is_relative_to(where) else where
+    doubt = edited_verdict(record, Evidence.read(evidence_folder))
+    if doubt is not None:
+        log.warning(
+            "gaia2: %s: verdict_conflict: the stored verdict is not reused, the scenario runs again: %s",
+            item.key,
+            doubt,
+        )
+        return None
+    return ScenarioResult(record.reused_by(session_id), evidence_folder)
+
+
+def edited_verdict(record: AttemptRecord, evidence: Evidence) -> str | None:
+    """Why a stored verdict is not what the judge's files beside it say (an edited result.json or
+    results.jsonl), or None. A pass needs the judge's recorded pass, the judgments file agreeing
+    and nothing a judge does not write; a failure must not sit beside a recorded pass."""
+    recorded = recorded_judgment(evidence.status_file)
+    said = "absent" if recorded is None else ("pass" if recorded["success"] else "fail")
+    if record.outcome == "passed":
+        doubt = doubted_pass(evidence.status_file, evidence.agent_actions, evidence.problems)
+        if recorded is None or not recorded["success"] or evidence.last_judgment is not True:
+            return f"it says passed, daemon_status.json beside it says {said}"
+        if doubt is not None:
+            return doubt.message
+    if record.outcome == "failed" and recorded is not None and recorded["success"]:
+        return "it says failed, daemon_status.json beside it says pass"
+    return None
 
 
 class ScenarioRunner:
@@ -160,7 +187,7 @@ class ScenarioRunner:
         self.own_errors: dict[str, str] = {}
         """This worker's items that ended in an infrastructure error this session, by key: their category."""
 
-    def _budget_reason(self, decide: Callable[[LedgerRead], str | None]) -> str | None:
+    def _budget_reason(self, decide: Callable[[LedgerRead, float], str | None]) -> str | None:
         """The budget's decision on the run's spend and tokens so far (every worker and every
         earlier session included); with a budget set, a ledger that cannot be read stops the run
         rather than let it spend blind."""
@@ -169,16 +196,31 @@ class ScenarioRunner:
         read = self.ledger.read()
         if not read.complete:
             return f"budget: {'; '.join(read.problems)}; with a budget set, the run stops here"
-        return decide(read)
+        spent = read.for_budget()
+        if spent is None:
+            return (
+                f"budget: the cost of {len(read.unknown)} attempt(s) is unknown (usage out of range) and no "
+                "priced attempt stands in for it; with a budget set, the run stops here"
+            )
+        why = decide(read, spent)
+        if why and read.unknown:
+            each = read.stand_in() or 0.0
+            why += (
+                f" (counting {len(read.unknown)} attempt(s) of unknown cost at {usd_text(each)} each, "
+                "the mean of the priced ones)"
+            )
+        return why
 
     def _cap_reason(self) -> str | None:
-        return self._budget_reason(lambda read: self.budget.capped(read.total)) if self.budget.cap is not None else None
+        return (
+            self._budget_reason(lambda read, spent: self.budget.capped(spent)) if self.budget.cap is not None else None
+        )
 
     def _halt_reason(self) -> str | None:
         """Why no new scenario starts: the run's spend or tokens at a limit, this session's
         infrastructure errors at --gaia2-max-errors, or the comparison decided; None to go on."""
         return (
-            self._budget_reason(lambda read: self.budget.halted(read.total, read.total_tokens))
+            self._budget_reason(lambda read, spent: self.budget.halted(spent, read.total_tokens))
             or self._errors_reason()
             or self.decided()
         )
@@ -203,12 +245,11 @@ class ScenarioRunner:
         settings = self.settings
         files = []
         for src, dest in settings.files_to_copy():
-            try:
-                files.append((dest, src.read_bytes(), 0o644))
-            except OSError as exc:
-                raise Gaia2InfraError(
-                    "container_start", f"--gaia2-copy-in {src}: cannot read ({exc.strerror or type(exc).__name__})"
-                ) from None
+            # Checked again here (the file may have changed since start-up); streamed at each launch.
+            problem = copy_in_problem(src, settings.limits.max_file_size)
+            if problem:
+                raise Gaia2InfraError("container_start", f"--gaia2-copy-in {src} {problem}")
+            files.append((dest, src, 0o644))
         leases = None
         if settings.network == "host":
             from pytest_gaia2.engine.ports import PortLeases, worker_slice

@@ -14,7 +14,7 @@ upstream's ``stuck_loop_min_tool_calls``): the model's failure, so errors stay i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,22 @@ def recorded_judgment(status: Mapping[str, Any] | None) -> Mapping[str, Any] | N
     return judgment_of(status) if is_terminal(status) else None
 
 
+def doubted_pass(status: Mapping[str, Any] | None, agent_actions: int, problems: Sequence[str]) -> Fault | None:
+    """A ``verdict_conflict`` for a recorded pass no judge gives: the agent wrote no action at
+    all (every scenario asks for at least an answer), or the judge's files hold what no judge
+    writes (:func:`~pytest_gaia2.run.evidence.forged_signs`). None for anything else."""
+    recorded = recorded_judgment(status)
+    if recorded is None or recorded["success"] is not True:
+        return None
+    reasons = [*(["the agent wrote no action to events.jsonl"] if agent_actions == 0 else []), *problems]
+    if not reasons:
+        return None
+    return Fault(
+        "verdict_conflict",
+        f"a recorded pass the judge cannot have given: {'; '.join(reasons)}; not counted as a verdict",
+    )
+
+
 def decide(
     status: Mapping[str, Any] | None,
     *,
@@ -101,6 +117,7 @@ def decide(
     stuck_loop_min_calls: int = 0,
     provider: Fault | None = None,
     rejected: bool = False,
+    observed: Mapping[str, Any] | None = None,
 ) -> Verdict:
     """The verdict for one attempt, from the judge's record (daemon_status.json) and the facts
     of the attempt. An exception that stopped the attempt outranks everything (pytest reports
@@ -112,10 +129,18 @@ def decide(
     and a status rewritten to an unjudged end would otherwise make the failure a retried error
     (a forged rejection gains an agent nothing). Short of a judgment, an agent whose last model
     call failed at its provider (``provider``) is not looping or idle: the provider's trouble is
-    the verdict."""
-    for outranking in (stop, conflict):
-        if outranking is not None:
-            return Verdict("error", outranking.message, category=outranking.category)
+    the verdict. A rejection the harness saw first (``observed``: the first terminal status
+    with a judgment it read while polling) is final: what the container shows afterwards (an
+    error, an emptied judgments file, a killed daemon) cannot make it a retried error."""
+    if stop is not None:
+        return Verdict("error", stop.message, category=stop.category)
+    seen = recorded_judgment(observed)
+    if seen is not None and not seen["success"]:
+        reason = seen.get("failure_reason")
+        reason = reason if isinstance(reason, str) and reason else "judge rejected the run (no reason given)"
+        return Verdict("failed", reason, failure_reason=reason)
+    if conflict is not None:
+        return Verdict("error", conflict.message, category=conflict.category)
     judgment = recorded_judgment(status)
     if judgment is not None and judgment["success"]:
         return Verdict("passed", "judge: success")

@@ -28,7 +28,7 @@ RULES = (
 RUNNABLE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".pyz", ".pth", ".so", ".pyd", ".dylib", ".dll")
 """Python's sources, bytecode and path files, and native libraries: ``import json`` in a folder
 holding ``json.cpython-311-x86_64-linux-gnu.so`` runs that library's code."""
-CONFIG_NAMES = frozenset({"pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"})
+CONFIG_NAMES = frozenset({"pytest.toml", "pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"})
 """Files pytest reads as its configuration in the folder it is started in or given
 (``addopts = -p plugin`` loads code, ``--basetemp`` is emptied)."""
 DOCTEST_GLOB = "test*.txt"

@@ -106,6 +106,39 @@ _NULL_IS_DEFAULT = {
 """gaia2-runner's keys that its files may hold as null: they read as the default."""
 
 
+USAGE_COUNT_MAX = 10**18
+"""A usage count of a record (a sum over every call of an attempt) past this is not believed."""
+USAGE_USD_MAX = 1e12
+_USAGE_COUNTS = (
+    "calls",
+    "usage_calls",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+    "reported_cost_calls",
+    "other_models",
+)
+
+
+def _usage_problem(usage: dict[str, Any]) -> str | None:
+    """Why a record's ``usage`` object cannot be what the harness wrote (a count that is not an
+    integer in range, a cost that is not a finite amount, names that are not strings), or None.
+    Every reader of records (report, compare, plan, list, merge, export) adds these numbers."""
+    for key in _USAGE_COUNTS:
+        value = usage.get(key, 0)
+        if not _integer(value) or not 0 <= value <= USAGE_COUNT_MAX:
+            return f"usage.{key} is {ascii(value)[:40]}, not a count from 0 to {USAGE_COUNT_MAX:.0e}"
+    cost = usage.get("reported_cost_usd", 0.0)
+    if not _number(cost) or not 0 <= cost <= USAGE_USD_MAX:
+        return f"usage.reported_cost_usd is {ascii(cost)[:40]}, not an amount from 0 to {USAGE_USD_MAX:.0e}"
+    for key in ("models", "refused"):
+        names = usage.get(key, [])
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            return f"usage.{key} is not a list of strings"
+    return None
+
+
 def checked(name: str, annotation: str, value: Any) -> Any:
     """``value`` if it fits the field's annotation and range, else a :class:`RecordError`."""
     kind, optional = annotation.removesuffix(" | None"), annotation.endswith(" | None")
@@ -117,6 +150,8 @@ def checked(name: str, annotation: str, value: Any) -> Any:
     low, high = _RANGES.get(name, (-math.inf, math.inf))
     if name in _RANGES and not low <= value <= high:
         raise RecordError(name, f"{value!r} is outside {low:g}..{high:g}")
+    if name == "usage" and (problem := _usage_problem(value)) is not None:
+        raise RecordError(name, problem)
     return value
 
 

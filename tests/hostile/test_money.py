@@ -115,13 +115,14 @@ def test_costs_of_1e308_are_refused_never_infinite_and_resume_reruns_nothing_jud
                                   "(2 refused as out of range)"])
     assert len(list(RunFolder(folder).records())) == 2
     assert all(RunFolder.read_record(folder / r["folder"]) is not None for r in records)
-    # Resumed with priced scenarios and a halt: the refused two are not paid again, the halt holds.
+    # Resumed with a halt: the refused two are not run again, and their unknown cost is not free:
+    # with no priced attempt to stand in for it, the budget stops the run before anything new.
     _scenarios(pytester, 2, 3)
     resumed = priced("--gaia2-resume", "--gaia2-resume-mismatch=warn", "--gaia2-budget-halt=2.0", *PRICED_USAGE)
     outcomes = resumed.parseoutcomes()
-    assert (outcomes.get("passed"), outcomes.get("skipped")) == (4, 1), outcomes
-    assert Ledger(folder).total() == pytest.approx(2 * PER_SCENARIO)
-    resumed.stdout.fnmatch_lines([f"*run spend ${2 * PER_SCENARIO:.2f} (halt $2.00)"])
+    assert (outcomes.get("passed"), outcomes.get("skipped")) == (2, 3), outcomes
+    assert Ledger(folder).read().unknown == tuple(sorted(f"{r['split']}/{r['scenario_id']}#1" for r in records))
+    resumed.stdout.fnmatch_lines(["*budget: the cost of 2 attempt(s) is unknown (usage out of range)*"])
     assert not any((folder / r["folder"] / "attempt_2").exists() for r in records)
 
 
@@ -142,7 +143,8 @@ def test_a_torn_ledger_keeps_its_whole_lines_and_says_what_it_lost(
     resumed.stdout.fnmatch_lines([f"gaia2: warning: spend ledger: {ledger}: damaged line(s) 2 skipped; "
                                   "kept 1 entries ($1.20)"])
     assert ledger.read_bytes().startswith(torn)  # appended to, never rewritten
-    assert Ledger(folder).total() == pytest.approx(2 * PER_SCENARIO)  # the earlier $1.20 and the new one
+    # the whole line's $1.20, the torn line's $1.20 (its record carries it) and the new one's
+    assert Ledger(folder).total() == pytest.approx(3 * PER_SCENARIO)
 
 
 def test_an_interrupted_attempts_spend_is_in_the_ledger_once_and_counts_after_resume(
@@ -196,3 +198,46 @@ def test_an_interrupted_attempts_spend_is_in_the_ledger_once_and_counts_after_re
     assert f"${PER_SCENARIO:.2f} on attempts a later attempt replaced" in report
     assert f"- budget: halt $3.00, cap none, spent ${2 * PER_SCENARIO:.2f}" in report
     assert [record["outcome"] for record in results_of(pytester.path / "out")] == ["passed"]  # one result
+
+
+def test_a_zeroed_ledger_still_halts(pytester: pytest.Pytester, priced: Any) -> None:
+    """spend.jsonl rewritten with ``usd: 0`` for every attempt (and one ahead of the next) cannot
+    switch the budget off: the records carry their cost, the larger counts and the file is named."""
+    _scenarios(pytester, 0, 2)
+    priced(*PRICED_USAGE).assert_outcomes(passed=2)
+    folder = run_folder(pytester.path / "out")
+    ledger = folder / LEDGER_FILE
+    entries = [json.loads(line)["entry"] for line in ledger.read_text().splitlines()]
+    ahead = ["search/scenario_universe_23_money02#1", "search/scenario_universe_24_money03#1"]
+    ledger.write_text("".join(json.dumps({"entry": entry, "usd": 0}) + "\n" for entry in [*entries, *ahead]))
+    _scenarios(pytester, 2, 2)
+    resumed = priced("--gaia2-resume", *PRICED_USAGE, "--gaia2-budget-halt=2.0", "-rs")
+    outcomes = resumed.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("skipped")) == (2, 2), outcomes  # the two stored; none new
+    resumed.stdout.fnmatch_lines([f"gaia2: warning: spend ledger: {ledger}: 2 entries below the cost their records "
+                                  "carry (ledger $0.00, records $2.40): the records' cost counts*",
+                                  "*budget: the run has spent $2.40, its halt is $2.00*"])
+    assert Ledger(folder).total() == pytest.approx(2 * PER_SCENARIO)
+    # With room in the halt the next scenario runs, and its spend is appended beside the planted 0.
+    again = priced("--gaia2-resume", *PRICED_USAGE, "--gaia2-budget-halt=3.0")
+    assert again.parseoutcomes().get("passed") == 3, again.stdout.str()
+    lines = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert sorted(line["usd"] for line in lines if line["entry"] in ahead) == [0, 0, PER_SCENARIO]
+    assert Ledger(folder).total() == pytest.approx(3 * PER_SCENARIO)
+
+
+def test_usage_out_of_range_is_an_unknown_cost_that_still_stops_a_budget(
+    pytester: pytest.Pytester, priced: Any, planting_image: str
+) -> None:
+    """A provider (or the agent's own trace) reporting negative tokens once made every cost
+    unknown and switched the budget off: now an unknown cost with nothing priced to stand in for
+    it stops a budgeted run after the first attempt."""
+    _scenarios(pytester, 0, 3)
+    negative = planted(llm_call({"prompt_tokens": -1_000_000, "completion_tokens": 10}))
+    run = priced(f"--gaia2-image={planting_image}", *JUDGE, negative, "--gaia2-budget-halt=0.000001", "-rs")
+    outcomes = run.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("skipped")) == (1, 2), outcomes
+    run.stdout.fnmatch_lines(["*budget: the cost of 1 attempt(s) is unknown (usage out of range) and no priced "
+                              "attempt stands in for it; with a budget set, the run stops here*"])
+    folder = run_folder(pytester.path / "out")
+    assert Ledger(folder).read().unknown == (f"search/{results_of(pytester.path / 'out')[0]['scenario_id']}#1",)

@@ -73,7 +73,7 @@ exec sleep infinity
 # What each capability lets root do in the init scripts of gaia2-cli images, as one command.
 CAPABILITY_CHECKS = {
     "CHOWN": "touch /tmp/c && chown gaia2:gaia2 /tmp/c",
-    "DAC_OVERRIDE": "touch /var/gaia2/state/probe",  # gaia2's folder, mode 711
+    "DAC_OVERRIDE": "touch /var/gaia2/state/probe",  # gaia2's folder, mode 700
     "FOWNER": "touch /tmp/f && chown agent /tmp/f && chmod 600 /tmp/f",  # Hermes's env file
     "SETUID": "setpriv --reuid=gaia2 true",
     "SETGID": "setpriv --regid=gaia2 --clear-groups true",
@@ -452,7 +452,7 @@ def test_files_go_in_as_one_archive_keeping_existing_folders_and_making_missing_
                                     "/opt/new/deeper/tool.sh"])
         assert code == 0, out
         owner, mode, _ = out.splitlines()[0].split()
-        assert (owner, mode) == ("gaia2", "711"), out  # as the Dockerfile made it
+        assert (owner, mode) == ("gaia2", "700"), out  # as the Dockerfile made it: the judge's alone
         assert out.splitlines()[1].split()[1] == "644" and out.splitlines()[2].split()[1] == "755"
         assert container.exec(["/opt/new/deeper/tool.sh"]) == (0, "hi\n")
     finally:

@@ -225,6 +225,11 @@ def test_repeat_shows_pass_at_k_and_flips(tmp_path: Path) -> None:
     record = json.loads(stored.read_text(encoding="utf-8"))
     stored.write_text(json.dumps({**record, "success": False, "outcome": "failed",
                                   "failure_reasons": ["changed by the test"]}), encoding="utf-8")
+    # the judge's files beside it say the same, or resume would not reuse the changed verdict
+    judgment = {"success": False, "failure_reason": "changed by the test"}
+    (stored.parent / "daemon_status.json").write_text(json.dumps({"status": "stopped", "judgment": judgment}),
+                                                      encoding="utf-8")
+    (stored.parent / "daemon_judgments.jsonl").write_text(json.dumps(judgment) + "\n", encoding="utf-8")
     resumed = run_pytest(tmp_path, *args, "--gaia2-resume")
     resumed.assert_outcomes(passed=1, failed=3)
     resumed.stdout.fnmatch_lines(["  pass@2*1/2 = 50.0%*", "  pass^2*0/2 =*0.0%*",

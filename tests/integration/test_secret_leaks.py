@@ -72,10 +72,9 @@ RUNS = {
                         {"errors": 1}),
     # The engine refuses to start the container (the image has no bash).
     "start_failure": Run((Path("leak"),), (), {"errors": 1}, "container_start", NO_BASH_IMAGE),
-    # An unexpected problem before any container (a folder given to --gaia2-copy-in), shown
-    # with -l (locals) and -vv: the settings in those locals hold every key.
-    "before_any_container": Run((Path("leak"),), ("-l", "--gaia2-copy-in=leak:/opt/leak"), {"errors": 1},
-                                "container_start"),
+    # A folder given to --gaia2-copy-in: refused at start-up (a usage error, no run folder),
+    # shown with -l (locals) and -vv: the settings in those locals hold every key.
+    "before_any_container": Run((Path("leak"),), ("-l", "--gaia2-copy-in=leak:/opt/leak"), {}),
 }
 
 
@@ -116,6 +115,12 @@ def test_no_key_in_anything_the_run_wrote(
         "--gaia2-gateway=off",  # the keys in the containers' environment, for the masking to be tested
         "--gaia2-health-timeout=30", *(f"--gaia2-scenarios={path}" for path in run.scenarios), *run.args,
     )
+    if name == "before_any_container":
+        assert result.ret == pytest.ExitCode.USAGE_ERROR and not (pytester.path / "out").exists()
+        assert "is not a regular file (for /opt/leak)" in result.stderr.str()
+        assert leaks_in(pytester.path, [MARK], skip=INPUTS) == []
+        assert not holds("\n".join(result.outlines + result.errlines), MARK)
+        return
     result.assert_outcomes(**run.outcomes)
     output = pytester.path / "out"
     run_id = run_id_of(output)
@@ -129,14 +134,13 @@ def test_no_key_in_anything_the_run_wrote(
     captured = "\n".join(result.outlines + result.errlines)
     assert not holds(captured, MARK)
     events = engine_events(started, label=f"{RUN_LABEL}={run_id}")
-    assert name == "before_any_container" or any(e.get("Action") == "create" for e in events), \
-        "the engine recorded no container of the run"
+    assert any(e.get("Action") == "create" for e in events), "the engine recorded no container of the run"
     assert not holds(json.dumps(events), MARK)
 
     # The keys were really there, and masked: not a clean run that proves nothing.
     masked = "\n".join(p.read_text(encoding="utf-8") for p in output.rglob("*.log"))
     masked += "\n".join(str(r.get("error")) + str(r.get("failure_reasons")) + r["agent_response"] for r in records)
-    if name not in ("start_failure", "before_any_container"):
+    if name != "start_failure":
         assert "API_KEY=***" in masked and "HTTPS_PROXY=http://team:***@proxy.example:3128" in masked
     if name == "scripted":
         assert "'job': '***'" in masked and "my key is ***" in masked

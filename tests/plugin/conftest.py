@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gaia2_testing import DATA, gaia2_containers
+from gaia2_testing import DATA, gaia2_containers, stored_verdict
 
 MANY = DATA / "scenarios" / "many" / "search"
 MALFORMED = DATA / "scenarios" / "malformed"
@@ -43,7 +43,7 @@ def stored_run(pytester: pytest.Pytester, run_gaia2) -> Callable[..., pytest.Run
         }
         folder = pytester.path / "run" / (f"run_{repeat}" if repeats > 1 else "") / "search" / source.stem
         folder.mkdir(parents=True)
-        (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+        stored_verdict(folder, record)
 
     def prepare(
         passed: int, failed: int, errors: int = 0, unstored: int = 0, repeats: int = 1

@@ -152,3 +152,15 @@ def test_a_base_url_that_is_not_a_plain_url_is_refused_before_any_container(
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines(["ERROR: --gaia2-base-url: *"])
     assert "PASSED" not in result.stdout.str() and not Path("/tmp/pwned").exists()
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_copy_in_of_a_device_is_refused_before_any_container(
+    pytester: pytest.Pytester, check_gaia2: Callable[..., pytest.RunResult], workers: tuple[str, ...]
+) -> None:
+    """/dev/zero as a copy-in source once took pytest to all of the machine's memory."""
+    result = check_gaia2(f"--gaia2-scenarios={SHIPPED}", "--gaia2-copy-in=/dev/zero:/opt/zero", *workers)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gaia2-copy-in: /dev/zero is not a regular file (for /opt/zero)*"])
+    assert "Traceback" not in result.stderr.str()
+    assert not (pytester.path / "out").exists()

@@ -6,7 +6,7 @@ import os
 import shutil
 
 import pytest
-from gaia2_testing import DATA, SHIPPED
+from gaia2_testing import DATA, SHIPPED, stored_verdict
 
 
 def _with_shipped(pytester: pytest.Pytester) -> None:
@@ -101,7 +101,6 @@ def test_help_works_where_the_plugin_is_installed(pytester: pytest.Pytester) -> 
 @pytest.mark.docker  # resuming stored verdicts still runs pre-flight, which asks the engine
 def test_junit_classname_is_the_split_with_model_image_and_judge(pytester: pytest.Pytester) -> None:
     """The JUnit file groups scenarios by split and carries what judged them, from stored verdicts."""
-    import json
     import xml.etree.ElementTree as ET
 
     _with_shipped(pytester)
@@ -111,7 +110,7 @@ def test_junit_classname_is_the_split_with_model_image_and_judge(pytester: pytes
         folder.mkdir(parents=True)
         record = {"scenario_id": path.stem, "split": "search", "success": True, "model": "m1",
                   "image": "img:1", "judge_provider": "p", "judge_model": "j"}
-        (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+        stored_verdict(folder, record)
     (run / "run_config.json").write_text("{}", encoding="utf-8")
     result = pytester.runpytest_subprocess("-m", "search_split", "--gaia2-resume=run", "--junitxml=j.xml",
                                            "-p", "no:cacheprovider")

@@ -12,7 +12,7 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
-from gaia2_testing import DATA, SHIPPED, run_folder
+from gaia2_testing import DATA, SHIPPED, run_folder, stored_verdict
 
 MANY = DATA / "scenarios" / "many" / "search"
 SCENARIO = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
@@ -68,7 +68,7 @@ def stored(pytester: pytest.Pytester) -> list[str]:
         folder.mkdir(parents=True)
         record = {"scenario_id": source.stem, "split": "search", "success": index > 0,
                   "failure_reasons": [] if index > 0 else ["stored failure"]}
-        (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+        stored_verdict(folder, record)
         ids.append(source.stem)
     (pytester.path / "run" / "run_config.json").write_text("{}", encoding="utf-8")
     return ids

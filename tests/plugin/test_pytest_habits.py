@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia2_testing import DATA, engine_events, run_folder
+from gaia2_testing import DATA, engine_events, run_folder, stored_verdict
 
 pytestmark = pytest.mark.docker  # every run resumes a run folder: its pre-flight asks the engine
 MANY = DATA / "scenarios" / "many" / "search"
@@ -37,7 +37,7 @@ def stored(pytester: pytest.Pytester) -> list[str]:
         success = index >= FAILING
         record = {"scenario_id": source.stem, "split": "search", "success": success,
                   "failure_reasons": [] if success else ["stored failure"]}
-        (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+        stored_verdict(folder, record)
         ids.append(source.stem)
     (pytester.path / "run" / "run_config.json").write_text("{}", encoding="utf-8")
     return ids

@@ -61,7 +61,11 @@ def test_a_chosen_name_is_the_judges_folder() -> None:
             ["--judge", "reference", "--judge", "openai/gpt", "--judge-name", "one"],
             "--judge-name: one name per --judge (2), got 1",
         ),
-        (["--judge", "reference", "--judge-name", "../up"], "--judge-name '../up': letters, digits, _ . - only"),
+        (["--judge", "reference", "--judge-name", "../up"], "--judge-name: '../up' may only hold letters, digits"),
+        (["--judge", "reference", "--judge-name", "CON"], "--judge-name: 'CON' is a Windows device name"),
+        (["--judge", "reference", "--judge-name", "nul.judge"], "--judge-name: 'nul.judge' is a Windows device name"),
+        (["--judge", "reference", "--judge-name", "judge."], "ends with '.', which Windows drops"),
+        (["--judge", "reference", "--judge-name", "j" * 65], "is 65 characters long"),
         (
             ["--judge", "reference", "--judge", "reference,X=1", "--judge-name", "same", "--judge-name", "same"],
             "--judge: the same judge twice",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_records import record
 from gaia2_testing import SHIPPED, reference_module
 from llm_server import chat_server
 from test_compare import write_run
@@ -18,12 +19,15 @@ from pytest_gaia2.cli import main as cli
 from pytest_gaia2.cli.main import CommandError
 from pytest_gaia2.cli.rejudge import (
     REFERENCE,
+    Job,
     aggregate,
     judge_env,
     parse_judge,
     summary_lines,
     verdict_line,
+    verdict_row,
 )
+from pytest_gaia2.store.record import AttemptRecord
 
 for _name in ("gaia2_ref_scenario", "gaia2_ref_runtime", "gaia2_ref_judge", "gaia2_ref_llm"):
     reference_module(_name)
@@ -241,3 +245,28 @@ def test_a_reachable_judge_passes_the_check_and_only_then_the_engine_is_asked(
                    "'judge-m'): a one-token completion came back\n")
     assert [(r.model, r.body.get("max_tokens")) for r in server.requests] == [("judge-m", 1)]
     assert code == 2 and "tcp://127.0.0.1:1" in err and not (run / "rejudge").exists()
+
+
+ANSWER_LINE = json.dumps({"app": "AgentUserInterface", "fn": "send_message_to_user", "args": {"content": "x"}}).encode()
+ENV_LINE = json.dumps({"app": "Email", "fn": "x", "event_id": "Event-ENV-1"}).encode()
+
+
+@pytest.mark.parametrize(
+    ("events", "judge_says", "expected"),
+    [
+        (b"", None, False),  # the forged 0-event pass: the judge had nothing, the row disagrees
+        (ENV_LINE + b"\n", None, False),  # the daemon's own lines are not the agent's
+        (b"", {"status": "complete", "judgment": {"success": True}}, False),
+        (ANSWER_LINE + b"\n", None, None),  # something done and no verdict: still no verdict
+        (ANSWER_LINE + b"\n", {"status": "complete", "judgment": {"success": True}}, True),
+    ],
+)
+def test_a_pass_with_no_agent_action_is_a_disagreement(tmp_path: Path, events: bytes, judge_says: Any,
+                                                       expected: bool | None) -> None:
+    if judge_says is not None:
+        (tmp_path / "status.json").write_text(json.dumps(judge_says), encoding="utf-8")
+    job = Job(AttemptRecord.from_json(record("a", "passed", success=True)), b"{}", events)
+    row = verdict_row(job, tmp_path, 1)
+    assert row["success"] is expected
+    summary = aggregate({job.record.key: True}, {"j": {job.record.key: row["success"]}})
+    assert (job.record.key in summary["disagree_with_in_container"]) == (expected is False)

@@ -6,6 +6,7 @@ Expected environments follow gaia2-contract.md section 1 (tables 1.1 and 1.3).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -573,3 +574,19 @@ def test_repr_shows_settings_without_secrets(tmp_path: Path) -> None:
     assert "GITHUB_TOKEN" not in text
     expected = {"team-agent-key-123", OAI_KEY, "tok-visible-nowhere", "ghp_token_123456"}
     assert expected <= settings.secret_values()
+
+
+def test_copy_in_takes_only_regular_files_within_the_size_cap(tmp_path: Path) -> None:
+    """A device never ends (/dev/zero), a FIFO blocks, a huge file fills memory: refused by name."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "big.bin").write_bytes(b"x" * 2048)
+    (tmp_path / "ok.txt").write_text("fine", encoding="utf-8")
+    settings = make(tmp_path, {}, max_file_size="1K",
+                    copy_in=["/dev/zero:/opt/zero", "pipe:/opt/pipe", "big.bin:/opt/big", "ok.txt:/opt/ok", ".:/opt/d"])
+    assert [line for line in problems(settings) if "copy-in" in line] == [
+        "--gaia2-copy-in: /dev/zero is not a regular file (for /opt/zero)",
+        f"--gaia2-copy-in: {fifo} is not a regular file (for /opt/pipe)",
+        f"--gaia2-copy-in: {tmp_path / 'big.bin'} is 2048 bytes, over the --gaia2-max-file-size of 1024 (for /opt/big)",
+        f"--gaia2-copy-in: {tmp_path} is not a regular file (for /opt/d)",
+    ]

@@ -65,11 +65,23 @@ def test_each_attempt_is_one_appended_line_never_rewritten(tmp_path: Path) -> No
     ledger.add("search/a#1", 1.25)
     first = (tmp_path / LEDGER_FILE).read_bytes()
     ledger.add("search/b#1", 0.75)
-    ledger.add("search/a#1", 9.0)  # the same attempt again: not added, not replaced
+    ledger.add("search/a#1", 1.25)  # the same spend again (a retried write): not added
     data = (tmp_path / LEDGER_FILE).read_bytes()
     assert data.startswith(first) and data.count(b"\n") == 2
     assert [json.loads(line)["entry"] for line in data.splitlines()] == ["search/a#1", "search/b#1"]
     assert ledger.total() == 2.0
+
+
+def test_a_line_written_ahead_of_an_entry_cannot_hide_its_spend(tmp_path: Path) -> None:
+    """A planted ``usd: 0`` line for an attempt that has not run yet: its spend is appended
+    anyway, and an entry counts the largest of its lines, once."""
+    path = tmp_path / LEDGER_FILE
+    path.write_text(json.dumps({"entry": "search/a#1", "usd": 0.0}) + "\n", encoding="utf-8")
+    ledger = Ledger(tmp_path)
+    assert ledger.add("search/a#1", 9.0) == 9.0
+    assert [json.loads(line)["usd"] for line in path.read_text(encoding="utf-8").splitlines()] == [0.0, 9.0]
+    assert ledger.add("search/a#1", 0.0) == 9.0  # a smaller line later changes nothing
+    assert ledger.total() == 9.0
 
 
 def test_a_truncated_ledger_keeps_every_whole_line_and_names_the_damage(tmp_path: Path) -> None:
@@ -103,7 +115,7 @@ def test_an_earlier_versions_spend_json_is_read_not_rewritten(tmp_path: Path) ->
     before = legacy.read_bytes()
     ledger = Ledger(tmp_path)
     assert ledger.total() == 3.0 and ledger.read().problems == ()
-    assert ledger.add("search/a#1", 5.0) == 3.0  # already in the old ledger: counted once
+    assert ledger.add("search/a#1", 1.0) == 3.0  # already in the old ledger: counted once
     assert ledger.add("search/c#1", 0.5) == 3.5
     assert legacy.read_bytes() == before and (tmp_path / LEDGER_FILE).is_file()
 
@@ -178,7 +190,7 @@ def test_a_ledger_cut_anywhere_keeps_every_line_before_the_cut(lines: list[tuple
     whole = data[:cut].count(b"\n")
     expected: dict[str, float] = {}
     for entry, amount in lines[:whole]:
-        expected.setdefault(entry, amount)
+        expected[entry] = max(amount, expected.get(entry, amount))
     assert {key: entries[key] for key in expected} == expected
     assert len(damaged) <= 1
 
@@ -287,3 +299,49 @@ def test_max_errors_counts_this_sessions_errors_by_category() -> None:
         "--gaia2-max-errors 2; no new scenario starts"
     )
     assert reason.startswith(STOPS) and Budget().errors_reached(["x"] * 100) is None
+
+
+def test_a_ledger_below_the_records_it_pays_for_is_named_and_the_records_count(tmp_path: Path) -> None:
+    """spend.jsonl rewritten with ``usd: 0`` for every entry cannot switch the budget off: the
+    records in results.jsonl carry their attempts' cost, and the larger counts."""
+    from pytest_gaia2.store.folder import RunFolder
+
+    folder = RunFolder(tmp_path)
+    for name, attempt, cost in (("a", 1, 2.0), ("a", 2, 3.0), ("b", 1, 1.5), ("c", 1, None)):
+        record = {"scenario_id": name, "split": "search", "success": True, "attempt": attempt, "cost_usd": cost}
+        folder.append_result(AttemptRecordOf(record))
+    (tmp_path / LEDGER_FILE).write_text("".join(json.dumps({"entry": entry, "usd": 0}) + "\n"
+                                                for entry in ("search/a#1", "search/a#2", "search/b#1")))
+    read = Ledger(tmp_path).read()
+    assert read.total == 6.5
+    [problem] = read.problems
+    assert problem == (f"{tmp_path / LEDGER_FILE}: 3 entries below the cost their records carry (ledger $0.00, "
+                       "records $6.50): the records' cost counts (search/a#1, search/a#2, search/b#1)")
+    Ledger(tmp_path).add("search/b#1", 1.5)  # the record's own spend, appended: no longer below
+    assert Ledger(tmp_path).read().problems == (problem.replace("3 entries", "2 entries").replace("$6.50", "$5.00")
+                                                .replace(", search/b#1", ""),)
+
+
+def AttemptRecordOf(data: dict[str, object]):  # noqa: N802 - reads like the class it builds
+    from pytest_gaia2.store.record import AttemptRecord
+
+    return AttemptRecord.from_json(data)
+
+
+def test_an_attempt_of_unknown_cost_counts_for_the_budget_at_the_priced_mean(tmp_path: Path) -> None:
+    """Usage out of range (negative tokens, one bad trace line) makes a cost unknown, never zero."""
+    ledger = Ledger(tmp_path)
+    record_spend(tmp_path, "search/u", 1, None, refused=True)
+    read = ledger.read()
+    assert read.unknown == ("search/u#1",) and read.total == 0.0
+    assert read.for_budget() is None  # nothing priced to stand in: a budget cannot go on blind
+    record_spend(tmp_path, "search/u", 1, None, refused=True)  # marked once
+    record_spend(tmp_path, "search/v", 1, None)  # merely unpriced (no price for the model): nothing to add
+    record_spend(tmp_path, "search/a", 1, 1.0)
+    record_spend(tmp_path, "search/b", 1, 3.0)
+    read = ledger.read()
+    assert (read.total, read.stand_in(), read.for_budget()) == (4.0, 2.0, 6.0)
+    assert (tmp_path / LEDGER_FILE).read_text().count('"unknown": true') == 1
+    assert read.problems == ()  # an unknown line is no damage
+    record_spend(tmp_path, "search/u", 1, 0.5)  # priced after all: the price counts, not the stand-in
+    assert ledger.read().unknown == () and ledger.read().for_budget() == 4.5

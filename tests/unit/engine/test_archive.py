@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gaia2.engine import archive
-from pytest_gaia2.engine.archive import CopyReport, extract
+from pytest_gaia2.engine.archive import CopyReport, extract, tar_spool
 from pytest_gaia2.store.redact import Redactor
 
 MB = 1 << 20
@@ -381,3 +381,31 @@ def test_files_a_later_tool_would_run_or_obey_are_never_written(tmp_path: Path) 
                         ("state/notes.txt", b"n"), ("state/python.json", b"{}")), tmp_path)
     assert tree(tmp_path) == {"events.jsonl": b"e\n", "state/notes.txt": b"n", "state/python.json": b"{}"}
     assert reasons(report).keys() == set(hazards)
+
+
+def test_a_host_file_is_streamed_into_the_copy_in_archive_not_read_whole(tmp_path: Path) -> None:
+    """--gaia2-copy-in of a large file: the archive goes to a temporary file past SPOOL_BYTES,
+    and the file's bytes pass through in chunks (peak memory far below its size)."""
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as handle:
+        for _ in range(48):
+            handle.write(os.urandom(1 << 20))
+    tracemalloc.start()
+    try:
+        with tar_spool([("opt/big.bin", big, 0o644), ("opt/small.txt", b"hi", 0o600)]) as spool:
+            _, peak = tracemalloc.get_traced_memory()
+            with tarfile.open(fileobj=spool, mode="r") as archive:
+                members = {m.name: m for m in archive.getmembers()}
+                assert members["opt/big.bin"].size == big.stat().st_size and members["opt/small.txt"].mode == 0o600
+                extracted = archive.extractfile(members["opt/big.bin"])
+                assert extracted is not None and extracted.read(1 << 16) == big.read_bytes()[: 1 << 16]
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20, peak
+
+
+def test_a_host_file_that_became_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="not a regular file"):
+        tar_spool([("opt/pipe", fifo, 0o644)])

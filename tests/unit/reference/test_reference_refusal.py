@@ -10,12 +10,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from gaia2_testing import SHIPPED, http_server, reference_module
+from gaia2_testing import SHIPPED, http_server, reference_module, reference_tools
 
 # in import order: each imports the ones before it by name, as in the container
-scenario_mod, runtime_mod, _, _, agent_mod, _, daemon_mod = (
+scenario_mod, runtime_mod, _, _, _, agent_mod, _, daemon_mod = (
     reference_module(f"gaia2_ref_{name}")
-    for name in ("scenario", "runtime", "trace", "model", "agent", "judge", "daemon")
+    for name in ("scenario", "runtime", "tools", "trace", "model", "agent", "judge", "daemon")
 )
 
 SEARCH = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
@@ -31,8 +31,10 @@ def test_a_refused_model_call_stops_the_agent_without_an_answer(
     monkeypatch.setenv("GAIA2_TRACE_FILE", str(tmp_path / "trace.jsonl"))
     with http_server("127.0.0.1", b"{}") as port:  # it answers GET only: the POST is refused (HTTP 501)
         monkeypatch.setenv("BASE_URL", f"http://127.0.0.1:{port}/v1")
-        agent = agent_mod.Agent(SEARCH, state, tmp_path / "no-faketime.rc", logging.getLogger("t"), threading.Event())
-        agent.run()
+        faketime = tmp_path / "no-faketime.rc"
+        with reference_tools(state, faketime) as tools:
+            scenario = json.loads(SEARCH.read_text(encoding="utf-8"))
+            agent_mod.Agent(scenario, tools, faketime, logging.getLogger("t"), threading.Event()).run()
     assert not (state / "events.jsonl").exists()  # no "I could not go on" for the judge to judge
     assert json.loads((state / runtime_mod.AGENT_STOPPED).read_text(encoding="utf-8"))["reason"].endswith("501")
     trace = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text(encoding="utf-8").splitlines()]

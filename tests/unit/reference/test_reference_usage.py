@@ -10,11 +10,12 @@ import json
 import logging
 import re
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia2_testing import reference_module
+from gaia2_testing import reference_module, reference_tools
 
 REPO = Path(__file__).resolve().parents[3]
 SHIPPED = REPO / "scenarios"
@@ -23,6 +24,7 @@ FORMAT_A_KEYS = {"seq", "timestamp", "type", "url", "latency_ms", "http_status",
 
 scenario_mod = reference_module("gaia2_ref_scenario")
 runtime_mod = reference_module("gaia2_ref_runtime")
+reference_module("gaia2_ref_tools")
 trace_mod = reference_module("gaia2_ref_trace")
 model_mod = reference_module("gaia2_ref_model")  # the agent imports it as the container does
 agent_mod = reference_module("gaia2_ref_agent")
@@ -142,18 +144,27 @@ def test_writer_appends_to_an_existing_file(tmp_path: Path) -> None:
 # -- the agent: one call per action it writes to events.jsonl -------------------------------------
 
 
-def make_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, usage: str | None, scenario: Path) -> Any:
+@pytest.fixture
+def make_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str | None, Path], Any]]:
+    """An agent over ``tmp_path/state`` through the tool socket, as in the container."""
     state = tmp_path / "state"
     state.mkdir()
-    if usage is None:
-        monkeypatch.delenv("GAIA2_REF_USAGE", raising=False)
-    else:
-        monkeypatch.setenv("GAIA2_REF_USAGE", usage)
     monkeypatch.setenv("GAIA2_TRACE_FILE", str(tmp_path / "trace.jsonl"))
     monkeypatch.setenv("MODEL", "test-model")
     log = logging.getLogger("test-reference-usage")
-    # no faketime.rc: timed oracle events do not wait for sim time
-    return agent_mod.Agent(scenario, state, tmp_path / "no-faketime.rc", log, threading.Event())
+    faketime = tmp_path / "no-faketime.rc"  # missing: timed oracle events do not wait for sim time
+
+    with reference_tools(state, faketime) as tools:
+
+        def make(usage: str | None, scenario: Path) -> Any:
+            if usage is None:
+                monkeypatch.delenv("GAIA2_REF_USAGE", raising=False)
+            else:
+                monkeypatch.setenv("GAIA2_REF_USAGE", usage)
+            data = json.loads(scenario.read_text(encoding="utf-8"))
+            return agent_mod.Agent(data, tools, faketime, log, threading.Event())
+
+        yield make
 
 
 def agent_lines(tmp_path: Path) -> list[dict[str, Any]]:
@@ -181,10 +192,10 @@ def calls(tmp_path: Path) -> list[tuple[str, Any]]:
     ],
 )
 def test_oracle_replay_makes_one_call_per_oracle_agent_event(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: str, expected: int
+    tmp_path: Path, make_agent: Callable[[str | None, Path], Any], scenario: str, expected: int
 ) -> None:
     path = SHIPPED / scenario
-    agent = make_agent(tmp_path, monkeypatch, "1000,200,100", path)
+    agent = make_agent("1000,200,100", path)
     loaded = scenario_mod.Scenario.load(str(path))
     assert sum(1 for event in loaded.events if event.event_type == "AGENT") == expected
     agent.run_oracle(loaded)
@@ -201,13 +212,13 @@ def test_oracle_replay_makes_one_call_per_oracle_agent_event(
     assert {line["request"]["model"] for line in trace} == {"test-model"}
 
 
-def test_synthetic_boundary_is_a_call_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_synthetic_boundary_is_a_call_too(tmp_path: Path, make_agent: Callable[[str | None, Path], Any]) -> None:
     """A last turn without an oracle answer ends with ``[oracle replay complete]``: one more call."""
     data = json.loads((SHIPPED / "execution" / "scenario_universe_22_mmow4l.json").read_text(encoding="utf-8"))
     data["events"] = [e for e in data["events"] if e["action"].get("function") != "send_message_to_user"]
     path = tmp_path / "no_answer.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    agent = make_agent(tmp_path, monkeypatch, "10,2", path)
+    agent = make_agent("10,2", path)
     agent.run_oracle(scenario_mod.Scenario.load(str(path)))
     made = calls(tmp_path)
     assert [name for name, _ in made] == ["ContactsApp__edit_contact", "EmailClientV2__send_email", "message"]
@@ -215,7 +226,7 @@ def test_synthetic_boundary_is_a_call_too(tmp_path: Path, monkeypatch: pytest.Mo
     assert len(agent_lines(tmp_path)) == 3
 
 
-def test_scripted_agent_makes_one_call_per_action(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scripted_agent_makes_one_call_per_action(tmp_path: Path, make_agent: Callable[[str | None, Path], Any]) -> None:
     script = tmp_path / "script.jsonl"
     script.write_text(
         "\n".join(
@@ -230,7 +241,7 @@ def test_scripted_agent_makes_one_call_per_action(tmp_path: Path, monkeypatch: p
         + "\n",
         encoding="utf-8",
     )
-    agent = make_agent(tmp_path, monkeypatch, "5,1", SHIPPED / "search" / "scenario_universe_21_7kww6e.json")
+    agent = make_agent("5,1", SHIPPED / "search" / "scenario_universe_21_7kww6e.json")
     agent.run_script(script)
     assert calls(tmp_path) == [
         ("ContactsApp__search_contacts", {"query": "Alice"}),
@@ -242,18 +253,18 @@ def test_scripted_agent_makes_one_call_per_action(tmp_path: Path, monkeypatch: p
 
 @pytest.mark.parametrize("usage", [None, "", "nonsense"])
 def test_without_a_valid_usage_no_trace_is_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, usage: str | None
+    tmp_path: Path, make_agent: Callable[[str | None, Path], Any], usage: str | None
 ) -> None:
     path = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
-    agent = make_agent(tmp_path, monkeypatch, usage, path)
+    agent = make_agent(usage, path)
     agent.run_oracle(scenario_mod.Scenario.load(str(path)))
     assert len(agent_lines(tmp_path)) == 1
     assert not (tmp_path / "trace.jsonl").exists()
 
 
-def test_an_unwritable_trace_does_not_stop_the_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unwritable_trace_does_not_stop_the_agent(tmp_path: Path, make_agent: Callable[[str | None, Path], Any]) -> None:
     path = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
-    agent = make_agent(tmp_path, monkeypatch, "1,1", path)
+    agent = make_agent("1,1", path)
     agent.trace.path = tmp_path / "a-file"
     agent.trace.path.write_text("", encoding="utf-8")
     agent.trace.path = agent.trace.path / "trace.jsonl"  # its parent is a file

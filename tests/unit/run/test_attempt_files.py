@@ -8,9 +8,11 @@ import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pytest_gaia2.run import interrupts
-from pytest_gaia2.run.evidence import last_json_line, scan_events
+from pytest_gaia2.run.evidence import forged_signs, last_json_line, scan_events
 
 
 def test_events_are_counted_as_gaia2_runner_counts_them(tmp_path: Path) -> None:
@@ -22,16 +24,17 @@ def test_events_are_counted_as_gaia2_runner_counts_them(tmp_path: Path) -> None:
     ]
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n{torn", encoding="utf-8")
-    assert scan_events(path) == (4, "last")  # every parseable line, ENV and USER lines included
-    assert scan_events(tmp_path / "missing.jsonl") == (0, "")
+    # every parseable line, ENV and USER lines included; the agent's own: those without an event_id
+    assert scan_events(path) == (4, "last", 3)
+    assert scan_events(tmp_path / "missing.jsonl") == (0, "", 0)
 
 
 def test_the_last_judgment_line_is_read_from_the_end_only(tmp_path: Path) -> None:
     path = tmp_path / "judgments.jsonl"
     path.write_text("x" * 100 + "\n" + json.dumps({"success": False}) + "\n\n", encoding="utf-8")
-    assert last_json_line(path, window=40) == {"success": False}
+    assert last_json_line(path, window=40) == ({"success": False}, b'{"success": false}')
     (tmp_path / "deep.jsonl").write_text("[" * 100_000 + "\n", encoding="utf-8")
-    assert last_json_line(tmp_path / "deep.jsonl") is None
+    assert last_json_line(tmp_path / "deep.jsonl") == (None, b"")
 
 
 def test_a_second_ctrl_c_waits_for_the_block_then_raises() -> None:
@@ -41,3 +44,21 @@ def test_a_second_ctrl_c_waits_for_the_block_then_raises() -> None:
             os.kill(os.getpid(), signal.SIGINT)
             done.append("written")
     assert done == ["written"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+@example(raw=b"\xef\xbb\xbf{}")
+@example(raw=b'{"a": 1, "a": 2}')
+@example(raw=b"[" * 5000)
+def test_the_signs_of_a_forged_judge_file_never_raise(raw: bytes) -> None:
+    """Any bytes a container leaves: a list of what no judge writes, never an exception."""
+    found = forged_signs(raw)
+    assert all(isinstance(sign, str) for sign in found)
+    assert ("starts with a byte-order mark" in found) == raw.startswith(b"\xef\xbb\xbf")
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=6))
+def test_a_judge_file_as_json_writes_it_shows_no_sign(value: dict[str, object]) -> None:
+    assert forged_signs(json.dumps(value).encode()) == []

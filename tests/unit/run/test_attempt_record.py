@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ def _record(endpoint: dict[str, Any] | None, on_file: dict[str, Any] | None, las
             timed_out: bool = False, fault: Fault | None = None, stop: Fault | None = None,
             redactor: Redactor | None = None) -> Any:
     facts = _facts(endpoint, timed_out=timed_out, fault=fault, stop=stop)
-    return build_record(facts, Evidence(on_file, last_line, 1, ""), redactor if redactor is not None else Redactor([]))
+    return build_record(facts, Evidence(on_file, last_line, 1, "", agent_actions=1), redactor if redactor is not None else Redactor([]))
 
 
 @pytest.mark.parametrize(
@@ -194,12 +195,17 @@ def test_every_combination_of_the_three_sources(endpoint, on_file, last_line) ->
         assert "judgment" not in record.daemon_status
 
 
-def _from_files(folder: Path, status: str | None, judgments: str | None) -> Any:
+ANSWER = json.dumps({"app": "AgentUserInterface", "fn": "send_message_to_user", "args": {"content": "x"}}) + "\n"
+
+
+def _from_files(folder: Path, status: str | bytes | None, judgments: str | bytes | None,
+                events: str = ANSWER, observed: dict[str, Any] | None = None) -> Any:
     """The record built from what a container left in ``folder`` (read as the harness reads it)."""
-    for name, text in (("daemon_status.json", status), ("daemon_judgments.jsonl", judgments)):
+    for name, text in (("daemon_status.json", status), ("daemon_judgments.jsonl", judgments), ("events.jsonl", events)):
         if text is not None:
-            (folder / name).write_text(text)
-    return build_record(_facts(None, folder=folder), Evidence.read(folder), Redactor([]))
+            (folder / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    facts = replace(_facts(None, folder=folder), observed_status=observed)
+    return build_record(facts, Evidence.read(folder), Redactor([]))
 
 
 LINE_PASS, LINE_FAIL = json.dumps({"success": True}) + "\n", json.dumps({"success": False}) + "\n"
@@ -228,6 +234,56 @@ LINE_PASS, LINE_FAIL = json.dumps({"success": True}) + "\n", json.dumps({"succes
 def test_the_sources_as_read_from_the_containers_files(tmp_path: Path, status, judgments, outcome, category) -> None:
     record = _from_files(tmp_path, status, judgments)
     assert (record.outcome, record.error_category) == (outcome, category), record.error
+
+
+ENV_LINE = json.dumps({"app": "Email", "fn": "x", "event_id": "Event-ENV-1"}) + "\n"
+DUPLICATE = '{"status": "complete", "judgment": {"success": false}, "judgment": {"success": true, "failure_reason": ""}}'
+
+
+@pytest.mark.parametrize(
+    ("status", "judgments", "events", "why"),
+    [
+        (json.dumps(PASS), LINE_PASS, "", "no action"),  # the forger's pass: no agent event at all
+        (json.dumps(PASS), LINE_PASS, ENV_LINE, "no action"),  # the daemon's own lines are not the agent's
+        (b"\xef\xbb\xbf" + json.dumps(PASS).encode(), LINE_PASS, ANSWER, "byte-order mark"),
+        (DUPLICATE, LINE_PASS, ANSWER, "'judgment'"),
+        (json.dumps(PASS), '{"success": false, "success": true}\n', ANSWER, "'success'"),
+        (json.dumps(PASS), b"\xef\xbb\xbf" + LINE_PASS.encode(), ANSWER, "byte-order mark"),
+    ],
+)
+def test_a_pass_the_judge_cannot_have_given_is_a_verdict_conflict(tmp_path: Path, status, judgments, events,
+                                                                   why) -> None:
+    record = _from_files(tmp_path, status, judgments, events)
+    assert (record.outcome, record.error_category) == ("error", "verdict_conflict"), record.error
+    assert why in record.error
+    assert record.verdict_sources is not None
+
+
+def test_the_same_signs_on_a_rejection_change_nothing(tmp_path: Path) -> None:
+    """A forged rejection gains an agent nothing: it stays a failure."""
+    record = _from_files(tmp_path, b"\xef\xbb\xbf" + json.dumps(FAIL).encode(), LINE_FAIL, "")
+    assert record.outcome == "failed"
+
+
+@pytest.mark.parametrize(
+    ("status", "judgments"),
+    [
+        (json.dumps({"status": "error"}), ""),  # killed daemon, emptied judgments file, status rewritten
+        (None, None),  # both gone
+        (json.dumps(PASS), LINE_PASS),  # rewritten to a pass after the judge's rejection was seen
+        (json.dumps(RUNNING), None),
+    ],
+)
+def test_a_rejection_the_harness_saw_first_is_final(tmp_path: Path, status, judgments) -> None:
+    record = _from_files(tmp_path, status, judgments, observed=FAIL)
+    assert (record.outcome, record.error_category) == ("failed", None), record.error
+    assert record.failure_reasons == ["Tool count"]
+
+
+def test_a_pass_the_harness_saw_first_still_needs_the_record(tmp_path: Path) -> None:
+    """/status is forgeable: a pass seen there is no verdict of its own."""
+    record = _from_files(tmp_path, json.dumps({"status": "error"}), "", observed=PASS)
+    assert (record.outcome, record.error_category) == ("error", "daemon_error")
 
 
 JSON = st.recursive(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_testing import judge_files
 
 from pytest_gaia2.cost.budget import Budget, record_spend
 from pytest_gaia2.cost.prices import PriceBook
@@ -72,6 +73,7 @@ def store_attempts(run: RunFolder, item: PlannedItem, *records: AttemptRecord) -
     for number, record in enumerate(records, start=1):
         folder = run.attempt_dir(where, number)
         folder_name = folder.relative_to(run.path).as_posix()
+        judge_files(folder, record.success)
         run.write_record(folder, replace(record, attempt=number, folder=folder_name))
         folders.append(folder)
     return folders
@@ -115,6 +117,25 @@ def test_an_error_is_run_again_and_a_later_judgment_wins(run: RunFolder, item: P
     folders = store_attempts(run, item, make_record(None), make_record(False), make_record(None, category="timeout"))
     result = stored_result(run, item, NOW)
     assert result is not None and result.failed and result.record.attempt == 2 and result.folder == folders[1]
+
+
+@pytest.mark.parametrize(
+    ("stored", "beside", "actions"),
+    [
+        (True, False, 1),  # result.json edited to passed; the judge's files say fail
+        (True, None, 1),  # no judge's files at all
+        (True, True, 0),  # a pass with no agent action
+        (False, True, 1),  # edited to failed beside a recorded pass
+    ],
+)
+def test_a_stored_verdict_the_files_beside_it_contradict_runs_again(
+    run: RunFolder, item: PlannedItem, stored: bool, beside: bool | None, actions: int
+) -> None:
+    [folder] = store_attempts(run, item, make_record(stored, session_id=EARLIER))
+    for name in ("daemon_status.json", "daemon_judgments.jsonl", "events.jsonl"):
+        (folder / name).unlink(missing_ok=True)
+    judge_files(folder, beside, actions)
+    assert stored_result(run, item, NOW) is None
 
 
 def test_a_judgment_of_a_changed_file_is_run_again(run: RunFolder, item: PlannedItem) -> None:

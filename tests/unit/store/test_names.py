@@ -163,3 +163,14 @@ def test_no_file_the_harness_keeps_is_a_hazard() -> None:
             store.OPENCLAW_LOG_DIR, "state", "notes.txt", "python.json", "contacts.json", "doc.txt", "py",
             "a.py.json", "report.md", "x.sox", "test.json", "n" * 250]
     assert [name for name in kept if names.hazard(name)] == []
+
+
+def test_every_configuration_file_the_installed_pytest_discovers_is_a_hazard() -> None:
+    """pytest 9 added pytest.toml; the next name it adds must fail here, not reach a run folder.
+    (pytest's table of the names it discovers is private: if it moves, this test says so.)"""
+    from _pytest.config import findpaths
+
+    discovered = getattr(findpaths, "CONFIG_LOADERS_BY_NAME", None)
+    assert discovered, "pytest no longer has findpaths.CONFIG_LOADERS_BY_NAME: find where it lists its config names"
+    assert "pytest.toml" in discovered
+    assert [name for name in discovered if names.hazard(name) is None] == []

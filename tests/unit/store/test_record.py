@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_gaia2.store.record import (
@@ -84,3 +85,37 @@ def test_a_record_stands_for_a_scenario_file_unless_both_hashes_are_known_and_di
     assert known.made_from("a" * 64) and known.made_from(None)
     assert not known.made_from("b" * 64)
     assert _record().made_from("b" * 64)
+
+
+BASE = {"scenario_id": "s", "split": "search", "success": True}
+
+
+@pytest.mark.parametrize(("usage", "why"), [
+    ({"calls": 10**30}, f"usage.calls is {10**30}"),
+    ({"input_tokens": -1}, "usage.input_tokens is -1"),
+    ({"output_tokens": "5"}, "usage.output_tokens is '5'"),
+    ({"cached_input_tokens": 1.5}, "usage.cached_input_tokens is 1.5"),
+    ({"other_models": True}, "usage.other_models is True"),
+    ({"reported_cost_usd": -0.01}, "usage.reported_cost_usd is -0.01"),
+    ({"reported_cost_usd": 1e300}, "usage.reported_cost_usd is 1e+300"),
+    ({"models": "m"}, "usage.models is not a list of strings"),
+    ({"refused": [1]}, "usage.refused is not a list of strings"),
+])
+def test_a_records_usage_out_of_range_is_refused_by_field(usage: dict[str, object], why: str) -> None:
+    with pytest.raises(RecordError) as excinfo:
+        AttemptRecord.from_json({**BASE, "usage": usage})
+    assert excinfo.value.field == "usage" and why in str(excinfo.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(usage=st.dictionaries(st.sampled_from(["calls", "input_tokens", "reported_cost_usd", "models", "x"]),
+                             st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3)
+                             | st.lists(st.text(max_size=3), max_size=2), max_size=4))
+@example(usage={"calls": 10**30})
+def test_any_usage_object_is_a_record_or_one_record_error(usage: dict[str, object]) -> None:
+    try:
+        record = AttemptRecord.from_json({**BASE, "usage": usage})
+    except RecordError as exc:
+        assert exc.field == "usage"
+        return
+    assert record.usage == usage

@@ -345,6 +345,8 @@ _GZIP_START = "H4sI"
 _GZIP = f"H4sI(?:[A-Za-z0-9+/_=-]|\\r?\\n|\\\\{{1,{_MAX_BACKSLASHES}}}[rn/]){{8,{MAX_GZIP}}}"
 """A gzip+base64 blob, wrapped or not (raw or in a JSON string)."""
 _NOT_BASE64 = re.compile(rb"\\+[rn]|[^A-Za-z0-9+/_-]")
+_BASE64_LETTER = re.compile(rb"\\+[rn]|([A-Za-z0-9+/_-])")
+"""A letter of a blob (group 1), or a JSON-escaped line break (none, read as :data:`_NOT_BASE64` does)."""
 _GZIP_TEXT = re.compile(_GZIP)
 _GZIP_BYTES = re.compile(_GZIP.encode())
 
@@ -414,17 +416,23 @@ class Redactor:
     def _bytes_pattern(self) -> re.Pattern[bytes] | None:
         return None if self._bytes_source is None else re.compile(self._bytes_source)
 
-    def _gzip_holds(self, blob: bytes) -> bool:
-        """Whether a gzip+base64 blob inflates (to :data:`MAX_GUNZIP` bytes at most) to a secret."""
+    def _gzip_secret(self, blob: bytes) -> int:
+        """How many bytes of a gzip+base64 blob (from its start) hold a secret: those its gzip
+        stream takes (to its end, or all when it is cut short), when it inflates (to
+        :data:`MAX_GUNZIP` bytes at most) to a secret; else 0."""
         assert self._bytes_pattern is not None
         letters = _NOT_BASE64.sub(b"", blob).translate(bytes.maketrans(b"-_", b"+/"))
+        inflate = zlib.decompressobj(wbits=31)
         try:
-            data = zlib.decompressobj(wbits=31).decompress(
-                base64.b64decode(letters[: len(letters) // 4 * 4]), MAX_GUNZIP
-            )
+            stream = base64.b64decode(letters[: len(letters) // 4 * 4])
+            data = inflate.decompress(stream, MAX_GUNZIP)
         except (zlib.error, ValueError):
-            return False
-        return any(match.group("secret") is not None for match in self._bytes_pattern.finditer(data))
+            return 0
+        if not any(match.group("secret") is not None for match in self._bytes_pattern.finditer(data)):
+            return 0
+        used = -(-4 * (len(stream) - len(inflate.unused_data)) // 3) if inflate.eof else len(letters)
+        ends = [match.end() for match in _BASE64_LETTER.finditer(blob) if match.group(1)]
+        return ends[min(used, len(ends)) - 1]
 
     def _spans(self, data: Any, stop: int) -> list[Span]:
         """Where ``data`` (text or bytes) holds a secret: the spans of the matches that start
@@ -437,8 +445,9 @@ class Redactor:
         while 0 <= at < stop:
             blob = gzip.match(data, at)
             found = blob.group(0) if blob else b""
-            if found and self._gzip_holds(found if isinstance(found, bytes) else found.encode("ascii")):
-                spans.append((at, at + len(found)))
+            size = self._gzip_secret(found if isinstance(found, bytes) else found.encode("ascii")) if found else 0
+            if size:
+                spans.append((at, at + size))
             at = data.find(start, at + 1)
         for match in pattern.finditer(data):
             if match.start() >= stop:

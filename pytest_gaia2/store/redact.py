@@ -276,6 +276,14 @@ def _escaped_char(char: str) -> str:
     return "(?:" + "|".join(form for form, _ in _char_forms(char) if raw or form != re.escape(char)) + ")"
 
 
+def _first_char(char: str) -> str:
+    """A regex for ``char`` in any encoding, the raw one tried first and the others only where
+    the text holds an escape's start."""
+    raw = _raw_char(char)
+    escaped = f"(?=[{re.escape(_ESCAPES_START)}]){_escaped_char(char)}"
+    return escaped if raw is None else f"(?:{raw}|{escaped})"
+
+
 def _escaped_letter(char: str) -> str | None:
     """:func:`_escaped_char` for a letter of an encoded form, or None when no writer escapes it."""
     return None if char in _PLAIN and char not in _ESCAPES_START else _escaped_char(char)
@@ -366,17 +374,15 @@ def _sources(values: tuple[str, ...]) -> tuple[int, str | None, bytes | None]:
         default=len(_GZIP_START) + 2 * MAX_GZIP,
     )
     longest = max(longest, len(_GZIP_START) + 2 * MAX_GZIP)
-    # Each trie twice: from a raw first letter (a literal, tried fast at every position) and,
-    # where the text holds an escape's start, from an encoded one.
+    # The encoded forms' trie twice: from a raw first letter (a literal, tried fast at every
+    # position) and, where the text holds an escape's start, from an encoded one. The secrets
+    # themselves are few: one trie, its first letter raw or (after that check) encoded.
     raw_first = [
-        _trie(forms.text, _encoded_char, _SEPARATOR, _raw_char),
+        _trie(forms.text, _encoded_char, _SEPARATOR, _first_char),
         _guarded(_trie(forms.encoded, _encoded_letter, _WRAP, _raw_char), forms.encoded),
         _guarded(_trie(forms.either_case, _either_case, _HEX_SEPARATOR, _either_case), forms.either_case),
     ]
-    encoded_first = [
-        _trie(forms.text, _encoded_char, _SEPARATOR, _escaped_char),
-        _trie(forms.encoded, _encoded_letter, _WRAP, _escaped_letter),
-    ]
+    encoded_first = [_trie(forms.encoded, _encoded_letter, _WRAP, _escaped_letter)]
     source = (
         f"(?:{_LEADING})(?:{'|'.join(filter(None, raw_first))}"
         f"|(?=[{re.escape(_ESCAPES_START)}])(?:{'|'.join(filter(None, encoded_first)) or '(?!)'}))"

@@ -47,9 +47,9 @@ SEPARATORS = " .:,;|/_-\t\r\n\u00ad\u200b\u200c\u200d\u2060\ufeff"
 """What may stand between the letters of a secret's form (up to two, in any of their own
 encodings): spaced or dotted letters, hex bytes split by colons, base64 wrapped at any column
 with ``\\n`` or ``\\r\\n``, zero-width characters."""
-MAX_GZIP = 1024
-"""Base64 characters of a gzip blob (from its ``H4sI`` magic) that are decoded to look for a
-secret: bounded, so a streamed file's windows overlap by a known number of bytes."""
+MAX_GZIP = 2048
+"""Bytes of a gzip+base64 blob after its ``H4sI`` magic (line breaks included) that are decoded
+to look for a secret: bounded, so a streamed file's windows overlap by a known number of bytes."""
 MAX_GUNZIP = 1 << 16
 """Bytes a gzip blob is inflated to at most (a small blob may inflate to a lot)."""
 MAX_NESTING = 4
@@ -264,11 +264,6 @@ _ESCAPES_START = "\\%&+"
 """What every encoded form of a character starts with (JSON, URL, HTML; ``+`` a URL's space)."""
 
 
-def _raw_char(char: str) -> str | None:
-    """A regex for ``char`` as it is, or None when that starts like an escape (see :func:`_escaped_char`)."""
-    return None if char in _ESCAPES_START else re.escape(char)
-
-
 def _escaped_char(char: str) -> str:
     """A regex for ``char`` in its encodings but the raw one (all of them when the raw one starts
     like an escape)."""
@@ -279,32 +274,25 @@ def _escaped_char(char: str) -> str:
 def _first_char(char: str) -> str:
     """A regex for ``char`` in any encoding, the raw one tried first and the others only where
     the text holds an escape's start."""
-    raw = _raw_char(char)
     escaped = f"(?=[{re.escape(_ESCAPES_START)}]){_escaped_char(char)}"
-    return escaped if raw is None else f"(?:{raw}|{escaped})"
-
-
-def _escaped_letter(char: str) -> str | None:
-    """:func:`_escaped_char` for a letter of an encoded form, or None when no writer escapes it."""
-    return None if char in _PLAIN and char not in _ESCAPES_START else _escaped_char(char)
+    return escaped if char in _ESCAPES_START else f"(?:{re.escape(char)}|{escaped})"
 
 
 def _trie(
-    words: Iterable[str], unit: Callable[[str], str], between: str = "", first: Callable[[str], str | None] = re.escape
+    words: Iterable[str], unit: Callable[[str], str], between: str = "", first: Callable[[str], str] = re.escape
 ) -> str:
-    """One regex for all ``words`` (the first character by ``first``, a word skipped where it
-    gives None; the others by ``unit``, with ``between`` before each), their common starts
-    shared, so a position of the text costs one try per distinct next character however many
-    secrets there are. Where a word ends and a longer one goes on, the longer is tried first: a
-    secret that starts another never masks it in pieces."""
+    """One regex for all ``words`` (the first character by ``first``, the others by ``unit``
+    with ``between`` before each), their common starts shared, so a position of the text costs
+    one try per distinct next character however many secrets there are. Where a word ends and a
+    longer one goes on, the longer is tried first: a secret that starts another never masks it
+    in pieces."""
     root: dict[str, Any] = {}
     for word in words:
-        if first(word[0]) is not None:
-            node = root
-            for char in word:
-                node = node.setdefault(char, {})
-            node[""] = {}
-    return _branches(root, unit, between, lambda char: first(char) or "") if root else ""
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return _branches(root, unit, between, first) if root else ""
 
 
 def _guarded(trie: str, words: Iterable[str]) -> str:
@@ -341,8 +329,8 @@ _PAIRS = rf"\\\\{{{_MAX_BACKSLASHES - 1}}}(?:\\{{{_MAX_BACKSLASHES}}})*(?=\\{{{_
 nesting level), so the secret is tried after them with its escape's backslashes (one escape
 ``MAX_NESTING`` strings deep is 8); then all of a run's pairs at once. (Each starts with a
 literal: an alternative that does not is entered at every position, a group's repeat with an
-allocation.) A match never starts on
-a pair's second backslash, nor inside an escaped backslash of a deeper string."""
+allocation.) A match never starts on a pair's second backslash, nor inside an escaped
+backslash of a deeper string."""
 _LEADING = f"\\\\{{1,{_MAX_BACKSLASHES}}}(?:u[0-9a-fA-F]{{0,3}}|)|(?<=\\\\)u[0-9a-fA-F]{{0,3}}|"
 """What a match may take before a secret: backslashes, a ``u`` after them and up to three hex
 digits. Read as text, ``\\r8_...`` holds a key ``r8_...`` and ``\\u0080...`` a key ``80...``;
@@ -350,8 +338,9 @@ read as JSON they start with an escape: the mask takes the escape too, so both r
 the key and a JSON string stays valid."""
 _GZIP_START = "H4sI"
 """A gzip stream's first three bytes (``1f 8b 08``) in base64."""
-_GZIP = f"H4sI(?:[A-Za-z0-9+/_=-]|\\r?\\n|\\\\{{1,{_MAX_BACKSLASHES}}}[rn/]){{8,{MAX_GZIP}}}"
-"""A gzip+base64 blob, wrapped or not (raw or in a JSON string)."""
+_GZIP = f"H4sI[A-Za-z0-9+/_=\\r\\n\\\\-]{{8,{MAX_GZIP}}}"
+"""A gzip+base64 blob, wrapped or not (raw or in a JSON string: its escapes' backslashes are
+in the class), at most ``MAX_GZIP`` bytes after the magic."""
 _NOT_BASE64 = re.compile(rb"\\+[rn]|[^A-Za-z0-9+/_-]")
 _BASE64_LETTER = re.compile(rb"\\+[rn]|([A-Za-z0-9+/_-])")
 """A letter of a blob (group 1), or a JSON-escaped line break (none, read as :data:`_NOT_BASE64` does)."""
@@ -369,24 +358,19 @@ def _sources(values: tuple[str, ...]) -> tuple[int, str | None, bytes | None]:
         return 0, None, None
     each = [secret_forms(value) for value in values]
     forms = Forms(*(set().union(*parts) for parts in zip(*each, strict=True)))
-    longest: int = max(
-        [*map(_longest, forms.text | forms.encoded | forms.either_case), *map(len, forms.raw)],
-        default=len(_GZIP_START) + 2 * MAX_GZIP,
-    )
-    longest = max(longest, len(_GZIP_START) + 2 * MAX_GZIP)
-    # The encoded forms' trie twice: from a raw first letter (a literal, tried fast at every
-    # position) and, where the text holds an escape's start, from an encoded one. The secrets
-    # themselves are few: one trie, its first letter raw or (after that check) encoded.
-    raw_first = [
+    gzip_blob = len(_GZIP_START) + MAX_GZIP
+    longest = max([gzip_blob, *map(_longest, forms.text | forms.encoded | forms.either_case), *map(len, forms.raw)])
+    # Most encoded forms start with a letter no writer escapes: a literal first, tried fast at
+    # every position, after one check of the next character against them all. The others (and
+    # the secrets) start with their first letter raw or, after a check, encoded.
+    plain = {form for form in forms.encoded if form[0] in _PLAIN}
+    tries = [
         _trie(forms.text, _encoded_char, _SEPARATOR, _first_char),
-        _guarded(_trie(forms.encoded, _encoded_letter, _WRAP, _raw_char), forms.encoded),
+        _trie(forms.encoded - plain, _encoded_letter, _WRAP, _first_char),
+        _guarded(_trie(plain, _encoded_letter, _WRAP), plain),
         _guarded(_trie(forms.either_case, _either_case, _HEX_SEPARATOR, _either_case), forms.either_case),
     ]
-    encoded_first = [_trie(forms.encoded, _encoded_letter, _WRAP, _escaped_letter)]
-    source = (
-        f"(?:{_LEADING})(?:{'|'.join(filter(None, raw_first))}"
-        f"|(?=[{re.escape(_ESCAPES_START)}])(?:{'|'.join(filter(None, encoded_first)) or '(?!)'}))"
-    )
+    source = f"(?:{_LEADING})(?:{'|'.join(filter(None, tries))})"
     raw_text = "".join(f"|{re.escape(wide.decode('utf-8', 'surrogateescape'))}" for wide in sorted(forms.raw))
     raw_bytes = b"".join(b"|" + re.escape(wide) for wide in sorted(forms.raw))
     return (

@@ -50,8 +50,9 @@ with ``\\n`` or ``\\r\\n``, zero-width characters."""
 MAX_GZIP = 2048
 """Bytes of a gzip+base64 blob after its ``H4sI`` magic (line breaks included) that are decoded
 to look for a secret: bounded, so a streamed file's windows overlap by a known number of bytes."""
-MAX_GUNZIP = 1 << 16
-"""Bytes a gzip blob is inflated to at most (a small blob may inflate to a lot)."""
+MAX_GUNZIP = 1 << 12
+"""Bytes a gzip blob is inflated to at most (a small blob may inflate to a lot): a file of
+blobs costs at most twice its size to look into."""
 MAX_NESTING = 4
 """JSON strings inside JSON strings a JSON escape is recognised through: each level doubles the
 backslashes before it (a trace's ``raw_response`` holds ``\\\\u0073`` for ``\\u0073``)."""
@@ -438,7 +439,8 @@ class Redactor:
             size = self._gzip_secret(found if isinstance(found, bytes) else found.encode("ascii")) if found else 0
             if size:
                 spans.append((at, at + size))
-            at = data.find(start, at + 1)
+            # Past the blob: a text of "H4sI"s is inflated once per blob, never once per magic.
+            at = data.find(start, at + max(len(found), 1))
         for match in pattern.finditer(data):
             if match.start() >= stop:
                 break

@@ -309,6 +309,15 @@ def test_a_gzip_blob_is_masked_to_its_end_only(wrap: Callable[[str], str]) -> No
     assert redacted.startswith(wrap("before ")[:-1]) and "hostile next line" in redacted
 
 
+def test_blobs_without_the_key_are_kept_and_looked_into_once() -> None:
+    """A bomb inflates to its first 4 KiB only; a text of magics is read past each blob."""
+    key = "sk-canary-0f3a9c1b2d4e5f60718293a4"
+    bomb = base64.b64encode(gzip.compress(b"\0" * 1_000_000)).decode()
+    text = " ".join([bomb] * 20 + ["H4sI" * 500] + [base64.b64encode(gzip.compress(b"no key here")).decode()])
+    assert Redactor([key]).redact(text) == text
+    assert Redactor([key]).redact_bytes(text.encode()) == text.encode()
+
+
 def _strings(value: Any) -> list[str]:
     """Every string of a parsed JSON value, keys included, and of the JSON documents they hold."""
     if isinstance(value, dict):

@@ -200,7 +200,9 @@ def secret_forms(secret: str) -> Forms:
     data = secret.encode("utf-8", "surrogatepass")
     forms = Forms({secret}, {secret[::-1], codecs.encode(secret, "rot13"), secret.translate(_FULLWIDTH)}, set(), set())
     for codec in ("utf-16-le", "utf-16-be"):
-        wide = secret.encode(codec, "surrogatepass")
+        # Without the zero bytes at its ends (an ASCII secret's two forms become one, and none
+        # starts with a zero byte, tried at every position of a zero-filled file).
+        wide = secret.encode(codec, "surrogatepass").strip(b"\0")
         try:
             forms.encoded.add(wide.decode("utf-8"))
         except UnicodeDecodeError:
@@ -296,11 +298,10 @@ def _trie(
     return _branches(root, unit, between, first) if root else ""
 
 
-def _guarded(trie: str, words: Iterable[str]) -> str:
-    """``trie`` after a check of the next character against its words' first ones (in either
-    case): one test, where the trie's many first letters would be tried one by one."""
-    firsts = sorted({case for word in words for case in (word[0].lower(), word[0].upper())})
-    return f"(?=[{re.escape(''.join(firsts))}]){trie}" if trie and all(first.isascii() for first in firsts) else trie
+def _guarded(trie: str, firsts: set[str]) -> str:
+    """``trie`` after one check of the next character against ``firsts``, where the trie's
+    first letters would be tried one by one (ASCII ones only: the same source matches bytes)."""
+    return f"(?=[{re.escape(''.join(sorted(firsts)))}]){trie}" if trie and all(map(str.isascii, firsts)) else trie
 
 
 def _branches(
@@ -365,11 +366,18 @@ def _sources(values: tuple[str, ...]) -> tuple[int, str | None, bytes | None]:
     # every position, after one check of the next character against them all. The others (and
     # the secrets) start with their first letter raw or, after a check, encoded.
     plain = {form for form in forms.encoded if form[0] in _PLAIN}
+    wide = {form for form in forms.encoded if not form[0].isascii()}  # fullwidth: no guard in bytes
+    others = forms.encoded - plain - wide
+    escapes = set(_ESCAPES_START)
     tries = [
-        _trie(forms.text, _encoded_char, _SEPARATOR, _first_char),
-        _trie(forms.encoded - plain, _encoded_letter, _WRAP, _first_char),
-        _guarded(_trie(plain, _encoded_letter, _WRAP), plain),
-        _guarded(_trie(forms.either_case, _either_case, _HEX_SEPARATOR, _either_case), forms.either_case),
+        _guarded(_trie(forms.text, _encoded_char, _SEPARATOR, _first_char), {form[0] for form in forms.text} | escapes),
+        _guarded(_trie(others, _encoded_letter, _WRAP, _first_char), {form[0] for form in others} | escapes),
+        _trie(wide, _encoded_letter, _WRAP, _first_char),
+        _guarded(_trie(plain, _encoded_letter, _WRAP), {form[0] for form in plain}),
+        _guarded(
+            _trie(forms.either_case, _either_case, _HEX_SEPARATOR, _either_case),
+            {case for form in forms.either_case for case in (form[0].lower(), form[0].upper())},
+        ),
     ]
     source = f"(?:{_LEADING})(?:{'|'.join(filter(None, tries))})"
     raw_text = "".join(f"|{re.escape(wide.decode('utf-8', 'surrogateescape'))}" for wide in sorted(forms.raw))

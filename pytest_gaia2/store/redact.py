@@ -298,10 +298,14 @@ def _trie(
     return _branches(root, unit, between, first) if root else ""
 
 
-def _guarded(trie: str, firsts: set[str]) -> str:
-    """``trie`` after one check of the next character against ``firsts``, where the trie's
-    first letters would be tried one by one (ASCII ones only: the same source matches bytes)."""
-    return f"(?=[{re.escape(''.join(sorted(firsts)))}]){trie}" if trie and all(map(str.isascii, firsts)) else trie
+def _guarded(trie: str, firsts: set[str], seconds: set[str] | None = None) -> str:
+    """``trie`` after one check of the next character against ``firsts`` (and of the one after
+    it against ``seconds``), where the trie's first letters would be tried one by one (ASCII
+    ones only: the same source matches bytes)."""
+    classes = [firsts, *([seconds] if seconds else [])]
+    if not trie or not all(map(str.isascii, set().union(*classes))):
+        return trie
+    return "(?=" + "".join(f"[{re.escape(''.join(sorted(chars)))}]" for chars in classes) + ")" + trie
 
 
 def _branches(
@@ -373,10 +377,15 @@ def _sources(values: tuple[str, ...]) -> tuple[int, str | None, bytes | None]:
         _guarded(_trie(forms.text, _encoded_char, _SEPARATOR, _first_char), {form[0] for form in forms.text} | escapes),
         _guarded(_trie(others, _encoded_letter, _WRAP, _first_char), {form[0] for form in others} | escapes),
         _trie(wide, _encoded_letter, _WRAP, _first_char),
-        _guarded(_trie(plain, _encoded_letter, _WRAP), {form[0] for form in plain}),
+        _guarded(
+            _trie(plain, _encoded_letter, _WRAP),
+            {form[0] for form in plain},
+            {form[1] for form in plain} | set("\r\n\\rn") | escapes,  # a line break, or an escaped letter
+        ),
         _guarded(
             _trie(forms.either_case, _either_case, _HEX_SEPARATOR, _either_case),
             {case for form in forms.either_case for case in (form[0].lower(), form[0].upper())},
+            {case for form in forms.either_case for case in (form[1].lower(), form[1].upper())} | set(" :.,-"),
         ),
     ]
     source = f"(?:{_LEADING})(?:{'|'.join(filter(None, tries))})"

@@ -64,21 +64,24 @@ def decodings(text: str, depth: int = DEPTH) -> Iterator[str]:
 
 _SEPARATORS = re.compile("[ .:,;|/_\t\r\n\u00ad\u200b\u200c\u200d\u2060\ufeff-]")
 _LINE_BREAKS = re.compile(r"\r?\n|(?:\\+[rn])+")
-_RUNS: tuple[tuple[re.Pattern[str], int, Callable[[str], bytes]], ...] = (
-    (re.compile(r"[0-9a-fA-F]{8,}"), 2, lambda run: bytes.fromhex(run[: len(run) // 2 * 2])),
-    (re.compile(r"[A-Za-z2-7]{8,}"), 8,
+_RUNS: tuple[tuple[re.Pattern[str], int, float, Callable[[str], bytes]], ...] = (
+    (re.compile(r"[0-9a-fA-F]{8,}"), 2, 2, lambda run: bytes.fromhex(run[: len(run) // 2 * 2])),
+    (re.compile(r"[A-Za-z2-7]{8,}"), 8, 1.6,
      lambda run: base64.b32decode(run[: len(run) - len(run) % 8 if len(run) % 8 in (1, 3, 6) else len(run)].upper()
                                   + "=" * (-len(run) % 8 if len(run) % 8 not in (1, 3, 6) else 0))),
-    (re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{10,}"), 5, base64.b85decode),
-    (re.compile(r"[!-u]{10,}"), 5, base64.a85decode),
+    (re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{10,}"), 5, 1.25, base64.b85decode),
+    (re.compile(r"[!-u]{10,}"), 5, 1.25, base64.a85decode),
 )
-"""Runs of an encoding's characters, its group size, and its decoder (of whole groups)."""
+"""Runs of an encoding's characters, its group size, its characters per byte, and its decoder."""
 
 
-def _base64_decodings(text: str) -> Iterable[bytes]:
-    """The bytes of every run of base64 characters, at each of the four group alignments and
-    in both alphabets (a secret encoded inside a longer blob is found whole at one of them)."""
+def _base64_decodings(text: str, size: int = 0) -> Iterable[bytes]:
+    """The bytes of every run of base64 characters (long enough for ``size`` bytes), at each of
+    the four group alignments and in both alphabets (a secret encoded inside a longer blob is
+    found whole at one of them)."""
     for run in _BASE64_RUN.findall(text):
+        if len(run) < size * 4 // 3:
+            continue
         for start in range(4):
             part = run[start:]
             groups = part[:len(part) - len(part) % 4]
@@ -98,16 +101,19 @@ def _gunzipped(data: bytes) -> bytes:
         return b""
 
 
-def _binary_decodings(text: str) -> Iterator[bytes]:
-    """The bytes every run of hex, base32, base64, base85 or ascii85 characters decodes to at each
-    alignment; base64 also inside base64 and gzip inflated."""
+def _binary_decodings(text: str, size: int) -> Iterator[bytes]:
+    """The bytes every run of hex, base32, base64, base85 or ascii85 characters long enough to
+    hold ``size`` bytes decodes to at each alignment; base64 also inside base64 and gzip
+    inflated."""
     for plain in {text, _LINE_BREAKS.sub("", text)}:
-        for data in _base64_decodings(plain):
+        for data in _base64_decodings(plain, size):
             yield data
             yield _gunzipped(data)
-            yield from _base64_decodings(data.decode("latin-1"))
-        for pattern, group, decode in _RUNS:
+            yield from _base64_decodings(data.decode("latin-1"), size)
+        for pattern, group, ratio, decode in _RUNS:
             for run in pattern.findall(plain):
+                if len(run) < size * ratio:
+                    continue
                 for start in range(group):
                     for end in range(group):  # a partial last group, and what follows the form
                         try:
@@ -141,7 +147,8 @@ def holds(data: bytes | str, secret: str) -> bool:
             if secret in view:
                 return True
         for view in (decoded, _apart(decoded, secret)):
-            if any(needle in found or any(form in found for form in wide) for found in _binary_decodings(view)):
+            if any(needle in found or any(form in found for form in wide)
+                   for found in _binary_decodings(view, len(needle))):
                 return True
     return False
 

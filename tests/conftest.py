@@ -22,6 +22,8 @@ from gaia2_testing import (
     run_folder,
     run_id_of,
 )
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 pytest_plugins = ["pytester"]
 SUBPROCESS_RUNS = {"run_gaia2", "start_gaia2"}
@@ -46,6 +48,16 @@ def _cache_bytecode() -> None:
 
 
 _cache_bytecode()
+
+hypothesis_settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+"""CI's: every example drawn from the test itself (its code's digest), so a clean clone of a commit
+draws the same examples each run, red only when the code is (no check that times a busy
+machine); what one found is kept as @example."""
+hypothesis_settings.register_profile("dev")
+"""A developer's: new random examples each run (and the failures found before, from .hypothesis/)."""
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 CHILD_ADDOPTS = "-p no:hypothesispytest -p no:anyio"
 """Plugins no pytest this suite starts uses: Hypothesis's imports all of Hypothesis at the end of

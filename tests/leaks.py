@@ -1,6 +1,9 @@
 """Finding a secret in bytes however it was written: raw, or after undoing (nested, a few levels
 deep) the encodings a host output can carry: JSON string escapes, URL ``%XX`` and ``+``, HTML
-character references, and base64 anywhere in a run of base64 characters.
+character references; then in each result read reversed, in rot13, fullwidth folded (NFKC),
+without separators or zero-width characters, without NULs (UTF-16 of ASCII), and the bytes of
+every run of hex, base32, base64 (wrapped or not, and base64 inside it), base85 and ascii85
+characters at each alignment, gzip inflated, and UTF-16 decoded.
 
 Written independently of :mod:`pytest_gaia2.store.redact` (it decodes, where the redactor matches
 encoded forms), so a test that uses it does not prove the redactor with the redactor.
@@ -10,8 +13,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import html
 import re
+import unicodedata
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from urllib.parse import unquote, unquote_plus
@@ -56,27 +62,94 @@ def decodings(text: str, depth: int = DEPTH) -> Iterator[str]:
         level = following
 
 
-def _base64_decodings(text: str) -> Iterable[bytes]:
-    """The bytes of every run of base64 characters, at each of the four group alignments and
-    in both alphabets (a secret encoded inside a longer blob is found whole at one of them)."""
+_SEPARATORS = re.compile("[ .:,;|/_\t\r\n\u00ad\u200b\u200c\u200d\u2060\ufeff-]")
+_LINE_BREAKS = re.compile(r"\r?\n|(?:\\+[rn])+")
+_RUNS: tuple[tuple[re.Pattern[str], int, float, Callable[[str], bytes]], ...] = (
+    (re.compile(r"[0-9a-fA-F]{8,}"), 2, 2, lambda run: bytes.fromhex(run[: len(run) // 2 * 2])),
+    (re.compile(r"[A-Za-z2-7]{8,}"), 8, 1.6,
+     lambda run: base64.b32decode(run[: len(run) - len(run) % 8 if len(run) % 8 in (1, 3, 6) else len(run)].upper()
+                                  + "=" * (-len(run) % 8 if len(run) % 8 not in (1, 3, 6) else 0))),
+    (re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{10,}"), 5, 1.25, base64.b85decode),
+    (re.compile(r"[!-u]{10,}"), 5, 1.25, base64.a85decode),
+)
+"""Runs of an encoding's characters, its group size, its characters per byte, and its decoder."""
+
+
+def _base64_decodings(text: str, size: int = 0) -> Iterable[bytes]:
+    """The bytes of every run of base64 characters (long enough for ``size`` bytes), at each of
+    the four group alignments and in both alphabets (a secret encoded inside a longer blob is
+    found whole at one of them)."""
     for run in _BASE64_RUN.findall(text):
+        if len(run) < size * 4 // 3:
+            continue
         for start in range(4):
             part = run[start:]
-            part = part[:len(part) - len(part) % 4]
-            for alphabet in (part.translate(str.maketrans("-_", "+/")), part):
-                try:
-                    yield base64.b64decode(alphabet, validate=False)
-                except (binascii.Error, ValueError):
+            groups = part[:len(part) - len(part) % 4]
+            padded = part[:len(part) - (len(part) % 4 == 1)]
+            for whole in {groups, padded + "=" * (-len(padded) % 4)}:
+                for alphabet in (whole.translate(str.maketrans("-_", "+/")), whole):
+                    try:
+                        yield base64.b64decode(alphabet, validate=False)
+                    except (binascii.Error, ValueError):
+                        continue
+
+
+def _gunzipped(data: bytes) -> bytes:
+    try:
+        return zlib.decompressobj(wbits=31).decompress(data, 1 << 20) if data[:2] == b"\x1f\x8b" else b""
+    except zlib.error:
+        return b""
+
+
+def _binary_decodings(text: str, size: int) -> Iterator[bytes]:
+    """The bytes every run of hex, base32, base64, base85 or ascii85 characters long enough to
+    hold ``size`` bytes decodes to at each alignment; base64 also inside base64 and gzip
+    inflated."""
+    for plain in {text, _LINE_BREAKS.sub("", text)}:
+        for data in _base64_decodings(plain, size):
+            yield data
+            yield _gunzipped(data)
+            yield from _base64_decodings(data.decode("latin-1"), size)
+        for pattern, group, ratio, decode in _RUNS:
+            for run in pattern.findall(plain):
+                if len(run) < size * ratio:
                     continue
+                for start in range(group):
+                    for end in range(group):  # a partial last group, and what follows the form
+                        try:
+                            yield decode(run[start:len(run) - end])
+                        except (binascii.Error, ValueError):
+                            continue
+
+
+def _apart(text: str, secret: str) -> str:
+    """``text`` without the separators the secret does not hold itself."""
+    return _SEPARATORS.sub(lambda match: match.group(0) if match.group(0) in secret else "", text)
+
+
+def _views(text: str, secret: str) -> Iterator[str]:
+    """``text`` and the ways it may hold a secret's letters rearranged."""
+    for view in (text, _apart(text, secret)):
+        yield from (view, view[::-1], codecs.encode(view, "rot13"), unicodedata.normalize("NFKC", view),
+                    view.replace("\0", ""))
 
 
 def holds(data: bytes | str, secret: str) -> bool:
     """Whether ``secret`` can be read from ``data`` raw or through any chain of the decoders."""
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     needle = secret.encode("utf-8")
+    wide = [secret.encode(codec) for codec in ("utf-16-le", "utf-16-be")]
+    if any(form in raw for form in wide):
+        return True
     for decoded in decodings(text):
-        if secret in decoded or any(needle in raw for raw in _base64_decodings(decoded)):
-            return True
+        for view in _views(decoded, secret):
+            if secret in view:
+                return True
+        for view in (decoded, _apart(decoded, secret)):
+            if any(needle in found or any(form in found for form in wide)
+                   for found in _binary_decodings(view, len(needle))):
+                return True
     return False
 
 

@@ -5,8 +5,13 @@ The plugin builds one :class:`Redactor` per run from the values it resolved and 
 every installed redactor (:func:`active`), so no run file can be written unmasked. A secret is
 matched raw and in any mix of the per-character encodings a host output can carry (JSON
 ``\\uXXXX`` and short escapes, also inside a JSON string inside a JSON string, a trace's
-``raw_response``; URL ``%XX`` and ``+``; HTML character references), and as base64; the mask
-``***`` is valid wherever the match was (inside a JSON string, a URL, HTML).
+``raw_response``; URL ``%XX`` and ``+``; HTML character references); so are the forms an agent
+holding the key can write it in (:func:`secret_forms`: reversed, rot13, fullwidth, UTF-16, hex,
+base32, base64 and base64 of base64, base85 and ascii85, at any alignment in a longer text, each
+letter optionally followed by a separator or zero-width character), and gzip+base64 blobs that
+hold it. The mask ``***`` is valid wherever the match was (inside a JSON string, a URL, HTML).
+No list of encodings is complete (docs/security.md says which are covered): a key the container
+never holds is the real protection.
 
 :func:`printable` is the other half: nothing from a container reaches a terminal (or a JUnit
 XML file) with its control characters, so no escape sequence sets a title, the clipboard or
@@ -16,15 +21,18 @@ clears the screen.
 from __future__ import annotations
 
 import base64
+import codecs
 import contextlib
 import html.entities
 import logging
+import math
 import os
 import re
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 MASK = "***"
 MIN_SECRET_LENGTH = 6
@@ -32,8 +40,19 @@ MIN_SECRET_LENGTH = 6
 MAX_ZERO_PADDING = 16
 """Leading zeros an HTML character reference (``&#x0073;``) may carry and still be recognised:
 bounded, so a streamed file's windows need overlap by a known number of bytes only."""
-MIN_BASE64 = 8
-"""Base64 cores shorter than this are not masked (too likely in unrelated text)."""
+MIN_ENCODED = 8
+"""Encoded cores (hex, base32, base64, base85) shorter than this are not masked (too likely in
+unrelated text)."""
+SEPARATORS = " .:,;|/_-\t\r\n\u00ad\u200b\u200c\u200d\u2060\ufeff"
+"""What may stand between the letters of a secret's form (up to two, in any of their own
+encodings): spaced or dotted letters, hex bytes split by colons, base64 wrapped at any column
+with ``\\n`` or ``\\r\\n``, zero-width characters."""
+MAX_GZIP = 2048
+"""Bytes of a gzip+base64 blob after its ``H4sI`` magic (line breaks included) that are decoded
+to look for a secret: bounded, so a streamed file's windows overlap by a known number of bytes."""
+MAX_GUNZIP = 1 << 12
+"""Bytes a gzip blob is inflated to at most (a small blob may inflate to a lot): a file of
+blobs costs at most twice its size to look into."""
 MAX_NESTING = 4
 """JSON strings inside JSON strings a JSON escape is recognised through: each level doubles the
 backslashes before it (a trace's ``raw_response`` holds ``\\\\u0073`` for ``\\u0073``)."""
@@ -121,16 +140,83 @@ def _char_forms(char: str) -> tuple[tuple[str, int], ...]:
     return tuple(forms)
 
 
-def _base64_cores(secret: bytes) -> set[str]:
-    """The base64 characters that encode ``secret`` whatever its alignment in a longer text,
-    in the standard and the URL-safe alphabets."""
+# -- the forms of a whole secret ---------------------------------------------------------------
+
+_FULLWIDTH = {code: code + 0xFEE0 for code in range(0x21, 0x7F)} | {0x20: 0x3000}
+_URL_SAFE = str.maketrans("+/", "-_")
+
+
+def _bit_cores(data: bytes, encode: Callable[[bytes], bytes], bits: int) -> set[str]:
+    """The characters of an encoding of ``bits`` bits a character (hex 4, base32 5, base64 6)
+    that depend on ``data``'s bits alone: what encodes ``data`` whatever its alignment in a
+    longer text (the characters it shares with its neighbours dropped)."""
     cores = set()
-    for offset in range(3):
-        encoded = base64.b64encode(b"\0" * offset + secret).decode("ascii")
-        core = encoded[-(-4 * offset // 3) : len(encoded) - 4]  # drop the padding's and the partial group's
-        if len(core) >= MIN_BASE64:
-            cores |= {core, core.translate(str.maketrans("+/", "-_"))}
+    for offset in range(math.lcm(8, bits) // 8):
+        encoded = encode(b"\0" * offset + data + b"\0" * 8).decode("ascii")
+        core = encoded[-(-8 * offset // bits) : 8 * (offset + len(data)) // bits]
+        if len(core) >= MIN_ENCODED:
+            cores.add(core)
     return cores
+
+
+def _group_cores(data: bytes, encode: Callable[[bytes], bytes]) -> set[str]:
+    """Like :func:`_bit_cores` for base85 and ascii85, which encode 4 bytes as 5 characters: the
+    groups made of ``data``'s bytes alone, at each alignment."""
+    cores = set()
+    for offset in range(4):
+        encoded = encode(b"\0" * offset + data + b"\0" * 4).decode("ascii")
+        core = encoded[5 * -(-offset // 4) : 5 * ((offset + len(data)) // 4)]
+        if len(core) >= MIN_ENCODED:
+            cores.add(core)
+    return cores
+
+
+def _base64_cores(data: bytes) -> set[str]:
+    """The base64 cores of ``data`` in the standard and the URL-safe alphabets."""
+    cores = _bit_cores(data, base64.b64encode, 6)
+    return cores | {core.translate(_URL_SAFE) for core in cores}
+
+
+class Forms(NamedTuple):
+    """The forms of secrets the redactor matches."""
+
+    text: set[str]
+    """The secret itself: each letter in any of its per-character encodings, with up to two
+    separators or zero-width characters (raw or JSON-escaped) after it."""
+    encoded: set[str]
+    """The secret reversed, in rot13, in fullwidth letters, in UTF-16 (LE and BE, when that is
+    UTF-8 text), in base64 (standard and URL-safe), base64 of base64, base85 and ascii85 at any
+    alignment: each letter as it is (in its encodings where a JSON, URL or HTML writer would
+    escape it), with a line break (raw or JSON-escaped) after it: wrapped at any column."""
+    either_case: set[str]
+    """Hex and base32 at any alignment (lower-cased here): in either case, each letter possibly
+    followed by one of ``:.,-`` or a space (hex bytes written apart)."""
+    raw: set[bytes]
+    """UTF-16 of a secret that is not UTF-8 text that way: in final bytes only."""
+
+
+def secret_forms(secret: str) -> Forms:
+    """Every form of ``secret`` the redactor masks (docs/security.md lists them)."""
+    data = secret.encode("utf-8", "surrogatepass")
+    forms = Forms({secret}, {secret[::-1], codecs.encode(secret, "rot13"), secret.translate(_FULLWIDTH)}, set(), set())
+    for codec in ("utf-16-le", "utf-16-be"):
+        # Without the zero bytes at its ends (an ASCII secret's two forms become one, and none
+        # starts with a zero byte, tried at every position of a zero-filled file).
+        wide = secret.encode(codec, "surrogatepass").strip(b"\0")
+        try:
+            forms.encoded.add(wide.decode("utf-8"))
+        except UnicodeDecodeError:
+            forms.raw.add(wide)
+    forms.encoded.update(_base64_cores(data))
+    for inner in (base64.b64encode(data), base64.urlsafe_b64encode(data)):
+        forms.encoded.update(_base64_cores(inner.rstrip(b"=")))  # base64 of base64, padded or not
+    forms.encoded.update(_group_cores(data, base64.b85encode))
+    if b"\0" * 4 not in data:  # ascii85 writes four zero bytes as one "z": the groups would shift
+        forms.encoded.update(_group_cores(data, base64.a85encode))
+    cores = _bit_cores(data, base64.b16encode, 4) | _bit_cores(data, base64.b32encode, 5)
+    forms.either_case.update(core.lower() for core in cores)
+    forms.encoded.difference_update(forms.text)
+    return forms
 
 
 def _encoded_char(char: str) -> str:
@@ -138,34 +224,103 @@ def _encoded_char(char: str) -> str:
     return "(?:" + "|".join(form for form, _ in _char_forms(char)) + ")"
 
 
-def _longest(secret: str) -> int:
-    """The most bytes a match of ``secret`` can span (the escaped backslashes before it included)."""
-    return _MAX_BACKSLASHES + 4 + sum(max(size for _, size in _char_forms(char)) for char in secret)
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:;!#$()*?@[]^`{|}~")
+"""Characters no JSON, URL or HTML writer escapes: in an encoded form they are matched as they are."""
 
 
-def _trie(words: Iterable[str], unit: Callable[[str], str]) -> str:
-    """One regex for all ``words`` (each character by ``unit``), their common starts shared, so
-    a position of the text costs one try per distinct next character however many secrets
-    there are. Where a word ends and a longer one goes on, the longer is tried first: a secret
-    that starts another never masks it in pieces."""
+def _encoded_letter(char: str) -> str:
+    """A regex for a letter of an encoded form (base64, base85): as it is when no writer escapes
+    it, else in any of its encodings (``%2B`` in a URL, ``\\"`` in JSON, ``&lt;`` in HTML)."""
+    return re.escape(char) if char in _PLAIN else _encoded_char(char)
+
+
+def _either_case(char: str) -> str:
+    """A regex for a letter of hex or base32, in either case."""
+    return f"[{char.lower()}{char.upper()}]" if char.isalpha() else re.escape(char)
+
+
+_SEPARATOR = (
+    "(?:[ .:,;|/_\t\r\n-]|\u00ad|\u200b|\u200c|\u200d|\u2060|\ufeff"
+    rf"|\\{{1,{_MAX_BACKSLASHES}}}(?:[ntr/]|u(?:00[aA][dD]|200[bBcCdD]|2060|[fF][eE][fF][fF]))){{0,2}}"
+)
+"""Up to two separators between the letters of the secret (raw or JSON-escaped; never a quote,
+so a match never crosses a JSON string's end). Non-ASCII ones are alternatives, not a class:
+the same source matches UTF-8 bytes, never half a character."""
+_WRAP = rf"[\r\n\\rn]{{0,{2 * _MAX_BACKSLASHES + 2}}}"
+"""A line break between the letters of an encoded form wrapped at any column, raw or
+JSON-escaped (``\r\n`` as ``\\r\\n``, strings deep): short, as it follows every letter (it
+may also take an ``r`` or ``n`` too many, inside a match only)."""
+_HEX_SEPARATOR = "[ :.,-]?"
+_BETWEEN_MOST = 2 * (_MAX_BACKSLASHES + 6)
+"""Bytes a separator or a line break between two letters spans at most."""
+
+
+def _longest(form: str) -> int:
+    """The most bytes a match of ``form`` can span (the escaped backslashes before it and the
+    separators between its letters included)."""
+    cases = [{char.lower(), char.upper()} if char.isascii() else {char} for char in form]
+    letters = sum(max(size for case in each for _, size in _char_forms(case)) for each in cases)
+    return _MAX_BACKSLASHES + 4 + letters + _BETWEEN_MOST * (len(form) - 1)
+
+
+_ESCAPES_START = "\\%&+"
+"""What every encoded form of a character starts with (JSON, URL, HTML; ``+`` a URL's space)."""
+
+
+def _escaped_char(char: str) -> str:
+    """A regex for ``char`` in its encodings but the raw one (all of them when the raw one starts
+    like an escape)."""
+    raw = char in _ESCAPES_START
+    return "(?:" + "|".join(form for form, _ in _char_forms(char) if raw or form != re.escape(char)) + ")"
+
+
+def _first_char(char: str) -> str:
+    """A regex for ``char`` in any encoding, the raw one tried first and the others only where
+    the text holds an escape's start."""
+    escaped = f"(?=[{re.escape(_ESCAPES_START)}]){_escaped_char(char)}"
+    return escaped if char in _ESCAPES_START else f"(?:{re.escape(char)}|{escaped})"
+
+
+def _trie(
+    words: Iterable[str], unit: Callable[[str], str], between: str = "", first: Callable[[str], str] = re.escape
+) -> str:
+    """One regex for all ``words`` (the first character by ``first``, the others by ``unit``
+    with ``between`` before each), their common starts shared, so a position of the text costs
+    one try per distinct next character however many secrets there are. Where a word ends and a
+    longer one goes on, the longer is tried first: a secret that starts another never masks it
+    in pieces."""
     root: dict[str, Any] = {}
     for word in words:
         node = root
         for char in word:
             node = node.setdefault(char, {})
         node[""] = {}
-    return _branches(root, unit)
+    return _branches(root, unit, between, first) if root else ""
 
 
-def _branches(node: dict[str, Any], unit: Callable[[str], str]) -> str:
+def _guarded(trie: str, firsts: set[str], seconds: set[str] | None = None) -> str:
+    """``trie`` after one check of the next character against ``firsts`` (and of the one after
+    it against ``seconds``), where the trie's first letters would be tried one by one (ASCII
+    ones only: the same source matches bytes)."""
+    classes = [firsts, *([seconds] if seconds else [])]
+    if not trie or not all(map(str.isascii, set().union(*classes))):
+        return trie
+    return "(?=" + "".join(f"[{re.escape(''.join(sorted(chars)))}]" for chars in classes) + ")" + trie
+
+
+def _branches(
+    node: dict[str, Any], unit: Callable[[str], str], between: str, head: Callable[[str], str] | None = None
+) -> str:
+    """The regex of a trie node: its letters by ``head`` (the first letter of a word), else by
+    ``unit`` after ``between``."""
     branches = []
     for char in sorted(key for key in node if key):
-        parts, child = [unit(char)], node[char]
+        parts, child = [head(char) if head else between + unit(char)], node[char]
         while len(child) == 1 and "" not in child:  # a chain: no group, no recursion
             ((char, child),) = child.items()
-            parts.append(unit(char))
+            parts.append(between + unit(char))
         if child != {"": {}}:
-            parts.append(_branches(child, unit))
+            parts.append(_branches(child, unit, between))
         branches.append("".join(parts))
     if "" in node:
         branches.append("")
@@ -174,54 +329,170 @@ def _branches(node: dict[str, Any], unit: Callable[[str], str]) -> str:
 
 # -- the redactor ------------------------------------------------------------------------------
 
-_PAIRS = r"\\\\(?:\\\\)*"
-"""Escaped backslashes, all of a run's pairs at once, where no secret starts: a match never
-starts on a pair's second backslash. (A literal first: a group's repeat costs an allocation.)"""
+_PAIRS = rf"\\\\{{{_MAX_BACKSLASHES - 1}}}(?:\\{{{_MAX_BACKSLASHES}}})*(?=\\{{{_MAX_BACKSLASHES}}})|\\\\(?:\\\\)*"
+"""Escaped backslashes, where no secret starts: a long run is stepped over in blocks of
+``2**MAX_NESTING`` while as many are left (a block is whole escaped backslashes at every
+nesting level), so the secret is tried after them with its escape's backslashes (one escape
+``MAX_NESTING`` strings deep is 8); then all of a run's pairs at once. (Each starts with a
+literal: an alternative that does not is entered at every position, a group's repeat with an
+allocation.) A match never starts on a pair's second backslash, nor inside an escaped
+backslash of a deeper string."""
 _LEADING = f"\\\\{{1,{_MAX_BACKSLASHES}}}(?:u[0-9a-fA-F]{{0,3}}|)|(?<=\\\\)u[0-9a-fA-F]{{0,3}}|"
 """What a match may take before a secret: backslashes, a ``u`` after them and up to three hex
 digits. Read as text, ``\\r8_...`` holds a key ``r8_...`` and ``\\u0080...`` a key ``80...``;
 read as JSON they start with an escape: the mask takes the escape too, so both readings lose
 the key and a JSON string stays valid."""
+_GZIP_START = "H4sI"
+"""A gzip stream's first three bytes (``1f 8b 08``) in base64."""
+_GZIP = f"H4sI[A-Za-z0-9+/_=\\r\\n\\\\-]{{8,{MAX_GZIP}}}"
+"""A gzip+base64 blob, wrapped or not (raw or in a JSON string: its escapes' backslashes are
+in the class), at most ``MAX_GZIP`` bytes after the magic."""
+_NOT_BASE64 = re.compile(rb"\\+[rn]|[^A-Za-z0-9+/_-]")
+_BASE64_LETTER = re.compile(rb"\\+[rn]|([A-Za-z0-9+/_-])")
+"""A letter of a blob (group 1), or a JSON-escaped line break (none, read as :data:`_NOT_BASE64` does)."""
+_GZIP_TEXT = re.compile(_GZIP)
+_GZIP_BYTES = re.compile(_GZIP.encode())
+
+Span = tuple[int, int]
+
+
+@lru_cache(maxsize=32)
+def _sources(values: tuple[str, ...]) -> tuple[int, str | None, bytes | None]:
+    """The longest match and the text and bytes patterns' sources of a redactor of ``values``
+    (built once for a set of secrets: every writer of a run asks for the same)."""
+    if not values:
+        return 0, None, None
+    each = [secret_forms(value) for value in values]
+    forms = Forms(*(set().union(*parts) for parts in zip(*each, strict=True)))
+    gzip_blob = len(_GZIP_START) + MAX_GZIP
+    longest = max([gzip_blob, *map(_longest, forms.text | forms.encoded | forms.either_case), *map(len, forms.raw)])
+    # Most encoded forms start with a letter no writer escapes: a literal first, tried fast at
+    # every position, after one check of the next character against them all. The others (and
+    # the secrets) start with their first letter raw or, after a check, encoded.
+    plain = {form for form in forms.encoded if form[0] in _PLAIN}
+    wide = {form for form in forms.encoded if not form[0].isascii()}  # fullwidth: no guard in bytes
+    others = forms.encoded - plain - wide
+    escapes = set(_ESCAPES_START)
+    tries = [
+        _guarded(_trie(forms.text, _encoded_char, _SEPARATOR, _first_char), {form[0] for form in forms.text} | escapes),
+        _guarded(_trie(others, _encoded_letter, _WRAP, _first_char), {form[0] for form in others} | escapes),
+        _trie(wide, _encoded_letter, _WRAP, _first_char),
+        _guarded(
+            _trie(plain, _encoded_letter, _WRAP),
+            {form[0] for form in plain},
+            {form[1] for form in plain} | set("\r\n\\rn") | escapes,  # a line break, or an escaped letter
+        ),
+        _guarded(
+            _trie(forms.either_case, _either_case, _HEX_SEPARATOR, _either_case),
+            {case for form in forms.either_case for case in (form[0].lower(), form[0].upper())},
+            {case for form in forms.either_case for case in (form[1].lower(), form[1].upper())} | set(" :.,-"),
+        ),
+    ]
+    source = f"(?:{_LEADING})(?:{'|'.join(filter(None, tries))})"
+    raw_text = "".join(f"|{re.escape(wide.decode('utf-8', 'surrogateescape'))}" for wide in sorted(forms.raw))
+    raw_bytes = b"".join(b"|" + re.escape(wide) for wide in sorted(forms.raw))
+    return (
+        longest,
+        f"(?P<secret>{source}{raw_text})|{_PAIRS}",
+        b"(?P<secret>" + source.encode() + raw_bytes + b")|" + _PAIRS.encode(),
+    )
 
 
 class Redactor:
-    """Replaces every known secret with ``***`` in one regex pass, whatever its encoding.
+    """Replaces every known secret with ``***``, whatever its form (:func:`secret_forms`) and
+    encoding, in one regex pass (and a look into every gzip+base64 blob).
 
     A match never starts inside a JSON escape: one that would (a key ``000000`` in the hex
     digits of ``\\u0080000000``, a key ``r8_...`` after the backslash of ``\\r8_...``) takes the
-    escape's start with it, and escaped backslashes are stepped over in pairs; so a mask never
-    lands after a lone backslash or within an escape, where it would break a JSON string.
+    escape's start with it, and escaped backslashes are stepped over in whole escapes; so a mask
+    never lands after a lone backslash or within an escape, where it would break a JSON string.
     """
 
     def __init__(self, values: Iterable[str]) -> None:
         candidates = {value for value in values if value and len(value) >= MIN_SECRET_LENGTH}
         # A stable order (the trie, not this order, tries a longer secret before one it starts with).
         self.values: tuple[str, ...] = tuple(sorted(candidates, key=lambda value: (-len(value), value)))
-        self.longest = max(map(_longest, self.values), default=0)
+        self.longest, self._text_source, self._bytes_source = _sources(self.values)
         """Bytes a match can span at most: how much a chunked writer must hold back between chunks."""
-        cores = {core for value in self.values for core in _base64_cores(value.encode("utf-8"))}
-        secrets = [_trie(self.values, _encoded_char), *([_trie(cores, re.escape)] if cores else [])]
-        source = f"(?P<secret>(?:{_LEADING})(?:{'|'.join(secrets)}))|{_PAIRS}"
-        self._pattern = re.compile(source) if self.values else None
-        self._bytes_pattern = re.compile(source.encode("utf-8")) if self.values else None
+
+    @property
+    def _pattern(self) -> re.Pattern[str] | None:
+        """Compiled on first use (re keeps it): a writer of files never needs the text one."""
+        return None if self._text_source is None else re.compile(self._text_source)
+
+    @property
+    def _bytes_pattern(self) -> re.Pattern[bytes] | None:
+        return None if self._bytes_source is None else re.compile(self._bytes_source)
+
+    def _gzip_secret(self, blob: bytes) -> int:
+        """How many bytes of a gzip+base64 blob (from its start) hold a secret: those its gzip
+        stream takes (to its end, or all when it is cut short), when it inflates (to
+        :data:`MAX_GUNZIP` bytes at most) to a secret; else 0."""
+        assert self._bytes_pattern is not None
+        letters = _NOT_BASE64.sub(b"", blob).translate(bytes.maketrans(b"-_", b"+/"))
+        inflate = zlib.decompressobj(wbits=31)
+        try:
+            stream = base64.b64decode(letters[: len(letters) // 4 * 4])
+            data = inflate.decompress(stream, MAX_GUNZIP)
+        except (zlib.error, ValueError):
+            return 0
+        if not any(match.group("secret") is not None for match in self._bytes_pattern.finditer(data)):
+            return 0
+        used = -(-4 * (len(stream) - len(inflate.unused_data)) // 3) if inflate.eof else len(letters)
+        ends = [match.end() for match in _BASE64_LETTER.finditer(blob) if match.group(1)]
+        return ends[min(used, len(ends)) - 1]
+
+    def _spans(self, data: Any, stop: int) -> list[Span]:
+        """Where ``data`` (text or bytes) holds a secret: the spans of the matches that start
+        before ``stop``, overlapping ones joined."""
+        pattern = self._pattern if isinstance(data, str) else self._bytes_pattern
+        assert pattern is not None
+        gzip, start = (_GZIP_TEXT, _GZIP_START) if isinstance(data, str) else (_GZIP_BYTES, _GZIP_START.encode())
+        spans: list[Span] = []
+        at = data.find(start)
+        while 0 <= at < stop:
+            blob = gzip.match(data, at)
+            found = blob.group(0) if blob else b""
+            size = self._gzip_secret(found if isinstance(found, bytes) else found.encode("ascii")) if found else 0
+            if size:
+                spans.append((at, at + size))
+            # Past the blob: a text of "H4sI"s is inflated once per blob, never once per magic.
+            at = data.find(start, at + max(len(found), 1))
+        for match in pattern.finditer(data):
+            if match.start() >= stop:
+                break
+            if match.group("secret") is not None:
+                spans.append(match.span())
+        joined: list[Span] = []
+        for begin, end in sorted(spans):
+            if joined and begin < joined[-1][1]:
+                joined[-1] = (joined[-1][0], max(end, joined[-1][1]))
+            else:
+                joined.append((begin, end))
+        return joined
 
     @staticmethod
-    def _mask(match: re.Match[Any]) -> Any:
-        if match.group("secret") is None:
-            return match.group(0)  # escaped backslashes: kept as they were
-        return MASK if isinstance(match.group(0), str) else MASK.encode()
+    def _masked(data: Any, spans: list[Span], end: int) -> Any:
+        """``data[:end]`` with every span replaced by the mask (a span may end after ``end``)."""
+        mask = MASK if isinstance(data, str) else MASK.encode()
+        pieces, done = [], 0
+        for begin, stop in spans:
+            pieces += [data[done:begin], mask]
+            done = stop
+        pieces.append(data[done : max(done, end)])
+        return data[:0].join(pieces)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``***``."""
         if self._pattern is None or not text:
             return text
-        return self._pattern.sub(self._mask, text)
+        return self._masked(text, self._spans(text, len(text)), len(text))
 
     def redact_bytes(self, data: bytes) -> bytes:
         """``data`` with every secret's UTF-8 bytes (in any encoding) replaced: final file bytes."""
         if self._bytes_pattern is None or not data:
             return data
-        return self._bytes_pattern.sub(self._mask, data)
+        return self._masked(data, self._spans(data, len(data)), len(data))
 
     def redact_chunks(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
         """A file streamed in ``chunks``, masked to exactly the bytes :meth:`redact_bytes` gives
@@ -235,16 +506,10 @@ class Redactor:
         for chunk in chunks:
             data = carry + chunk
             cut = stream_cut(data, max(0, len(data) - self.longest), self.longest)
-            pieces, done = [], 0
-            for match in self._bytes_pattern.finditer(data):
-                if match.start() >= cut:
-                    break
-                if match.group("secret") is not None:  # it started before the cut: it is whole
-                    pieces += [data[done : match.start()], MASK.encode()]
-                    done = match.end()
-            pieces.append(data[done : max(cut, done)])
-            yield b"".join(pieces)
-            carry = data[max(cut, done) :]
+            spans = self._spans(data, cut)  # each started before the cut: it is whole
+            done = max(cut, spans[-1][1]) if spans else cut
+            yield self._masked(data, spans, cut)
+            carry = data[done:]
         yield self.redact_bytes(carry)
 
     def redact_obj(self, obj: Any) -> Any:
@@ -266,15 +531,16 @@ def stream_cut(data: bytes, cut: int, longest: int) -> int:
     ``longest`` bytes (:attr:`Redactor.longest`).
 
     A run of backslashes just before ``cut`` goes to the next window whole when it is short (a
-    match may start with it); a long one is cut between its pairs, leaving the next window more
-    of it than a match can take, so neither window starts a match inside the run (a bounded
-    move back: a file of backslashes still streams)."""
+    match may start with it); a long one is cut between the blocks :data:`_PAIRS` steps over,
+    leaving the next window more of it than a match can take, so neither window starts a match
+    inside the run (a bounded move back: a file of backslashes still streams)."""
+    block = _MAX_BACKSLASHES
     run = len(data[:cut]) - len(data[:cut].rstrip(b"\\"))
-    if run <= 2 * longest + 2:
+    if run <= 2 * longest + 2 * block:
         return cut - run
-    after = len(data[cut:]) - len(data[cut:].lstrip(b"\\")) + run % 2
+    after = len(data[cut:]) - len(data[cut:].lstrip(b"\\")) + run % block
     missing = max(0, longest + 1 - after)
-    return cut - run % 2 - 2 * ((missing + 1) // 2)
+    return cut - run % block - block * -(-missing // block)
 
 
 # -- the redactors of the running runs ---------------------------------------------------------

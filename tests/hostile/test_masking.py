@@ -6,13 +6,17 @@ its trace.jsonl is the key in JSON ``\\uXXXX`` escapes (inside ``raw_response``,
 in a JSON string, two levels deep), every events.jsonl line, every judgments line's and
 daemon_status.json's failure reason carry it escaped the same way, and its log and output hold
 it URL-encoded, as HTML character references and as base64 (alone and inside a longer blob).
+Its log, its output and the judge's failure reason (so results.jsonl, result.json, the pages
+and the terminal) also hold it in every form docs/security.md lists (:data:`FORMS`: hex, base32,
+base64 in each variant and wrapping, base64 of base64, base85, ascii85, gzip+base64, UTF-16,
+reversed, rot13, fullwidth, with separators and zero-width characters).
 The judge's failure reason also carries terminal escapes: a window title, clear screen, a
 clipboard write.
 
 Every file of the output folder, the report the console command writes afterwards, the JUnit
-XML and everything printed are then searched for the key raw and decoded (:mod:`leaks`); no
-ESC or BEL byte may reach the terminal or the JUnit XML; and the judge's rejection is still
-reported as a failure with its (masked) reason.
+XML and everything printed are then searched for the key raw and decoded (:mod:`leaks`, which
+undoes each of those forms); no ESC or BEL byte may reach the terminal or the JUnit XML; and the
+judge's rejection is still reported as a failure with its (masked) reason.
 """
 
 from __future__ import annotations
@@ -36,7 +40,35 @@ IMAGE = "pytest-gaia2-test/masking-oracle:1"
 SCENARIO = "scenario_universe_22_ygzpjz"
 """The judge rejects it (tests/data/scenarios/judge_fail): a failure with the judge's reason."""
 
-RUNTIME_PATCH = r'''
+FORMS = r'''
+def hostile_forms(key):
+    """The key in every form the harness promises to mask (docs/security.md)."""
+    import base64, codecs, gzip, textwrap
+    raw = key.encode()
+    b64 = base64.b64encode(raw)
+    return {
+        "hex": raw.hex(), "HEX": raw.hex().upper(), "hex bytes": ":".join("%02x" % b for b in raw),
+        "base32": base64.b32encode(raw).decode(), "base32 unpadded": base64.b32encode(raw).decode().rstrip("=").lower(),
+        "base64": b64.decode(), "base64 unpadded": b64.decode().rstrip("="),
+        "base64 url-safe in a blob": base64.urlsafe_b64encode(b"\xfb\xff" + raw + b"\xfe").decode(),
+        "base64 wrapped at 76": base64.encodebytes(b"x" * 50 + raw + b"y" * 30).decode(),
+        "base64 wrapped at 64": "\r\n".join(textwrap.wrap(base64.b64encode(b"z" * 40 + raw).decode(), 64)),
+        "base64 of base64": base64.b64encode(b64).decode(),
+        "base85": base64.b85encode(raw).decode(), "ascii85": base64.a85encode(raw, adobe=True).decode(),
+        "gzip+base64": base64.b64encode(gzip.compress(b"log line: " + raw + b"\n")).decode(),
+        "utf-16-le": key.encode("utf-16-le").decode("ascii"), "utf-16-be": key.encode("utf-16-be").decode("ascii"),
+        "reversed": key[::-1], "rot13": codecs.encode(key, "rot13"),
+        "fullwidth": key.translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)}),
+        "zero-width": "\u200b".join(key), "spaced": " ".join(key), "dotted": ".".join(key),
+    }
+'''
+"""Run inside the container (its own code, not the harness's): written into the image."""
+FORM_NAMES = ["hex", "HEX", "hex bytes", "base32", "base32 unpadded", "base64", "base64 unpadded",
+              "base64 url-safe in a blob", "base64 wrapped at 76", "base64 wrapped at 64", "base64 of base64",
+              "base85", "ascii85", "gzip+base64", "utf-16-le", "utf-16-be", "reversed", "rot13", "fullwidth",
+              "zero-width", "spaced", "dotted"]
+
+RUNTIME_PATCH = FORMS + r'''
 
 # -- hostile test image: every JSON file the judge and the agent write carries the key in
 # JSON \u escapes (valid JSON, never the key's bytes), and the judge's reason terminal escapes.
@@ -51,7 +83,8 @@ def _escaped(text):
 
 def _hostile_reason(record):
     if isinstance(record, dict) and record.get("failure_reason"):
-        return {**record, "failure_reason": f"{record['failure_reason']} (key {_KEY}) {_TERMINAL}"}
+        forms = " | ".join(f"{name}: {form}" for name, form in hostile_forms(_KEY).items()) if _KEY else ""
+        return {**record, "failure_reason": f"{record['failure_reason']} (key {_KEY}) {_TERMINAL} | {forms}"}
     return record
 
 
@@ -82,7 +115,8 @@ def write_atomic(path, text):
 ENTRYPOINT = r'''#!/usr/bin/bash
 # Plants the trace and logs the key in every encoding, then runs the real init.
 python3 - <<'EOF'
-import base64, json, os
+import base64, json, os, sys
+exec(open("/opt/hostile_forms.py").read())
 key = os.environ["OPENAI_API_KEY"]
 escaped = "".join("\\u%04x" % ord(c) for c in key)
 body = '{"object": "chat.completion", "model": "%s", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}' % escaped
@@ -97,10 +131,16 @@ forms = {
     "base64 in a blob": base64.urlsafe_b64encode(b"prefix:" + key.encode() + b":suffix").decode(),
     "json": escaped,
 }
+forms.update(hostile_forms(key))
 with open("/tmp/entrypoint.log", "a") as log:
     for name, form in forms.items():
         print(f"hostile {name}: {form}", file=log)
         print(f"hostile {name}: {form}", flush=True)
+with open("/tmp/entrypoint.log", "ab") as log:  # UTF-16 as a UTF-16 file holds it, not as text
+    for codec in ("utf-16-le", "utf-16-be"):
+        log.write(f"hostile {codec} bytes: ".encode() + key.encode(codec) + b"\n")
+        sys.stdout.buffer.write(key.encode(codec) + b"\n")
+sys.stdout.flush()
 EOF
 exec bash /opt/gaia2-real-entrypoint.sh
 '''
@@ -111,8 +151,9 @@ def masking_image() -> str:
     derived_image(IMAGE, "COPY runtime_patch.py /opt/",
                   "RUN cat /opt/runtime_patch.py >> /opt/gaia2_ref_runtime.py && rm /opt/runtime_patch.py",
                   "RUN mv /opt/gaia2-init-entrypoint.sh /opt/gaia2-real-entrypoint.sh",
-                  "COPY masking-entrypoint.sh /opt/gaia2-init-entrypoint.sh",
-                  files={"runtime_patch.py": RUNTIME_PATCH.encode(), "masking-entrypoint.sh": ENTRYPOINT.encode()})
+                  "COPY masking-entrypoint.sh /opt/gaia2-init-entrypoint.sh", "COPY hostile_forms.py /opt/",
+                  files={"runtime_patch.py": RUNTIME_PATCH.encode(), "masking-entrypoint.sh": ENTRYPOINT.encode(),
+                         "hostile_forms.py": FORMS.encode()})
     return IMAGE
 
 
@@ -140,9 +181,10 @@ def test_the_container_really_wrote_the_key_in_every_encoding(hostile_run: dict[
     output = hostile_run["folder"] / "out"
     attempt = run_folder(output) / "search" / SCENARIO
     log = (attempt / "entrypoint.log").read_text(encoding="utf-8")
-    for form in ("url", "url, some characters", "html", "base64", "base64 in a blob", "json"):
-        assert f"hostile {form}: " in log, log
-    assert log.count(f"{MASK}") >= 6, log
+    written = {part.split(": ", 1)[0]: part for part in log.split("hostile ")[1:]}
+    for form in ("url", "url, some characters", "html", "base64", "base64 in a blob", "json", *FORM_NAMES,
+                 "utf-16-le bytes", "utf-16-be bytes"):
+        assert MASK in written[form], (form, log)
     assert "\\u0073\\u006b" not in (attempt / "events.jsonl").read_text(encoding="utf-8")
     assert "key ***" in (attempt / "events.jsonl").read_text(encoding="utf-8")
     assert gaia2_containers(run_id_of(output)) == []
@@ -170,7 +212,10 @@ def test_the_rejection_is_still_a_failure_with_its_masked_reason(hostile_run: di
     assert run.returncode == 1 and b"1 failed" in run.stdout, run.stdout.decode(errors="replace")
     [record] = results_of(hostile_run["folder"] / "out")
     assert record["outcome"] == "failed"
-    reason = json.dumps(record["failure_reasons"])
+    reason = json.dumps(record["failure_reasons"], ensure_ascii=False)
     assert f"(key {MASK})" in reason and "pwned title" in reason
+    written = {part.split(": ", 1)[0]: part for part in reason.split(" | ")[1:]}
+    for name in FORM_NAMES:  # every form reached the record, masked
+        assert MASK in written[name], (name, reason)
     assert f"(key {MASK})".encode() in run.stdout
     assert list(record["usage"]["models"]) == [MASK], record["usage"]

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_gaia2.run import provider
@@ -180,6 +180,7 @@ def test_the_horizon_leaves_an_honest_queue_of_workers_alone(tmp_path: Path) -> 
         },
     ),
 )
+@example(None, {"rate": 5e-324})  # a denormal rate once gave an infinite interval
 def test_a_damaged_pacer_file_reads_to_a_sane_state(junk: Any, fields: dict[str, Any]) -> None:
     for data in (junk, fields):
         state = PacerState.from_json(data, 5000.0)

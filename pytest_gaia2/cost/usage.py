@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.store.folder import RECORD_MAX_BYTES, json_lines
+from pytest_gaia2.store.record import USAGE_COUNTS
 from pytest_gaia2.store.safejson import JsonLimitError, loads_bounded
 
 COUNT_MAX = 10**12
@@ -38,16 +39,7 @@ REFUSED_MAX = 3
 """Refused values described per attempt (the first ones); enough to say which file and field."""
 NAMES_SHOWN = 5
 """Model names a warning or summary line lists before "and N more"."""
-COUNT_FIELDS = (
-    "calls",
-    "usage_calls",
-    "input_tokens",
-    "output_tokens",
-    "cached_input_tokens",
-    "cache_write_tokens",
-    "reported_cost_calls",
-    "other_models",
-)
+COUNT_FIELDS = USAGE_COUNTS
 
 
 @dataclass(frozen=True)

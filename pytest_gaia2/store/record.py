@@ -109,7 +109,7 @@ _NULL_IS_DEFAULT = {
 USAGE_COUNT_MAX = 10**18
 """A usage count of a record (a sum over every call of an attempt) past this is not believed."""
 USAGE_USD_MAX = 1e12
-_USAGE_COUNTS = (
+USAGE_COUNTS = (
     "calls",
     "usage_calls",
     "input_tokens",
@@ -119,13 +119,14 @@ _USAGE_COUNTS = (
     "reported_cost_calls",
     "other_models",
 )
+"""The counts of a record's ``usage`` (its cost room sums them per attempt)."""
 
 
 def _usage_problem(usage: dict[str, Any]) -> str | None:
     """Why a record's ``usage`` object cannot be what the harness wrote (a count that is not an
     integer in range, a cost that is not a finite amount, names that are not strings), or None.
     Every reader of records (report, compare, plan, list, merge, export) adds these numbers."""
-    for key in _USAGE_COUNTS:
+    for key in USAGE_COUNTS:
         value = usage.get(key, 0)
         if not _integer(value) or not 0 <= value <= USAGE_COUNT_MAX:
             return f"usage.{key} is {ascii(value)[:40]}, not a count from 0 to {USAGE_COUNT_MAX:.0e}"

@@ -433,9 +433,9 @@ def record_spend(
     if usd is None and tokens is None and not refused:
         return
     try:
-        if usd is None and tokens is None:
+        if refused:
             Ledger(run_folder).add_unknown(entry_of(key, attempt))
-        else:
+        if usd is not None or tokens is not None:
             Ledger(run_folder).add(entry_of(key, attempt), usd, tokens)
     except StoreError as exc:
         log.warning("gaia2: warning: spend of %s not in the ledger: %s", entry_of(key, attempt), exc)

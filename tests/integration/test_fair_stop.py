@@ -123,7 +123,8 @@ def test_a_ctrl_c_at_half_time_leaves_a_stratified_sample_and_says_so(
     exported = subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", "export", str(run.output), "--output",
                                str(pytester.path / "export")], capture_output=True, text=True, timeout=120)
     assert exported.returncode == 2 and exported.stderr.startswith("pytest-gaia2 export: ")
-    assert f": {10 - summary['done']} of 10 planned scenario runs never ran (the run stopped early)" in exported.stderr
+    assert (f": {10 - summary['done']} of 10 planned scenario runs never ran (interrupted (Ctrl-C, SIGTERM or a "
+            "collection error) before they started)") in exported.stderr
     assert "--allow-partial" in exported.stderr
     assert not (pytester.path / "export").exists()
     assert gaia2_containers(run_id_of(run.output)) == []

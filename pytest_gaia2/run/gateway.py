@@ -133,32 +133,32 @@ def plan(settings: RunSettings, mode: str | None) -> tuple[dict[str, Upstream], 
     secrets_ = settings.secrets
     found: dict[str, Upstream] = {}
     missing: list[str] = []
-    if settings.profile.needs_llm and secrets_.agent_key:
-        agent = _upstream(
+    routes = (
+        (
             "agent",
+            settings.profile.needs_llm and bool(secrets_.agent_key),
             settings.base_url or settings.host_base_url,
             secrets_.agent_key,
             settings.agent_provider,
-            settings,
             "--gaia2-base-url",
-        )
-        if isinstance(agent, str):
-            missing.append(agent)
-        else:
-            found["agent"] = agent
-    if secrets_.judge_key and settings.judge_model != REFERENCE_JUDGE_PLACEHOLDER:
-        judge = _upstream(
+        ),
+        (
             "judge",
+            bool(secrets_.judge_key) and settings.judge_model != REFERENCE_JUDGE_PLACEHOLDER,
             settings.judge_base_url,
             secrets_.judge_key,
             settings.judge_provider,
-            settings,
             "--gaia2-judge-base-url",
-        )
-        if isinstance(judge, str):
-            missing.append(judge)
+        ),
+    )
+    for route, keyed, url, key, provider, option in routes:
+        if not keyed:
+            continue
+        upstream = _upstream(route, url, key, provider, settings, option)
+        if isinstance(upstream, str):
+            missing.append(upstream)
         else:
-            found["judge"] = judge
+            found[route] = upstream
     if mode == "on" and (missing or not found):
         raise OptionError(
             "--gaia2-gateway=on: "

@@ -380,14 +380,7 @@ def check(
     for engine in engines:
         where = f" on {engine.address}" if len(engines) > 1 else ""
         for host, port in dict.fromkeys(endpoints):
-            if engine.probe_tcp(
-                settings.image,
-                host,
-                port,
-                network=settings.network,
-                extra_hosts=container_env.extra_hosts(),
-                timeout_s=ENDPOINT_CHECK_SECONDS,
-            ):
+            if _reachable(engine, settings, host, port):
                 outcome.check(True, f"model endpoint {host}:{port} reachable from a container{where}")
             else:
                 outcome.warn(
@@ -399,17 +392,22 @@ def check(
     return outcome
 
 
-def _check_gateway(engine: Engine, settings: RunSettings, port: int, where: str, outcome: PreflightOutcome) -> None:
-    """The model gateway must be reachable from a container as ``host.docker.internal``."""
-    what = f"model gateway {HOST_ALIAS}:{port} reachable from a container{where}"
-    if engine.probe_tcp(
+def _reachable(engine: Engine, settings: RunSettings, host: str, port: int) -> bool:
+    """Whether a container of the run's image, on the run's network, can open ``host:port``."""
+    return engine.probe_tcp(
         settings.image,
-        HOST_ALIAS,
+        host,
         port,
         network=settings.network,
         extra_hosts=container_env.extra_hosts(),
         timeout_s=ENDPOINT_CHECK_SECONDS,
-    ):
+    )
+
+
+def _check_gateway(engine: Engine, settings: RunSettings, port: int, where: str, outcome: PreflightOutcome) -> None:
+    """The model gateway must be reachable from a container as ``host.docker.internal``."""
+    what = f"model gateway {HOST_ALIAS}:{port} reachable from a container{where}"
+    if _reachable(engine, settings, HOST_ALIAS, port):
         outcome.check(True, what)
         return
     fix = (

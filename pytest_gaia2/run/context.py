@@ -82,6 +82,8 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
 """Every exit status of a pytest run with the plugin, and what it means (docs/reference/exit-codes.md)."""
 WORKER_WIND_DOWN = 30.0
 """Seconds an interrupted run waits for its xdist workers to write their records."""
+WIND_DOWN_MISSED = "workers still ran attempts"
+"""The start of the line an interrupted run prints when its workers outlived WORKER_WIND_DOWN."""
 
 
 class RunStopped(Exception):
@@ -792,6 +794,11 @@ class RunContext:
         deadline = time.monotonic() + WORKER_WIND_DOWN
         while self.folder is not None and running(self.folder.path) and time.monotonic() < deadline:
             time.sleep(0.1)
+        if self.folder is not None and running(self.folder.path):
+            self._writer()(
+                f"gaia2: {WIND_DOWN_MISSED} {WORKER_WIND_DOWN:g} s after the interrupt; "
+                "their records are recovered from the attempt folders where written, their containers removed"
+            )
 
     def _recover(self) -> None:
         """Records this session wrote that never reached the controller (Ctrl-C mid-item, a killed worker)."""

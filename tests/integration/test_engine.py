@@ -318,7 +318,7 @@ def test_the_reference_image_reaches_a_judgment_under_the_hardening(
     assert json.loads((tmp_path / "daemon_status.json").read_text())["judgment"]["success"] is True
     started = time.monotonic()
     engine.remove(container)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < engine_mod.DEFAULT_STOP_TIMEOUT  # killed, never stopped first
     assert engine.containers(run=engine.run_id) == []
 
 
@@ -381,8 +381,8 @@ def test_teardown_kills_at_once_unless_graceful_and_logs_are_saved_bounded_and_m
     assert saved.startswith(b"token *** here\n") and SECRET not in saved
     assert saved.endswith(b"\n[pytest-gaia2: cut here, over 2000 bytes]\n") and len(saved) < 2100
     started = time.monotonic()
-    engine.remove(container)  # PID 1 ignores SIGTERM: only a kill ends it quickly
-    assert time.monotonic() - started < 3
+    engine.remove(container)  # PID 1 ignores SIGTERM: only a kill ends it before the stop timeout
+    assert time.monotonic() - started < engine_mod.DEFAULT_STOP_TIMEOUT
     engine.remove(container)  # already gone is fine
 
     container = launch(engine, sleeper)

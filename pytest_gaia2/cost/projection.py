@@ -1,8 +1,9 @@
 """Projection before paying: run a stratified, seeded few first and project the whole run's cost
 and time from them (``--gaia2-probe K``, ``--gaia2-probe-only``).
 
-The probe is chosen from what will run (after -k, -m and the sample), the same way on every
-xdist worker and on the controller, and put first in the run's order.
+The probe is chosen from what will run (after -k, -m and the sample) by the plan
+(:func:`pytest_gaia2.plan.items.probe_keys`), the same way on every xdist worker and on the
+controller, and put first in the run's order.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pytest_gaia2.plan import selection
-from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.store.record import AttemptRecord
 
 DRAWS = 100_000
@@ -73,13 +72,6 @@ def _log_totals(rng: Any, centre: Any, variance: Any, paid: Any) -> Any:
     spread = np.maximum(0.0, np.logaddexp(np.log(many - 1.0), variance) - np.log(many))  # never -1e-16
     logs = np.log(many) + centre + variance / 2 - spread / 2 + np.sqrt(spread) * rng.standard_normal(DRAWS)
     return np.where(paid > 0, logs, -np.inf)
-
-
-def choose(items: Sequence[PlannedItem], k: int, seed: int) -> set[str]:
-    """The keys of a stratified, seeded sample of ``k`` scenarios (all their repeats)."""
-    scenarios = list({item.scenario.scenario_id: item.scenario for item in items if item.scenario}.values())
-    chosen = {scenario.scenario_id for scenario in selection.sample(scenarios, k, seed)}
-    return {item.key for item in items if item.scenario and item.name in chosen}
 
 
 def probe_first(items: list[Item], keys: set[str], key_of: dict[int, str]) -> list[Item]:

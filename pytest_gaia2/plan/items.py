@@ -31,7 +31,7 @@ from pytest_gaia2.plan.shards import partition
 from pytest_gaia2.store import names
 from pytest_gaia2.store.folder import StoreError, safe_part
 from pytest_gaia2.store.limits import HARD_TIMEOUT_METHOD, Limits
-from pytest_gaia2.store.record import AttemptRecord, scenario_key
+from pytest_gaia2.store.record import AttemptRecord, kept_task, scenario_key
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 T = TypeVar("T")
@@ -111,8 +111,27 @@ class PlannedItem:
             split=self.split,
             outcome="error",
             error_category="invalid_scenario",
+            **self.described(),
             **provenance,
         )
+
+    def described(self) -> dict[str, Any]:
+        """The record fields that say what the scenario is (its apps and task), none for a file
+        that could not be read."""
+        if self.scenario is None:
+            return {}
+        return {
+            "apps": list(dict.fromkeys(self.scenario.apps)),
+            "task": kept_task(self.scenario.task),
+        }
+
+
+def probe_keys(items: Sequence[PlannedItem], k: int, seed: int) -> set[str]:
+    """The keys of a stratified, seeded sample of ``k`` scenarios (all their repeats): the
+    ``--gaia2-probe`` scenarios."""
+    scenarios = list({item.scenario.scenario_id: item.scenario for item in items if item.scenario}.values())
+    chosen = {scenario.scenario_id for scenario in selection.sample(scenarios, k, seed)}
+    return {item.key for item in items if item.scenario and item.name in chosen}
 
 
 def error_split(error: ScenarioError) -> str:

@@ -356,6 +356,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: Any) -> Any:
+    """On an xdist worker: the report's record (and why it did not start) under a key of the
+    plugin's own, whatever pytest does with the report's other attributes."""
+    from pytest_gaia2.plugin.reports import carry
+
+    data = yield
+    return carry(report, data)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(config: pytest.Config, data: Any) -> Any:
+    """On the xdist controller: the record a worker's report carried, back on the report."""
+    from pytest_gaia2.plugin.reports import unpack
+
+    carried = unpack(data)
+    report = yield
+    return carried(report)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With --gaia2-sequence and -n: each chain on one worker, in order (:mod:`~pytest_gaia2.plugin.chains`)."""
@@ -472,12 +492,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     from types import MappingProxyType
 
-    from pytest_gaia2.store import folder as store
     from pytest_gaia2.store.redact import printable
 
-    document = store.read_json(context.folder.file(store.SUMMARY_FILE))
     added: list[str] = []
-    summary = MappingProxyType(document if isinstance(document, dict) else {})
+    summary = MappingProxyType(context.book.summary_document or {})
     context.call_hook("pytest_gaia2_summary", summary=summary, lines=added)
     for line in added:
         terminalreporter.write_line(printable(context.redactor.redact(str(line))))

@@ -7,6 +7,7 @@ text (longrepr with ``-l`` locals, captured output) is masked before anyone writ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,40 @@ from pytest_gaia2.store.redact import printable
 if TYPE_CHECKING:
     from pytest_gaia2.plan.items import PlannedItem
     from pytest_gaia2.run.context import RunContext
+
+
+CARRIED = ("gaia2_record", "gaia2_not_started")
+"""The report attributes the plugin sets: its record (JSON) and why a planned key did not start."""
+CARRIED_KEY = "gaia2"
+"""Where a serialised report carries them (from an xdist worker to the controller)."""
+
+
+def carry(report: Any, data: Any) -> Any:
+    """``data`` (pytest's serialised ``report``) with the plugin's attributes under
+    :data:`CARRIED_KEY` alone, taken from the report itself."""
+    if not isinstance(data, dict):
+        return data
+    for name in CARRIED:
+        data.pop(name, None)
+    carried = {name: getattr(report, name) for name in CARRIED if hasattr(report, name)}
+    if carried:
+        data[CARRIED_KEY] = carried
+    return data
+
+
+def unpack(data: Any) -> Callable[[Any], Any]:
+    """Take the plugin's attributes out of a serialised report before pytest rebuilds it; what
+    puts them on the rebuilt report."""
+    carried = data.pop(CARRIED_KEY, None) if isinstance(data, dict) else None
+
+    def restore(report: Any) -> Any:
+        if report is not None and isinstance(carried, dict):
+            for name in CARRIED:
+                if name in carried:
+                    setattr(report, name, carried[name])
+        return report
+
+    return restore
 
 
 def mask(context: RunContext, report: pytest.TestReport) -> None:

@@ -1,5 +1,5 @@
 """What a run's records say: rates and intervals, repeats, paired comparisons, the gate, the summary, progress, the pages (index, trace, report) and Allure's run files.
 
-May import: cost, plan, config, store.
+May import: cost, config, store (never plan: the record carries what a scenario file said).
 Pure reading and writing of run folders: no engine, no pytest hooks.
 """

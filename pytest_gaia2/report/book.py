@@ -80,15 +80,17 @@ class ResultBook:
         self.not_started: dict[str, str] = {}
         """Planned keys that were skipped before any attempt, and why (budget, probe only)."""
         self.spent_at_stop: float | None = None
-        self.scenario_files: dict[str, tuple[str, str | None]] = {}
-        """Each planned key's scenario file and its hash: summary.json names those of the keys
-        that did not run, so the pages can give their apps (they have no record to name it)."""
+        self.scenario_files: dict[str, tuple[str, str | None, tuple[str, ...]]] = {}
+        """Each planned key's scenario file, its hash and its apps: summary.json names those of
+        the keys that did not run, so the pages can give their apps (they have no record)."""
         self.end_reason: str | None = None
         """What ended the run early when it was not the items' own doing (Ctrl-C)."""
         self.decided: Decision | None = None
         """With --gaia2-stop-when-decided: the sequential test's decision, once made."""
         self.isolation: Isolation | None = None
         """Pre-flight's answer: whether the image keeps its judge from its agent (None: not asked)."""
+        self.summary_document: dict[str, Any] | None = None
+        """What summary.json holds, once this session wrote it (masked as the file is)."""
 
     def note_not_started(self, key: str, why: str) -> None:
         """A planned key skipped before it started; the first skip by a limit fixes the spend at stop."""
@@ -309,14 +311,16 @@ class ResultBook:
                 "persistent_errors": self.persistent(),
                 "stop": self.stop().to_dict(),
                 "not_run_files": {
-                    key: {"scenario_file": self.scenario_files[key][0], "scenario_sha256": self.scenario_files[key][1]}
+                    key: dict(zip(("scenario_file", "scenario_sha256", "apps"), self.scenario_files[key], strict=True))
                     for key in summary.not_run
                     if key in self.scenario_files
                 },
                 "coverage": report.coverage(summary),
                 "judge_isolation": None if self.isolation is None else self.isolation.to_json(),
             }
-            report.write_summary_json(self.folder.file(store.SUMMARY_FILE), summary, decision, extra=extra)
+            self.summary_document = report.write_summary_json(
+                self.folder.file(store.SUMMARY_FILE), summary, decision, extra=extra
+            )
         return decision
 
     def persistent(self) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 Every number comes from :func:`stats.summarise` over the folder's records and planned keys
 (so the report and summary.json cannot disagree), cost from :mod:`spend`, plots from
 :mod:`plots`; this module only gathers what the templates show: the breakdown per app (from
-each scenario file's ``apps``, through the scenario index), the slowest scenarios, and the
+each record's ``apps``, and summary.json's for what did not run), the slowest scenarios, and the
 run's details, every failure and error with the judge's reason or the error's category and a link
 to its trace.html, each re-judge's agreement and kappa, and what the money bought (cost per passed scenario, spend wasted on errors
 and re-runs). ``write_report`` is also what ``pytest --gaia2-report`` calls at the end of a
@@ -23,7 +23,6 @@ from urllib.parse import quote
 
 from pytest_gaia2.cost import spend
 from pytest_gaia2.cost.budget import Ledger
-from pytest_gaia2.plan import scenarios
 from pytest_gaia2.report import plots, rejudged, run_facts, stats
 from pytest_gaia2.report.allure_environment import environment
 from pytest_gaia2.report.markdown import code_span, plain
@@ -49,8 +48,8 @@ REASON_CHARS = 300
 SESSION_LINE_BYTES = 64 * 1024
 """A sessions.jsonl line is read up to this size (a command line and a session's provenance)."""
 APPS_UNKNOWN = "apps unknown"
-"""The app row of scenarios whose file is gone, changed since the run (or since it was planned,
-for one that never ran), never parsed, or not on record (a run folder of an earlier version)."""
+"""The app row of scenarios whose apps are not on record (a record or summary.json of an earlier
+version, a scenario file that could not be parsed)."""
 ALLURE_MISSING = "--alluredir needs allure-python-commons: pip install 'pytest-gaia2[allure]'"
 ALLURE_NAME = "gaia2 run report"
 
@@ -107,40 +106,13 @@ class RunReport:
 
 
 def scenario_apps(
-    records: Sequence[AttemptRecord], index: Path | None, not_run: Mapping[str, tuple[str, str]] | None = None
+    records: Sequence[AttemptRecord], not_run: Mapping[str, tuple[str, ...]] | None = None
 ) -> dict[str, tuple[str, ...] | None]:
-    """Each record key's apps, from its scenario file, and each key that did not run's, from the
-    file summary.json names for it (``not_run``: key to file and hash); None when the file cannot
-    be read any more, no longer parses, or is not the file the verdict was given on or planned
-    with (its hash changed, or none is known: a path from a results folder is used only for the
-    file it vouches for). Only regular files are read (bounded): never a folder's tree, and each
-    once however many spellings (``d/../d/f``, links) a results folder names it by."""
-    named = {record.key: (record.scenario_file, record.scenario_sha256) for record in records}
-    named.update({key: file for key, file in (not_run or {}).items() if key not in named})
-    identity = {file: _regular_file(file) for file in {file for file, _ in named.values() if file}}
-    first: dict[tuple[int, int], str] = {}  # one name per file: the first in sorted order
-    for file, found_id in sorted(identity.items()):
-        if found_id is not None:
-            first.setdefault(found_id, file)
-    found, _unreadable = scenarios.discover([Path(file) for file in sorted(first.values())], index_path=index)
-    by_path = {scenario.path: scenario for scenario in found}
-    by_identity = {found_id: by_path.get(Path(file).resolve()) for found_id, file in first.items()}
-    apps: dict[str, tuple[str, ...] | None] = {}
-    for key, (file, sha) in named.items():
-        found_id = identity.get(file) if file else None
-        scenario = by_identity.get(found_id) if found_id is not None else None
-        same = scenario is not None and sha is not None and sha == scenario.sha256
-        apps[key] = tuple(dict.fromkeys(scenario.apps)) if same and scenario is not None else None
+    """Each record key's apps, as its record carries them, and each key that did not run's, as
+    summary.json gives them (``not_run``); None for a record of a version that kept no apps."""
+    apps: dict[str, tuple[str, ...] | None] = dict(not_run or {})
+    apps.update({record.key: None if record.apps is None else tuple(record.apps) for record in records})
     return apps
-
-
-def _regular_file(file: str) -> tuple[int, int] | None:
-    """The (device, inode) of a regular file (one ``stat``, links followed), None for anything else."""
-    try:
-        info = os.stat(file)
-    except (OSError, ValueError):  # ValueError: a NUL in the name
-        return None
-    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
 
 
 def app_breakdown(
@@ -236,7 +208,7 @@ def commands(folder: store.RunFolder, run_config: dict[str, Any]) -> tuple[str, 
     return first, latest
 
 
-def build(folder: store.RunFolder, index: Path | None) -> RunReport:
+def build(folder: store.RunFolder) -> RunReport:
     """The report's content, plots included (matplotlib is checked first)."""
     plots.require()
     run_config = store.read_json(folder.file(store.RUN_CONFIG_FILE))
@@ -261,7 +233,7 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
         command=latest,
         first_command=first if first != latest else "",
         summary=summary,
-        apps=app_breakdown(records, planned, scenario_apps(records, index, facts.not_run_files)),
+        apps=app_breakdown(records, planned, scenario_apps(records, facts.not_run_apps)),
         cost=spend.summary(records),
         ledger_usd=ledger_usd,
         slowest=tuple(timed[:SLOWEST]),
@@ -402,18 +374,17 @@ def attach_to_allure(alluredir: Path, report: RunReport, html: Path, pngs: Seque
     )
 
 
-def write_report(folder: Path, alluredir: Path | None = None, index: Path | None = None) -> list[Path]:
+def write_report(folder: Path, alluredir: Path | None = None) -> list[Path]:
     """Write ``report.md``, ``report.html`` and ``report/<plot>.png`` into the run folder (or the
     output folder's latest run); the paths written. With ``alluredir``, also one Allure result
-    (see :func:`attach_to_allure`). ``index`` is the scenario index to read apps through
-    (default: the one runs keep in the user's cache).
+    (see :func:`attach_to_allure`).
 
     Raises :class:`store.StoreError` (not a run folder, cannot write) or
     :class:`plots.MissingLibrary` (matplotlib, or allure-python-commons with ``alluredir``),
     before anything is written.
     """
     run = store.RunFolder.existing(folder)
-    report = build(run, index if index is not None else scenarios.index_path())
+    report = build(run)
     pngs = [(plot, store.inside(run.path, PLOTS_DIR, f"{plot.name}.png")) for plot in report.plots]
     for plot, path in pngs:
         store.write_bytes(path, plot.png)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +33,8 @@ TAG_CHARS = 100
 MAX_TAGS = 50
 KEY_CHARS = 300
 REASON_CHARS = 500
-PATH_CHARS = 4096
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+MAX_APPS = 1000
+"""App names of one scenario past this are not believed."""
 MAX_NOT_STARTED = 100_000
 USD_MAX = 1e9
 """An amount of a run's budget or spend past this is not believed."""
@@ -91,18 +90,18 @@ def stop_of(document: Mapping[str, Any]) -> Stop | None:
     )
 
 
-def not_run_files_of(document: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
-    """summary.json's ``not_run_files``: each key that did not run, its scenario file and that
-    file's hash, checked; an entry without a well-formed hash is left out (a path is only used
-    for the file its hash vouches for, as a record's)."""
+def not_run_apps_of(document: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The apps summary.json's ``not_run_files`` gives each key that did not run, checked; a key
+    without a list of app names (a summary.json of an earlier version) is left out."""
     block = document.get("not_run_files")
-    found: dict[str, tuple[str, str]] = {}
+    found: dict[str, tuple[str, ...]] = {}
     for key, entry in list(block.items())[:MAX_NOT_STARTED] if isinstance(block, dict) else ():
-        if not isinstance(entry, dict) or not isinstance(key, str) or len(key) > KEY_CHARS:
+        apps = entry.get("apps") if isinstance(entry, dict) else None
+        if not isinstance(key, str) or len(key) > KEY_CHARS or not isinstance(apps, list) or len(apps) > MAX_APPS:
             continue
-        file, sha = entry.get("scenario_file"), entry.get("scenario_sha256")
-        if isinstance(file, str) and 0 < len(file) <= PATH_CHARS and isinstance(sha, str) and _SHA256.fullmatch(sha):
-            found[key] = (file, sha)
+        names = [text(app, NAME_CHARS) for app in apps]
+        if all(names):
+            found[key] = tuple(dict.fromkeys(name for name in names if name))
     return found
 
 
@@ -255,8 +254,8 @@ class RunFacts:
     started: _dt.datetime | None
     stop: Stop | None
     probe: Projection | None = None
-    not_run_files: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    """Each planned key that did not run: its scenario file and hash (summary.json's ``not_run_files``)."""
+    not_run_apps: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each planned key that did not run: its scenario's apps (summary.json's ``not_run_files``)."""
     last_plan: SummaryPlan | None = None
     """summary.json's plan: the latest session's, when that session wrote its summary."""
     first_plan: tuple[str, ...] | None = None
@@ -331,7 +330,7 @@ def read(path: Path, config: Mapping[str, Any] | None = None) -> RunFacts:
         started=started_at(config.get("started_at")),
         stop=stop_of(summary) if isinstance(summary, dict) else None,
         probe=probe_of(summary) if isinstance(summary, dict) else None,
-        not_run_files=not_run_files_of(summary) if isinstance(summary, dict) else {},
+        not_run_apps=not_run_apps_of(summary) if isinstance(summary, dict) else {},
         last_plan=summary_plan_of(summary) if isinstance(summary, dict) else None,
         first_plan=keys_of(config.get("planned")),
         summary_problem=_summary_problem(path, summary),

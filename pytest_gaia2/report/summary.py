@@ -19,6 +19,7 @@ from pytest_gaia2.report.rates import Rate, counted, percent, percent_number
 from pytest_gaia2.report.repeats import RepeatStats
 from pytest_gaia2.report.sequential import Decision
 from pytest_gaia2.report.stats import GroupStats, Summary, Timing
+from pytest_gaia2.store import redact
 from pytest_gaia2.store.folder import write_text
 
 PROBE_ONLY = "--gaia2-probe-only"
@@ -368,8 +369,9 @@ def summary_lines(summary: Summary, gate: GateDecision | None, width: int = DEFA
 
 def write_summary_json(
     path: Path, summary: Summary, gate: GateDecision | None, extra: Mapping[str, Any] | None = None
-) -> None:
-    """Write summary.json atomically, UTF-8 with ids kept readable.
+) -> dict[str, Any]:
+    """Write summary.json atomically, UTF-8 with ids kept readable; its content, masked as the
+    file's bytes are, is returned (the terminal's hooks are handed it without reading it back).
 
     ``extra`` (run metadata such as image id, model, judge) goes first; it may not reuse a
     summary key, because silently dropping either value would misreport the run.
@@ -380,4 +382,7 @@ def write_summary_json(
     if clash:
         raise ValueError(f"summary.json: extra keys clash with summary keys: {', '.join(clash)}")
     document.update(body)
-    write_text(path, json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    write_text(path, text)
+    masked: dict[str, Any] = redact.active().redact_obj(json.loads(text))  # JSON's own types, as in the file
+    return masked

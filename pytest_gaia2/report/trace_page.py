@@ -26,7 +26,6 @@ import jinja2
 
 from pytest_gaia2.cost.spend import WIRE_LOG
 from pytest_gaia2.cost.usage import read_usage
-from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES, find_task
 from pytest_gaia2.report import run_facts, stats
 from pytest_gaia2.report.rows import natural_key, split_order
 from pytest_gaia2.report.summary import coverage
@@ -243,11 +242,9 @@ def judgment(line: Mapping[str, Any], budget: PageBudget) -> dict[str, Any]:
 # -- the attempt -------------------------------------------------------------------------------
 
 
-def task_of(
-    events: Iterable[Mapping[str, Any]], folder: Path, record: AttemptRecord | None, redact: Callable[[str], str]
-) -> str:
+def task_of(events: Iterable[Mapping[str, Any]], folder: Path, record: AttemptRecord | None) -> str:
     """The user's task: the first message to the agent the attempt's files hold, else the one
-    in the scenario file the record names (read bounded, then masked)."""
+    the record carries from the scenario file."""
     for event in events:
         args = event.get("args")
         if event_kind(event) == "user" and isinstance(args, dict) and args.get("content"):
@@ -255,8 +252,7 @@ def task_of(
     for line in islice(store.json_lines(folder / "notifications.jsonl", LINE_MAX_BYTES), MAX_EVENTS):
         if isinstance(line, dict) and line.get("type") == "user_message" and line.get("content"):
             return shown(line["content"])
-    scenario = _read_dict(Path(record.scenario_file), MAX_SCENARIO_BYTES) if record and record.scenario_file else None
-    return redact(find_task(scenario)) if scenario else ""
+    return record.task or "" if record is not None else ""
 
 
 def _usage(folder: Path, record: AttemptRecord | None) -> dict[str, Any] | None:
@@ -346,7 +342,7 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "record": shown_facts,
         "outcome": record.outcome if record is not None else "unknown",
         "message": budget.text(record.message) if record is not None else "no result.json in this folder",
-        "task": budget.text(task_of(events, folder, record, redact)) or MISSING,
+        "task": budget.text(task_of(events, folder, record)) or MISSING,
         "response": budget.text(record.agent_response if record is not None else ""),
         "turns": grouped,
         "marks": marks,

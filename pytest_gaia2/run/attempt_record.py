@@ -16,7 +16,7 @@ from typing import Any
 from pytest_gaia2.plan.scenarios import Scenario
 from pytest_gaia2.run.evidence import Evidence
 from pytest_gaia2.run.verdict import Fault, decide, doubted_pass, reconcile, sources_of
-from pytest_gaia2.store.record import AttemptRecord
+from pytest_gaia2.store.record import AttemptRecord, kept_task
 from pytest_gaia2.store.redact import Redactor
 
 
@@ -110,6 +110,8 @@ def build_record(facts: AttemptFacts, evidence: Evidence, redact: Redactor) -> A
         error_category=verdict.category,
         folder=facts.folder.relative_to(facts.run_root).as_posix(),
         scenario_sha256=scenario.sha256,
+        apps=list(dict.fromkeys(scenario.apps)),
+        task=kept_task(redact.redact(scenario.task)),
         started_at=facts.started_at,
         ended_at=facts.ended_at,
         wall_time_s=facts.wall_time_s,

@@ -23,7 +23,6 @@ import pytest
 from pytest_gaia2.config import options, splits
 from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.config.values import OptionError
-from pytest_gaia2.cost import projection as probe
 from pytest_gaia2.cost.budget import Budget, Ledger
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.engine.pool import EnginePool
@@ -334,7 +333,7 @@ class RunContext:
 
     def choose_probe(self, items: list[plan_mod.PlannedItem]) -> set[str]:
         """The --gaia2-probe scenarios among what will run: the same on every worker and the controller."""
-        self.probe_keys = probe.choose(items, self.values["probe"], self.values["seed"])
+        self.probe_keys = plan_mod.probe_keys(items, self.values["probe"], self.values["seed"])
         return self.probe_keys
 
     def header_lines(self) -> list[str]:
@@ -480,7 +479,7 @@ class RunContext:
         self.book.planned = planned
         chosen = set(planned)
         self.book.scenario_files = {
-            item.key: (str(item.scenario.path), item.scenario.sha256)
+            item.key: (str(item.scenario.path), item.scenario.sha256, tuple(dict.fromkeys(item.scenario.apps)))
             for item in self.items()
             if item.scenario is not None and item.key in chosen
         }

@@ -112,6 +112,8 @@ def stored_result(folder: RunFolder, item: PlannedItem, session_id: str) -> Scen
             doubt,
         )
         return None
+    if record.apps is None and record.scenario_sha256 and record.scenario_sha256 == item.scenario.sha256:
+        record = replace(record, **item.described())  # a record of an earlier version, of this very file
     return ScenarioResult(record.reused_by(session_id), evidence_folder)
 
 

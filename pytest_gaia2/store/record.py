@@ -18,6 +18,9 @@ Outcome = Literal["passed", "failed", "error"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 MAX_COUNT = 10**9
 """The largest count, repeat, attempt or number of seconds or dollars a record may hold."""
+TASK_MAX_CHARS = 64 * 1024
+"""Characters of the scenario's task a record keeps: a results.jsonl line stays far below what
+its readers accept, whatever size of scenario file it names."""
 
 RUNNER_KEYS = (
     "scenario_id",
@@ -187,6 +190,11 @@ class AttemptRecord:
     reused: bool = False
     folder: str = ""
     scenario_sha256: str | None = None
+    apps: list[str] | None = None
+    """The scenario's apps, from its file as planned; None in records of versions that did not keep them."""
+    task: str | None = None
+    """The user's task (the first message to the agent) from the scenario file, masked and cut to
+    :data:`TASK_MAX_CHARS`; None in records of versions that did not keep it."""
     # provenance (the session's, see PROVENANCE_KEYS)
     run_id: str = ""
     session_id: str = ""
@@ -302,6 +310,11 @@ def verdict_of(data: Any) -> tuple[tuple[str, str, int], str]:
     legacy_run = checked("run", "int", data["run"]) if "repeat" not in data and _integer(data.get("run")) else 1
     outcome = kept("outcome", None) or outcome_of(kept("success", None))
     return (sys.intern(kept("split", "")), scenario_id, kept("repeat", legacy_run)), sys.intern(outcome)
+
+
+def kept_task(task: str) -> str:
+    """A scenario's task as a record keeps it: cut to :data:`TASK_MAX_CHARS`."""
+    return task if len(task) <= TASK_MAX_CHARS else task[: TASK_MAX_CHARS - 1] + "…"
 
 
 def outcome_of(success: bool | None) -> Outcome:

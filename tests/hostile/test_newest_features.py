@@ -13,7 +13,6 @@ other test covered (no write through a link at the pacer's files).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -21,7 +20,6 @@ import tracemalloc
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from gaia2_testing import SHIPPED
@@ -29,8 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_gaia2.config.values import SMALLEST_LEVEL, OptionError, level
-from pytest_gaia2.plan import scenarios
-from pytest_gaia2.report import document, markdown, plots, rejudged
+from pytest_gaia2.report import document, markdown, plots, rejudged, run_facts
 from pytest_gaia2.report.sequential import (
     BASELINE_MAX_BYTES,
     BASELINE_MAX_KEYS,
@@ -173,42 +170,22 @@ def test_the_pacer_writes_nothing_through_a_link_planted_at_its_files(tmp_path: 
 # -- summary.json's not_run_files ----------------------------------------------------------------
 
 
-def test_a_scenario_file_is_read_once_however_many_spellings_name_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """summary.json naming one file as ``d/../d/f``, ``d/../d/../d/f`` ... (and a link to it) for
-    each planned key not run: every spelling was read in full (up to 64 MiB each, 100000
-    entries allowed), 200 spellings of a 60 MB file kept ``pytest-gaia2 report`` busy 2 minutes.
-    Nor is each spelling resolved component by component (``realpath``: 20000 spellings 19 s):
-    one ``stat`` each names the file."""
-    data = tmp_path / "data"
-    data.mkdir()
-    file = data / SEARCH.name
-    file.write_bytes(SEARCH.read_bytes())
-    (data / "link.json").symlink_to(file)
-    sha = hashlib.sha256(file.read_bytes()).hexdigest()
-    spellings = [str(data) + "/../data" * depth + "/" + SEARCH.name for depth in range(200)]
-    not_run = {f"search/s{n}": (name, sha) for n, name in enumerate([*spellings, str(data / "link.json")])}
-    reads: list[Path] = []
-    real_read = scenarios.read_regular_file
-
-    def counted(path: Path, **limits: Any) -> bytes:
-        reads.append(path)
-        return real_read(path, **limits)
-
-    resolved: list[str] = []
-    real_resolve = os.path.realpath
-
-    def resolving(path: Any, **how: Any) -> Any:
-        resolved.append(path)
-        return real_resolve(path, **how)
-
-    monkeypatch.setattr(scenarios, "read_regular_file", counted)
-    monkeypatch.setattr(os.path, "realpath", resolving)
-    apps = document.scenario_apps([], None, not_run)
-    monkeypatch.undo()
-    assert len(reads) == 1 and len(resolved) < 10
-    assert set(apps) == set(not_run) and all(apps.values())  # every spelling still gets the file's apps
+def test_the_apps_of_a_scenario_not_run_are_bounded_and_printable(tmp_path: Path) -> None:
+    """summary.json's ``not_run_files`` gives each key that did not run its apps: a hostile file
+    may hold any number of names, of any length, with control characters; the report believes a
+    list of at most MAX_APPS names, each cut and made printable, and reads no scenario file."""
+    summary = {"not_run_files": {
+        "search/long": {"apps": ["\x1b[31mEVIL\x07" + "x" * 10_000]},
+        "search/many": {"apps": ["a"] * (run_facts.MAX_APPS + 1)},
+        "search/odd": {"apps": {"a": 1}},
+        "search/nested": {"apps": [["a"]]},
+        "x" * (run_facts.KEY_CHARS + 1): {"apps": ["a"]},
+    }}
+    apps = run_facts.not_run_apps_of(summary)
+    assert list(apps) == ["search/long"]
+    (shown,) = apps["search/long"]
+    assert len(shown) == run_facts.NAME_CHARS and not raw_controls(shown)
+    assert document.scenario_apps([], apps) == {"search/long": (shown,)}
 
 
 # -- compare --judge ------------------------------------------------------------------------------
@@ -269,7 +246,7 @@ def test_report_md_shows_a_hostile_category_and_folder_name_as_text(tmp_path: Pa
               "error": evil, "error_category": evil, "repeat": 1, "repeats": 1, "attempt": 1}  # fmt: skip
     (folder / "run_config.json").write_text(json.dumps({"planned": ["search/scenario_universe_21_7kww6e"]}))
     (folder / "results.jsonl").write_text(json.dumps(record) + "\n")
-    document.write_report(folder, index=tmp_path / "index.json")
+    document.write_report(folder)
     text = (folder / document.REPORT_MD).read_text(encoding="utf-8")
     assert not raw_controls(text)
     rows = [line for line in text.splitlines() if "EVIL" in line]

@@ -102,7 +102,7 @@ def _shown(html: str) -> dict[str, str]:
 
 def test_report_and_index_show_the_stop_the_coverage_and_the_name(tmp_path: Path) -> None:
     folder = _halted_folder(tmp_path, _stop())
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     markdown = (folder / REPORT_MD).read_text(encoding="utf-8")
     assert f"not run: {', '.join(f'`{key}`' for key in PLANNED[2:])}. Stopped: `{REASON}`. Do not publish" in markdown
     assert "Run name: `baseline`; tags: `nightly`, `gpt`" in markdown
@@ -134,7 +134,7 @@ def test_a_run_stopped_because_decided_says_which_way_with_the_counts_and_the_le
     assert decision is not None
     not_run = tuple((key, decision.reason) for key in PLANNED[2:])
     folder = _halted_folder(tmp_path, Stop(decision.reason, not_started=not_run, decided=decision).to_dict())
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     why = ("decided: worse than baseline /runs/base: 0 better, 8 worse of 8 judged pairs "
            "(sequential test at level 5.0%); no new scenario starts")
     assert f"Stopped: `{why}`. Do not publish" in (folder / REPORT_MD).read_text(encoding="utf-8")
@@ -148,7 +148,7 @@ def test_a_run_stopped_because_decided_says_which_way_with_the_counts_and_the_le
 def test_a_run_without_summary_says_it_does_not_know_why(tmp_path: Path) -> None:
     folder = _halted_folder(tmp_path, None)
     (folder / store.SUMMARY_FILE).unlink()
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     for page in (folder / REPORT_HTML, write_index(folder)):
         shown = _shown(page.read_text(encoding="utf-8"))
         assert "unknown (no summary.json: the run was killed, or is still running)" in shown["incomplete"]
@@ -157,7 +157,7 @@ def test_a_run_without_summary_says_it_does_not_know_why(tmp_path: Path) -> None
 
 def test_a_complete_run_has_no_stop_section_without_a_budget(tmp_path: Path) -> None:
     folder = _halted_folder(tmp_path, None, {"name": None, "tags": []}, planned=["search/s_0", "search/s_1"])
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     markdown = (folder / REPORT_MD).read_text(encoding="utf-8")
     assert "INCOMPLETE" not in markdown and "Stop and coverage" not in markdown and "Run name" not in markdown
     shown = _shown(write_index(folder).read_text(encoding="utf-8"))
@@ -170,7 +170,7 @@ def test_a_complete_run_past_its_halt_says_so_instead_of_a_bare_no(tmp_path: Pat
     cost reads as money ($0.0060, never 0.0060)."""
     stop = Stop(None, halt=0.005, spent=0.006).to_dict()
     folder = _halted_folder(tmp_path, stop, {"name": None, "tags": []}, planned=["search/s_0", "search/s_1"])
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     why = ("no: every planned scenario ran; the spend passed the $0.0050 halt only in scenarios already running: "
            "a halt stops new starts, and every planned scenario had started")
     assert f"- stopped: `{why}`" in (folder / REPORT_MD).read_text(encoding="utf-8")
@@ -192,7 +192,7 @@ def test_hostile_stop_and_names_are_escaped_checked_and_cut(tmp_path: Path) -> N
     stop = {**_stop("<script>alert(1)</script>\x1b[31m" + "x" * 5000), "halt_usd": 1e300, "cap_usd": "5",
             "spent_usd": -1, "not_started": [{"key": "<b>k</b>", "why": 7}, "junk", {"why": "no key"}]}
     folder = _halted_folder(tmp_path, stop, {"name": "<img src=x>", "tags": ["a", 3, "a", "<i>"]})
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     for page in (folder / REPORT_HTML, write_index(folder)):
         html = page.read_text(encoding="utf-8")
         assert "<script>alert" not in html and "<img src=x>" not in html and "<b>k</b>" not in html
@@ -253,7 +253,7 @@ PROBE = Projection(planned=6, probed=2, usd=0.018, low=0.012, high=0.024, hours=
 
 def test_a_probe_only_run_is_shown_as_its_projection_not_as_incomplete(tmp_path: Path) -> None:
     folder = _probe_only_folder(tmp_path, PROBE.to_json())
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     projection = PROBE.line().removeprefix("gaia2: ")
     assert projection.endswith("the halt ($0.01) is expected to complete 4 of the 6 (95% interval 3–5)")
     markdown = (folder / REPORT_MD).read_text(encoding="utf-8")
@@ -275,7 +275,7 @@ def test_a_probe_only_run_cut_short_is_incomplete(tmp_path: Path) -> None:
     store.write_json(folder / store.SUMMARY_FILE, summary)
     unpriced = _probe_only_folder(tmp_path / "b", {**PROBE.to_json(), "usd": "0.018"})
     for run in (folder, unpriced):
-        write_report(run, index=tmp_path / "index.sqlite")
+        write_report(run)
         assert "**INCOMPLETE:**" in (run / REPORT_MD).read_text(encoding="utf-8")
         assert "probe-only" not in _shown(write_index(run).read_text(encoding="utf-8"))
 
@@ -305,7 +305,7 @@ def test_the_plan_is_the_latest_sessions_from_summary_json(tmp_path: Path) -> No
     facts = run_facts.read(folder)
     records = list(store.RunFolder(folder).records())
     assert facts.first_plan == tuple(PLANNED[:3]) and facts.plan(records) == run_facts.Plan(tuple(PLANNED))
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     assert "- planned: 6 scenarios, done: 2, not run: 4\n" in (folder / REPORT_MD).read_text(encoding="utf-8")
     for page in (folder / REPORT_HTML, write_index(folder)):
         shown = _shown(page.read_text(encoding="utf-8"))
@@ -334,7 +334,7 @@ def test_without_summary_jsons_plan_the_pages_fall_back_and_say_so(
     plan = run_facts.read(folder).plan(records)
     assert plan.note == FIRST_PLAN_NOTE + why
     assert plan.keys == (*PLANNED[:3], *sorted({record.key for record in records} - set(PLANNED[:3])))
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     assert f"- {FIRST_PLAN_NOTE}{why}\n" in (folder / REPORT_MD).read_text(encoding="utf-8")
     for page in (folder / REPORT_HTML, write_index(folder)):
         assert _shown(page.read_text(encoding="utf-8"))["plan-note"] == FIRST_PLAN_NOTE + why
@@ -347,7 +347,7 @@ def test_a_run_config_plan_with_a_bad_key_is_no_plan(tmp_path: Path) -> None:
     plan = run_facts.read(folder).plan(list(store.RunFolder(folder).records()))
     assert plan == run_facts.Plan(None, "planned: every result, no plan on record (summary.json is missing, "
                                         "run_config.json has none)")
-    write_report(folder, index=tmp_path / "index.sqlite")
+    write_report(folder)
     assert "- planned: 2 scenarios, done: 2, not run: 0\n" in (folder / REPORT_MD).read_text(encoding="utf-8")
 
 

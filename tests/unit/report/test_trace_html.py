@@ -201,17 +201,17 @@ def test_pages_a_browser_would_run_are_named_never_linked(attempt: Path) -> None
     assert html.count("(not linked: a page the browser would run)") == 4
 
 
-def test_task_from_events_then_notifications_then_scenario(tmp_path: Path) -> None:
+def test_task_from_events_then_notifications_then_the_record(tmp_path: Path) -> None:
     folder = tmp_path / "a"
     scenario = tmp_path / "s.json"
     scenario.write_text(json.dumps({"events": [{"event_type": "USER", "action": {
         "app": "AgentUserInterface", "function": "send_message_to_agent",
-        "args": [{"name": "content", "value": "from the scenario sk-secret"}]}}]}), encoding="utf-8")
-    store.write_json(folder / "result.json", record("a", scenario_file=str(scenario)).to_json())
-    def redact(text: str) -> str:
-        return text.replace("sk-secret", "***")
-
-    assert "from the scenario ***" in write_trace(folder, redact).read_text(encoding="utf-8")
+        "args": [{"name": "content", "value": "from the scenario file"}]}}]}), encoding="utf-8")
+    store.write_json(folder / "result.json", record("a", scenario_file=str(scenario), task="from the record").to_json())
+    html = write_trace(folder).read_text(encoding="utf-8")
+    assert "from the record" in html and "from the scenario file" not in html  # the file is never read again
+    store.write_json(folder / "result.json", record("a", scenario_file=str(scenario)).to_json())  # an older record
+    assert "(not in this attempt&#39;s files)" in write_trace(folder).read_text(encoding="utf-8")
     write_lines(folder / "notifications.jsonl", [{"type": "user_message", "content": "from notifications"}])
     assert "from notifications" in write_trace(folder).read_text(encoding="utf-8")
     write_lines(folder / "events.jsonl", EVENTS[:1])

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-CONTAINER_TRACE_FILE = "/tmp/trace.jsonl"
+from pytest_gaia2.store.folder import LOG_DIR, TRACE_FILE
+
+CONTAINER_TRACE_FILE = f"{LOG_DIR}/{TRACE_FILE}"
 CONTAINER_CA_BUNDLE = "/etc/ssl/certs/gaia2-host-ca-bundle.crt"
 
 CA_BUNDLE_VAR = "GAIA2_CA_BUNDLE"

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.cost.prices import REFUSED, PriceBook
-from pytest_gaia2.cost.usage import read_usage, shown_names
+from pytest_gaia2.cost.usage import Usage, shown_names
 from pytest_gaia2.store.record import AttemptRecord
 
 WIRE_LOG = "wire.jsonl"
@@ -20,9 +19,9 @@ WIRE_COUNTS = ("calls", "refused_calls", "rate_limited", "server_errors")
 TOKEN_KEYS = ("calls", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
 
 
-def attempt_cost(folder: Path, prices: PriceBook, model: str | None) -> dict[str, Any]:
-    """Record fields for an attempt's spend; nothing when it left no trace (oracle images)."""
-    usage = read_usage(folder / "trace.jsonl")
+def attempt_cost(usage: Usage, prices: PriceBook, model: str | None) -> dict[str, Any]:
+    """Record fields for an attempt's spend from its trace's usage (:class:`~pytest_gaia2.cost.usage.TraceUsage`, told by
+    the attempt's one pass over its files); nothing when it left no trace (oracle images)."""
     if usage.calls == 0:
         return {}
     cost = prices.cost(usage, model)

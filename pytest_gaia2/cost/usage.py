@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_gaia2.store.folder import RECORD_MAX_BYTES, json_lines
+from pytest_gaia2.store.folder import RECORD_MAX_BYTES, TRACE_FILE, json_lines
 from pytest_gaia2.store.record import USAGE_COUNTS
 from pytest_gaia2.store.safejson import JsonLimitError, loads_bounded
 
@@ -113,13 +113,30 @@ class _Tally:
         )
 
 
+class TraceUsage:
+    """The summed usage of a trace's ``llm_call`` lines, told one at a time (a reader of
+    :meth:`~pytest_gaia2.store.attempt_files.AttemptFiles.read`)."""
+
+    def __init__(self, name: str = TRACE_FILE, max_line_bytes: int = RECORD_MAX_BYTES) -> None:
+        self.tally = _Tally()
+        self.name = name
+        self.max_line_bytes = max_line_bytes
+
+    def __call__(self, line: dict[str, Any]) -> None:
+        where = f"{self.name}, llm_call {self.tally.counts['calls'] + 1}"
+        self.tally.add(_call_usage(line, self.max_line_bytes, where))
+
+    def usage(self) -> Usage:
+        return self.tally.usage()
+
+
 def read_usage(path: Path, max_line_bytes: int = RECORD_MAX_BYTES) -> Usage:
-    """The summed usage of every ``llm_call`` line of a trace; a missing file is no usage."""
-    tally = _Tally()
+    """The summed usage of every ``llm_call`` line of a trace file; a missing file is no usage."""
+    counted = TraceUsage(path.name, max_line_bytes)
     for line in json_lines(path, max_line_bytes):
         if isinstance(line, dict) and line.get("type") == "llm_call":
-            tally.add(_call_usage(line, max_line_bytes, f"{path.name}, llm_call {tally.counts['calls'] + 1}"))
-    return tally.usage()
+            counted(line)
+    return counted.usage()
 
 
 def response_usage(raw: str, model: str | None, where: str, max_bytes: int = RECORD_MAX_BYTES) -> Usage:

@@ -48,15 +48,15 @@ ATTACHMENT_CAP = 256 * 1024
 
 FILES: tuple[str, ...] = (
     "agent_response.txt",
-    "events.jsonl",
-    "daemon_status.json",
-    "daemon_judgments.jsonl",
+    store.EVENTS_FILE,
+    store.STATUS_FILE,
+    store.JUDGMENTS_FILE,
     "entrypoint.log",
     "eventd.log",
     "adapter.log",
     "openclaw.log",
     "container.log",
-    "trace.jsonl",
+    store.TRACE_FILE,
 )
 """The attempt's files in reading order; the record itself is attached as result.json."""
 TRACE_ATTACHMENT_CAP = 16 * 2**20

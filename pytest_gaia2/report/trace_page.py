@@ -25,21 +25,20 @@ from urllib.parse import quote
 import jinja2
 
 from pytest_gaia2.cost.spend import WIRE_LOG
-from pytest_gaia2.cost.usage import read_usage
+from pytest_gaia2.cost.usage import TraceUsage, Usage
 from pytest_gaia2.report import run_facts, stats
 from pytest_gaia2.report.rows import natural_key, split_order
 from pytest_gaia2.report.summary import coverage
 from pytest_gaia2.store import folder as store
-from pytest_gaia2.store.limits import STATUS_MAX_BYTES
+from pytest_gaia2.store.attempt_files import SHOWN_EVENTS, AttemptFiles
 from pytest_gaia2.store.names import spellings
 from pytest_gaia2.store.record import AttemptRecord
-from pytest_gaia2.store.safejson import JsonReadError, read_json_file
 
 log = logging.getLogger("pytest_gaia2")
 
 TRACE_FILE = "trace.html"
 INDEX_FILE = "index.html"
-MAX_EVENTS = 1000
+MAX_EVENTS = SHOWN_EVENTS
 """events.jsonl lines shown; a longer run is linked, not inlined."""
 MAX_JUDGMENTS = 50
 MAX_ROWS = 500
@@ -113,14 +112,6 @@ def _objects(path: Path, limit: int) -> tuple[list[dict[str, Any]], bool]:
 
 def _items(value: Any, limit: int = MAX_ROWS) -> list[dict[str, Any]]:
     return [item for item in value[:limit] if isinstance(item, dict)] if isinstance(value, list) else []
-
-
-def _read_dict(path: Path, max_bytes: int) -> dict[str, Any] | None:
-    try:
-        value = read_json_file(path, max_bytes=max_bytes)
-    except JsonReadError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _seconds(value: Any) -> float | None:
@@ -255,12 +246,11 @@ def task_of(events: Iterable[Mapping[str, Any]], folder: Path, record: AttemptRe
     return record.task or "" if record is not None else ""
 
 
-def _usage(folder: Path, record: AttemptRecord | None) -> dict[str, Any] | None:
+def _usage(record: AttemptRecord | None, traced: Usage) -> dict[str, Any] | None:
     """Tokens from the record (priced by the run), else summed from the trace itself."""
     if record is not None and record.usage:
         return record.usage
-    usage = read_usage(folder / "trace.jsonl", LINE_MAX_BYTES)
-    return usage.to_json() if usage.calls else None
+    return traced.to_json() if traced.calls else None
 
 
 def wire_row(call: Mapping[str, Any], budget: PageBudget) -> dict[str, str]:
@@ -320,13 +310,17 @@ def isolation_of(folder: Path) -> run_facts.Isolation | None:
     return None
 
 
-def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str, Any]:
-    """Everything trace.html shows, from the attempt folder's files."""
+def trace_context(folder: Path, seen: AttemptFiles | None = None, traced: Usage | None = None) -> dict[str, Any]:
+    """Everything trace.html shows, from the attempt folder's files: ``seen`` and ``traced`` (the
+    trace's usage) from the pass that made the record, else read here in one pass."""
+    if seen is None or traced is None:
+        counted = TraceUsage()
+        seen, traced = AttemptFiles.read(folder, counted), counted.usage()
     budget = PageBudget()
     record = store.RunFolder.read_record(folder)
-    events, more_events = _objects(folder / "events.jsonl", MAX_EVENTS)
-    lines, more_judgments = _objects(folder / "daemon_judgments.jsonl", MAX_JUDGMENTS)
-    status = _read_dict(folder / "daemon_status.json", STATUS_MAX_BYTES)
+    events, more_events = list(seen.events), seen.more_events
+    lines, more_judgments = _objects(folder / store.JUDGMENTS_FILE, MAX_JUDGMENTS)
+    status = seen.status_object
     grouped, marks = turns(events, budget)
     calls, more_wire = _objects(folder / WIRE_LOG, MAX_ROWS)
     facts = record.to_json() if record is not None else {}
@@ -352,7 +346,7 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "more_judgments": more_judgments,
         "audit": judge_audit(folder, budget),
         "status": budget.text(json.dumps(status, indent=2, ensure_ascii=False)) if status is not None else "",
-        "usage": _usage(folder, record),
+        "usage": _usage(record, traced),
         "wire": record.wire if record is not None and record.wire else None,
         "wire_calls": [wire_row(call, budget) for call in calls],
         "more_wire": more_wire,
@@ -381,12 +375,13 @@ def _write(path: Path, template: jinja2.Template, context: Callable[[], dict[str
     return path
 
 
-def write_trace(folder: Path, redact: Callable[[str], str] = str) -> Path:
-    """``<attempt folder>/trace.html``; ``redact`` masks the task when it is read from the scenario file."""
+def write_trace(folder: Path, seen: AttemptFiles | None = None, traced: Usage | None = None) -> Path:
+    """``<attempt folder>/trace.html``, from the attempt's pass over its files when given (see
+    :func:`trace_context`)."""
     return _write(
         folder / TRACE_FILE,
         _TEMPLATES.get_template("trace.html.j2"),
-        lambda: trace_context(folder, redact),
+        lambda: trace_context(folder, seen, traced),
         f"trace of {folder.name}",
     )
 

@@ -20,6 +20,7 @@ from pytest_gaia2.config import container_env
 from pytest_gaia2.config.settings import container_env as build_container_env
 from pytest_gaia2.cost.budget import entry_of, record_spend
 from pytest_gaia2.cost.spend import attempt_cost, attempt_tokens, is_refused, wire_cost
+from pytest_gaia2.cost.usage import TraceUsage
 from pytest_gaia2.plan.scenarios import Scenario
 from pytest_gaia2.run import interrupts
 from pytest_gaia2.run.attempt_record import AttemptFacts, build_record
@@ -484,13 +485,13 @@ class ScenarioAttempt:
             wire = self._revoke()
             if wire is not None and isinstance(wire.get("stopped"), list) and stop is None:
                 stop = Fault(*map(str, wire["stopped"][:2]))  # a cap outranks what the refused agent did next
-            record = build_record(
-                self._facts(fault, stop, timed_out, skipped), Evidence.read(self.folder), self.setup.redactor
-            )
+            usage = TraceUsage()
+            evidence = Evidence.read(self.folder, usage)
+            record = build_record(self._facts(fault, stop, timed_out, skipped), evidence, self.setup.redactor)
             if self.universe_position is not None:
                 record = replace(record, universe_position=self.universe_position)
             if self.setup.prices is not None:
-                traced = attempt_cost(self.folder, self.setup.prices, self.setup.settings.model)
+                traced = attempt_cost(usage.usage(), self.setup.prices, self.setup.settings.model)
                 record = replace(record, **(wire_cost(wire, traced) if wire is not None else traced))
                 record_spend(  # before result.json
                     self.setup.run_root,
@@ -505,10 +506,10 @@ class ScenarioAttempt:
                 store.write_text(self.folder / "agent_response.txt", record.agent_response)
             from pytest_gaia2.report.trace_page import write_trace
 
-            write_trace(self.folder, self.setup.redactor.redact)
+            write_trace(self.folder, evidence.files, usage.usage())
             if self.client is not None:
                 self.client.close()
-            self.result = ScenarioResult(record, self.folder)
+            self.result = ScenarioResult(record, self.folder, evidence)
             return self.result
 
     def _facts(

@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from pytest_gaia2.store.folder import inside
+from pytest_gaia2.store.folder import STATUS_FILE, inside
 from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ STATE = "/var/gaia2/state"
 CARRIED_STATE = "/var/gaia2/carried_state"
 PARTS = {"home": HOME, "app_state": CARRIED_STATE}
 """Checkpoint part -> where the next container receives it."""
-NOT_APP_STATE = frozenset({"daemon_status.json", "app_class_map.json", "user_details.json"})
+NOT_APP_STATE = frozenset({STATUS_FILE, "app_class_map.json", "user_details.json"})
 """Files of the state folder that describe one scenario's run, not the apps."""
 FILE_MODE = 0o644
 

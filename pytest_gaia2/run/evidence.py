@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 from pytest_gaia2.run import provider
 from pytest_gaia2.run.provider import ProviderTrouble
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.attempt_files import AttemptFiles, CallReader, is_agent_action
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES
 from pytest_gaia2.store.record import AttemptRecord
-from pytest_gaia2.store.safejson import JsonReadError, loads_bounded, read_regular_file
+from pytest_gaia2.store.safejson import JsonReadError, loads_bounded
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.container import Container
 
-STATUS_FILE = f"{store.STATE_DIR}/daemon_status.json"
-
-"""daemon_status.json and judgment lines are small; a bigger one is not the contract."""
+STATUS_FILE = f"{store.STATE_DIR}/{store.STATUS_FILE}"
+"""daemon_status.json inside the container."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ class ScenarioResult:
 
     record: AttemptRecord
     folder: Path
+    evidence: Evidence | None = field(default=None, compare=False, repr=False)
+    """What the attempt's files said when its record was made (None for a stored verdict)."""
 
     @property
     def passed(self) -> bool:
@@ -62,11 +64,11 @@ class ScenarioResult:
     @property
     def events(self) -> list[dict[str, Any]]:
         """The events.jsonl lines the attempt left (agent actions, ENV events, turn boundaries)."""
-        return store.read_jsonl(self.folder / "events.jsonl")
+        return store.read_jsonl(self.folder / store.EVENTS_FILE)
 
     @property
     def judgments(self) -> list[dict[str, Any]]:
-        return store.read_jsonl(self.folder / "daemon_judgments.jsonl")
+        return store.read_jsonl(self.folder / store.JUDGMENTS_FILE)
 
 
 @dataclass(frozen=True)
@@ -80,38 +82,38 @@ class Evidence:
     num_agent_events: int
     last_response: str
     loop_calls: int = 0
-    """Model calls in trace.jsonl since the agent's last final answer (:func:`calls_since_answer`)."""
+    """Model calls in trace.jsonl since the agent's last final answer (:class:`LoopCalls`)."""
     provider: ProviderTrouble = field(default=ProviderTrouble())
     """What trace.jsonl (else the agent's logs) says about the model provider."""
-
     agent_actions: int = 0
     """Lines of events.jsonl the agent wrote (no ``event_id``: the daemon stamps its ENV and user events)."""
     problems: tuple[str, ...] = ()
     """How the judge's files contradict themselves (a byte-order mark, a key given twice): no
     judge writes either, so a pass on such files is not believed."""
 
+    files: AttemptFiles | None = field(default=None, compare=False, repr=False)
+    """The one pass over the attempt's files this was read from (trace.html shows them too)."""
+
     @classmethod
-    def read(cls, folder: Path) -> Evidence:
-        problems: list[str] = []
-        try:
-            raw = read_regular_file(folder / "daemon_status.json", max_bytes=STATUS_MAX_BYTES)
-            status_file = loads_bounded(raw, max_bytes=STATUS_MAX_BYTES)
-            problems += [f"daemon_status.json {problem}" for problem in forged_signs(raw)]
-        except JsonReadError:
-            status_file = None
-        last, line = last_json_line(folder / "daemon_judgments.jsonl")
-        problems += [f"the judgments file's last line {problem}" for problem in forged_signs(line)]
+    def read(cls, folder: Path, *on_call: CallReader) -> Evidence:
+        """The attempt folder's evidence, from one pass over its files (:class:`AttemptFiles`);
+        ``on_call`` readers are told of each model call of its trace as well (its cost)."""
+        loop, calls = LoopCalls(), provider.TraceCalls()
+        files = AttemptFiles.read(folder, loop, calls, *on_call)
+        problems = [f"{store.STATUS_FILE} {problem}" for problem in forged_signs(files.status_raw)]
+        problems += [f"the judgments file's last line {problem}" for problem in forged_signs(files.last_judgment_raw)]
+        last = files.last_judgment
         judged = last.get("success") if isinstance(last, dict) else None
-        count, response, actions = scan_events(folder / "events.jsonl")
         return cls(
-            status_file if isinstance(status_file, dict) else None,
+            files.status_object,
             judged if isinstance(judged, bool) else None,
-            count,
-            response,
-            calls_since_answer(folder / "trace.jsonl"),
-            provider.read(folder),
-            actions,
+            files.event_lines,
+            files.last_response,
+            loop.calls,
+            calls.trouble(folder),
+            files.agent_actions,
             tuple(problems),
+            files,
         )
 
 
@@ -167,14 +169,17 @@ def _final_answer(line: dict[str, Any], max_bytes: int) -> bool:
     return choices[-1].get("finish_reason") == "stop" and not (isinstance(message, dict) and message.get("tool_calls"))
 
 
-def calls_since_answer(path: Path, max_line_bytes: int = store.RECORD_MAX_BYTES) -> int:
+class LoopCalls:
     """The ``llm_call`` lines of a trace after the last one whose response was a final answer:
-    the model calls of the agent's current turn, the measure of a runaway tool loop."""
-    calls = 0
-    for line in store.json_lines(path, max_line_bytes):
-        if isinstance(line, dict) and line.get("type") == "llm_call":
-            calls = 0 if _final_answer(line, max_line_bytes) else calls + 1
-    return calls
+    the model calls of the agent's current turn, the measure of a runaway tool loop (a reader of
+    :meth:`AttemptFiles.read`)."""
+
+    def __init__(self, max_line_bytes: int = store.RECORD_MAX_BYTES) -> None:
+        self.calls = 0
+        self.max_line_bytes = max_line_bytes
+
+    def __call__(self, line: dict[str, Any]) -> None:
+        self.calls = 0 if _final_answer(line, self.max_line_bytes) else self.calls + 1
 
 
 def status_in_container(container: Container) -> dict[str, Any] | None:
@@ -189,11 +194,6 @@ def status_in_container(container: Container) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def is_agent_action(event: Any) -> bool:
-    """A line of events.jsonl the agent wrote: the daemon stamps its ENV and user events with an ``event_id``."""
-    return isinstance(event, dict) and not event.get("event_id")
-
-
 def agent_actions(events: bytes, max_line_bytes: int = STATUS_MAX_BYTES) -> int:
     """The agent's lines in saved events.jsonl bytes (a line that is not JSON is not counted)."""
     count = 0
@@ -203,43 +203,3 @@ def agent_actions(events: bytes, max_line_bytes: int = STATUS_MAX_BYTES) -> int:
         except JsonReadError:
             continue
     return count
-
-
-def scan_events(path: Path, max_line_bytes: int = STATUS_MAX_BYTES) -> tuple[int, str, int]:
-    """gaia2-runner's ``num_agent_events`` (every parseable line of events.jsonl), the
-    content of the last turn boundary the agent wrote and the agent's own lines (no
-    ``event_id``), in one streamed pass."""
-    count, response, actions = 0, "", 0
-    for event in store.json_lines(path, max_line_bytes):
-        count += 1
-        actions += is_agent_action(event)
-        if (
-            isinstance(event, dict)
-            and event.get("app") == "AgentUserInterface"
-            and event.get("fn") == "send_message_to_user"
-        ):
-            args = event.get("args")
-            if isinstance(args, dict) and args.get("content") is not None:
-                response = str(args["content"])
-    return count, response, actions
-
-
-def last_json_line(path: Path, window: int = STATUS_MAX_BYTES) -> tuple[Any, bytes]:
-    """The last complete JSON line of a file, reading only its end, and its bytes
-    (None and empty when there is none, or it is not JSON)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - window))
-            tail = handle.read()
-    except OSError:
-        return None, b""
-    for line in reversed(tail.splitlines()):
-        if line.strip():
-            try:
-                return loads_bounded(line, max_bytes=window), line
-            except JsonReadError:
-                return None, b""
-    return None, b""
-    return None

@@ -17,16 +17,16 @@ import time
 from typing import TYPE_CHECKING
 
 from pytest_gaia2.report.run_facts import Isolation
+from pytest_gaia2.store.folder import EVENTS_FILE, STATE_DIR, STATUS_FILE
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
 
 AGENT_USER = "agent"
 SCENARIO_PATH = "/var/gaia2/custom_scenario.json"
-STATE_DIR = "/var/gaia2/state"
 STATE_WAIT_S = 30.0
 """How long the image's init may take to lay out the judge's state before the probe asks anyway."""
-JUDGE_FILES = ("daemon_status.json", "judgments.jsonl", "events.jsonl")
+JUDGE_FILES = (STATUS_FILE, "judgments.jsonl", EVENTS_FILE)
 
 SHELL = ("/bin/sh", "-c")
 """Every probe command runs through ``/bin/sh`` with its own PATH: Meta's agent images set a
@@ -92,7 +92,7 @@ def probe(engine: Engine, image: str, scenario: bytes, *, wait_s: float = STATE_
         return Isolation(problem=f"the isolation probe could not start a container: {exc}", passing=True)
     try:
         deadline = time.monotonic() + wait_s
-        while container.exec([*SHELL, PATH + 'test -e "$1"', "probe", f"{STATE_DIR}/daemon_status.json"])[0] != 0:
+        while container.exec([*SHELL, PATH + 'test -e "$1"', "probe", f"{STATE_DIR}/{STATUS_FILE}"])[0] != 0:
             if time.monotonic() > deadline or container.exited() is not None:
                 break
             time.sleep(0.5)

@@ -3,7 +3,8 @@
 A scenario whose agent was stopped by its model provider says nothing about the agent, so
 the verdict names the provider instead (``provider_rate_limit`` / ``provider_error``) and the
 run's pacer (:mod:`~pytest_gaia2.run.pacer`) slows down. The trace (``trace.jsonl``, one
-``llm_call`` line per model call with its ``http_status``) is read first; an agent that
+``llm_call`` line per model call with its ``http_status``, told by the attempt's one pass over its
+files) comes first; an agent that
 writes no trace is judged from the tail of its logs. Both come from the container: every
 read is bounded, and only category names and numbers leave this module, never the text.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.attempt_files import ANY_SIZE
 from pytest_gaia2.store.safejson import JsonReadError, open_regular
 
 RATE_LIMIT = "provider_rate_limit"
@@ -25,8 +27,6 @@ TEXT_SCANNED = 4096
 """Characters of one failed call's response body (or error) looked at for its kind."""
 LOG_TAIL_BYTES = 64 * 1024
 LOG_TAIL_LINES = 20
-ANY_SIZE = 1 << 40
-"""Logs of any size are looked at: only their last LOG_TAIL_BYTES are read."""
 """An agent log says it ended on provider trouble when one of its last lines does."""
 AGENT_LOGS = ("adapter.log", "container.log")
 """The agent's own log (the reference image's agent runs in the adapter) and its console."""
@@ -53,7 +53,7 @@ class ProviderTrouble:
     """The category of the trouble the agent ended on (its last model call failed), or None."""
     status: int | None = None
     """That call's HTTP status, when known."""
-    source: str = "trace.jsonl"
+    source: str = store.TRACE_FILE
 
     @property
     def message(self) -> str:
@@ -86,23 +86,29 @@ def _text(line: dict[str, Any]) -> str:
     return " ".join(part[:TEXT_SCANNED] for part in parts if isinstance(part, str))
 
 
-def from_trace(path: Path, max_line_bytes: int = store.RECORD_MAX_BYTES) -> ProviderTrouble | None:
-    """The trace's verdict on the provider; None when it holds no model call."""
-    calls = failed = 0
-    last: str | None = None
-    status: int | None = None
-    for line in store.json_lines(path, max_line_bytes):
-        if not isinstance(line, dict) or line.get("type") != "llm_call":
-            continue
-        calls += 1
+class TraceCalls:
+    """The trace's verdict on the provider, told one ``llm_call`` line at a time (a reader of
+    :meth:`~pytest_gaia2.store.attempt_files.AttemptFiles.read`)."""
+
+    def __init__(self) -> None:
+        self.calls = self.failed = 0
+        self.last: str | None = None
+        self.status: int | None = None
+
+    def __call__(self, line: dict[str, Any]) -> None:
+        self.calls += 1
         code = line.get("http_status")
-        last = kind_of(code, _text(line))
-        if last is not None:
-            failed += 1
-            status = code if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599 else None
-    if not calls:
-        return None
-    return ProviderTrouble(failed, last, status if last else None)
+        self.last = kind_of(code, _text(line))
+        if self.last is not None:
+            self.failed += 1
+            self.status = code if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599 else None
+
+    def trouble(self, folder: Path) -> ProviderTrouble:
+        """The attempt's provider trouble: from its trace, else (no model call in it) from the
+        agent logs in ``folder``."""
+        if not self.calls:
+            return from_logs(folder)
+        return ProviderTrouble(self.failed, self.last, self.status if self.last else None)
 
 
 def from_logs(folder: Path) -> ProviderTrouble:
@@ -120,8 +126,3 @@ def from_logs(folder: Path) -> ProviderTrouble:
             kind = RATE_LIMIT if _RATE_WORDS.search(signs[-1]) else PROVIDER_ERROR
             return ProviderTrouble(len(signs), kind, None, name)
     return ProviderTrouble()
-
-
-def read(folder: Path) -> ProviderTrouble:
-    """An attempt's provider trouble: from its trace, else from its agent logs."""
-    return from_trace(folder / "trace.jsonl") or from_logs(folder)

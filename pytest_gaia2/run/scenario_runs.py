@@ -73,12 +73,13 @@ def backoff(tried: int, jitter: Callable[[], float] = random.random) -> float:
 
 def troubled(result: ScenarioResult) -> bool:
     """Whether an attempt tells the pacer of provider trouble: its verdict names the provider, the
-    gateway saw the provider refuse or fail calls, or its agent did (even ones it recovered from)."""
+    gateway saw the provider refuse or fail calls, or its agent did (even ones it recovered from,
+    as the evidence its record was made from says)."""
     wire = result.record.wire or {}
     return (
         result.record.error_category in provider.CATEGORIES
         or bool(wire.get("rate_limited") or wire.get("server_errors"))
-        or provider.read(result.folder).failed_calls > 0
+        or (result.evidence is not None and result.evidence.provider.failed_calls > 0)
     )
 
 
@@ -391,5 +392,5 @@ class ScenarioRunner:
             self.folder.write_record(folder, record)
             from pytest_gaia2.report.trace_page import write_trace
 
-            write_trace(folder, self.redactor.redact)
+            write_trace(folder)
         return record

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_gaia2.store.folder import STATUS_FILE
 from pytest_gaia2.store.record import Outcome
 
 TERMINAL_STATUSES = frozenset({"complete", "stopped", "error"})
@@ -54,7 +55,7 @@ class Verdict:
 
 
 ENDPOINT_SOURCE = "/status"
-STATE_SOURCE = "daemon_status.json"
+STATE_SOURCE = STATUS_FILE
 LAST_JUDGMENT_SOURCE = "daemon_judgments.jsonl (last line)"
 
 

@@ -64,11 +64,18 @@ def holds_a_run(folder: Path, *, both: bool = False) -> bool:
     return all(found) if both else any(found)
 
 
+TRACE_FILE = "trace.jsonl"
+"""The agent's model calls, one ``llm_call`` line each (the same name in the container and here)."""
+STATUS_FILE = "daemon_status.json"
+"""The daemon's own record of its last status and judgment (the same name in the container and here)."""
+EVENTS_FILE = "events.jsonl"
+JUDGMENTS_FILE = "daemon_judgments.jsonl"
+
 STATE_DIR = "/var/gaia2/state"
 STATE_FILES: dict[str, str] = {
-    "events.jsonl": "events.jsonl",
-    "judgments.jsonl": "daemon_judgments.jsonl",
-    "daemon_status.json": "daemon_status.json",
+    EVENTS_FILE: EVENTS_FILE,
+    "judgments.jsonl": JUDGMENTS_FILE,
+    STATUS_FILE: STATUS_FILE,
     "user_details.json": "user_details.json",
     "notifications.jsonl": "notifications.jsonl",
 }
@@ -79,7 +86,7 @@ LOG_FILES: dict[str, str] = {
     "entrypoint.log": "entrypoint.log",
     "gaia2-adapter.log": "adapter.log",
     "faketime.rc": "faketime.rc",
-    "trace.jsonl": "trace.jsonl",
+    TRACE_FILE: TRACE_FILE,
 }
 """Log files in LOG_DIR -> their names in the attempt folder."""
 OPENCLAW_LOG_DIR = "openclaw"

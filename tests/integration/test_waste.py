@@ -18,7 +18,7 @@ from gaia2_testing import SHIPPED, engine_events, gaia2_containers, results_of, 
 
 from pytest_gaia2.engine.client import RUN_LABEL
 from pytest_gaia2.run.context import EXIT_REFUSED
-from pytest_gaia2.run.evidence import calls_since_answer
+from pytest_gaia2.run.evidence import Evidence
 
 ONE = "scenario_universe_21_7kww6e"  # one turn, one answer
 TWO_TURNS = "scenario_universe_21_83x6ru"  # ambiguity: two turns
@@ -70,7 +70,7 @@ def test_a_tool_loop_that_ends_in_a_daemon_error_is_the_agents_failure(
     result, record, folder = _run(pytester, run_gaia2, "search", ONE, "--gaia2-env=GAIA2_FAULT_TOOL_LOOP=5")
     result.assert_outcomes(failed=1)
     assert (record["outcome"], record["error_category"], record["success"]) == ("failed", "agent_loop", False)
-    calls = calls_since_answer(folder / "trace.jsonl")
+    calls = Evidence.read(folder).loop_calls
     assert calls >= 5
     assert record["failure_reasons"][0].startswith(
         f"the daemon ended with status 'error' after the agent made {calls} model calls without answering"

@@ -259,7 +259,7 @@ def test_budget_cuts_each_value_and_the_page() -> None:
 
 
 def test_a_render_failure_gives_a_short_page(attempt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(folder: Path, redact: Any = str) -> dict[str, Any]:
+    def broken(folder: Path, *seen: Any) -> dict[str, Any]:
         raise RuntimeError("bug")
 
     monkeypatch.setattr(trace_html, "trace_context", broken)

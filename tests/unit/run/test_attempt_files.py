@@ -12,7 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_gaia2.run import interrupts
-from pytest_gaia2.run.evidence import forged_signs, last_json_line, scan_events
+from pytest_gaia2.run.evidence import forged_signs
+from pytest_gaia2.store.attempt_files import AttemptFiles, last_json_line
 
 
 def test_events_are_counted_as_gaia2_runner_counts_them(tmp_path: Path) -> None:
@@ -25,8 +26,11 @@ def test_events_are_counted_as_gaia2_runner_counts_them(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n{torn", encoding="utf-8")
     # every parseable line, ENV and USER lines included; the agent's own: those without an event_id
-    assert scan_events(path) == (4, "last", 3)
-    assert scan_events(tmp_path / "missing.jsonl") == (0, "", 0)
+    files = AttemptFiles.read(tmp_path)
+    assert (files.event_lines, files.last_response, files.agent_actions) == (4, "last", 3)
+    assert len(files.events) == 4 and not files.more_events
+    missing = AttemptFiles.read(tmp_path / "missing")
+    assert (missing.event_lines, missing.last_response, missing.agent_actions) == (0, "", 0)
 
 
 def test_the_last_judgment_line_is_read_from_the_end_only(tmp_path: Path) -> None:

@@ -12,9 +12,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_gaia2.run import provider
+from pytest_gaia2.run.evidence import Evidence
 from pytest_gaia2.run.pacer import PACER_FILE, Pacer, PacerState, read_state
 from pytest_gaia2.run.scenario_runs import backoff
 from pytest_gaia2.run.verdict import Fault, decide
+
+
+def _read(folder: Path) -> provider.ProviderTrouble:
+    """What the attempt's one pass over its files says of its provider."""
+    return Evidence.read(folder).provider
 
 
 def _trace(folder: Path, *calls: tuple[Any, str]) -> Path:
@@ -26,29 +32,29 @@ def _trace(folder: Path, *calls: tuple[Any, str]) -> Path:
 
 def test_the_trace_names_the_trouble_the_agent_ended_on(tmp_path: Path) -> None:
     ok = '{"choices": []}'
-    ended = provider.read(_trace(tmp_path / "a", (200, ok), (429, '{"error": "slow down"}')))
+    ended = _read(_trace(tmp_path / "a", (200, ok), (429, '{"error": "slow down"}')))
     assert (ended.failed_calls, ended.last, ended.status) == (1, "provider_rate_limit", 429)
     assert "HTTP 429" in ended.message and "slow down" not in ended.message
-    recovered = provider.read(_trace(tmp_path / "b", (503, ""), (200, ok)))
+    recovered = _read(_trace(tmp_path / "b", (503, ""), (200, ok)))
     assert (recovered.failed_calls, recovered.last) == (1, None)
-    overloaded = provider.read(
+    overloaded = _read(
         _trace(tmp_path / "c", (None, '{"type": "error", "error": {"type": "overloaded_error"}}'))
     )
     assert (overloaded.last, overloaded.status) == ("provider_error", None)
-    assert provider.read(_trace(tmp_path / "d", (400, "rate limit"), (200, ok))).failed_calls == 1
-    assert provider.read(_trace(tmp_path / "e", (200, "we hit a rate limit in the story"))).failed_calls == 0
+    assert _read(_trace(tmp_path / "d", (400, "rate limit"), (200, ok))).failed_calls == 1
+    assert _read(_trace(tmp_path / "e", (200, "we hit a rate limit in the story"))).failed_calls == 0
 
 
 def test_without_a_trace_the_agent_log_tail_is_read(tmp_path: Path) -> None:
     (tmp_path / "adapter.log").write_text(
         "x" * 200_000 + "\nstep 3\nopenai.RateLimitError: Error code: 429 - too many requests\n", encoding="utf-8"
     )
-    seen = provider.read(tmp_path)
+    seen = _read(tmp_path)
     assert (seen.last, seen.source) == ("provider_rate_limit", "adapter.log")
     (tmp_path / "adapter.log").write_text("anthropic: Overloaded\n" + "fine\n" * 30, encoding="utf-8")
-    assert provider.read(tmp_path).last is None  # not among the last lines: the agent went on
+    assert _read(tmp_path).last is None  # not among the last lines: the agent went on
     (tmp_path / "adapter.log").write_text("HTTP 503 Service Unavailable\n", encoding="utf-8")
-    assert provider.read(tmp_path).last == "provider_error"
+    assert _read(tmp_path).last == "provider_error"
 
 
 @settings(max_examples=60, deadline=None)
@@ -57,7 +63,7 @@ def test_any_trace_reads_to_a_bounded_answer(statuses: list[Any]) -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as raw:
-        seen = provider.read(_trace(Path(raw), *((status, "x") for status in statuses)))
+        seen = _read(_trace(Path(raw), *((status, "x") for status in statuses)))
     assert 0 <= seen.failed_calls <= len(statuses)
     assert seen.last in (None, *provider.CATEGORIES)
     assert seen.status is None or 400 <= seen.status <= 599

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import re
 
 import pytest
+from gaia2_testing import REPO
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -119,3 +122,11 @@ def test_any_usage_object_is_a_record_or_one_record_error(usage: dict[str, objec
         assert exc.field == "usage"
         return
     assert record.usage == usage
+
+
+def test_every_record_field_is_in_the_results_page_table() -> None:
+    """docs/results.md's table of record fields names every field of AttemptRecord, the new ones too."""
+    text = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    table = text[text.index("| Field | What |"):text.index("## summary.json")]
+    named = set(re.findall(r"`(\w+)`", "\n".join(line.split("|")[1] for line in table.splitlines()[2:] if "|" in line)))
+    assert {spec.name for spec in dataclasses.fields(AttemptRecord)} <= named

@@ -36,7 +36,7 @@ from pytest_gaia2.config.container_env import (
     faketime,
     profile_for,
 )
-from pytest_gaia2.config.options import OptionError
+from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.store.limits import Limits
 from pytest_gaia2.store.redact import MASK, Redactor, looks_secret, secret_values
 

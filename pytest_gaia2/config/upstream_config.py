@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_gaia2.config import options
-from pytest_gaia2.config.options import OptionError
 from pytest_gaia2.config.splits import split_names
 from pytest_gaia2.config.upstream_reader import RunConfigReader, Secret
+from pytest_gaia2.config.values import OptionError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from pytest_gaia2.config.options import OptionError
+from pytest_gaia2.config.values import OptionError
 
 _ENV_REFERENCE = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _NAMED_VOLUME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

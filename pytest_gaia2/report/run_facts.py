@@ -48,8 +48,8 @@ def text(value: Any, chars: int) -> str | None:
     """A string from an untrusted file, printable and at most ``chars`` long; None for anything else."""
     if not isinstance(value, str):
         return None
-    value = printable(value)
-    return value if len(value) <= chars else value[: chars - 1] + "…"
+    shown = printable(value)
+    return shown if len(shown) <= chars else shown[: chars - 1] + "…"
 
 
 def amount(value: float | None) -> str:

@@ -475,7 +475,7 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(option.ini, option.help, type=ini_type, default=[] if option.multiple else None)
 
 
-def _convert(option: Option, raw: Any) -> Any:
+def _convert(option: Option, raw: object) -> Any:
     if option.multiple:
         items = raw if isinstance(raw, (list, tuple)) else [raw]
         return tuple(option.parse(option.name, str(item)) for item in items)
@@ -553,7 +553,7 @@ def _ini_dir(config: pytest.Config) -> Path:
     return config.inipath.parent if config.inipath else config.rootpath
 
 
-def _anchored(option: Option, raw: Any, folder: Path) -> Any:
+def _anchored(option: Option, raw: object, folder: Path) -> Any:
     """A path option's raw value(s) joined to ``folder`` when relative (``~`` expanded); else ``raw``."""
     if not option.path or raw is None:
         return raw

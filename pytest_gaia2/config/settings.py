@@ -214,7 +214,7 @@ class RunSettings:
         )
 
 
-def _clean(value: Any) -> str | None:
+def _clean(value: object) -> str | None:
     text = str(value).strip() if value is not None else ""
     return text or None
 

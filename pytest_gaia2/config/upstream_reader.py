@@ -111,7 +111,7 @@ class RunConfigReader:
 
     # -- results -----------------------------------------------------------------------------
 
-    def set(self, where: str, key: str, raw: Any) -> None:
+    def set(self, where: str, key: str, raw: object) -> None:
         self.options[key] = raw
         self.origin[key] = where
 
@@ -130,7 +130,7 @@ class RunConfigReader:
         self.replaced.append({"key": where, "configured": configured, "used": used})
         self.note(where, f"= {configured!r} is replaced: the run uses {used}")
 
-    def target(self, where: str, key: str, raw: Any) -> None:
+    def target(self, where: str, key: str, raw: object) -> None:
         self.targets.append(where)
         self.set(where, key, raw)
 

@@ -454,7 +454,7 @@ def index_context(run_folder: Path) -> dict[str, Any]:
 
 
 def stop_context(run_folder: Path, records: list[AttemptRecord]) -> dict[str, Any]:
-    """What index.html shows of the plan (issue 23): planned and done, the run's name and tags,
+    """What index.html shows of the plan: planned and done, the run's name and tags,
     why it stopped (summary.json, read checked) and ran vs planned per stratum."""
     facts = run_facts.read(run_folder)
     plan = facts.plan(records)

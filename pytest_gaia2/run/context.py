@@ -97,7 +97,7 @@ class RunStopped(Exception):
 
 
 class RunContext:
-    """Run-wide state and the once-per-run work; the hooks in ``plugin.py`` delegate here."""
+    """Run-wide state and the once-per-run work; the plugin's hooks (:mod:`pytest_gaia2.plugin.hooks`) delegate here."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config

@@ -319,8 +319,8 @@ def is_judged(record: AttemptRecord | None) -> bool:
     return record is not None and record.success in (True, False)
 
 
-# Error categories: what happened, and where to look. The README's table and the
-# Allure categories are generated from this one table.
+# Error categories: what happened, and where to look. docs/reference/categories.md and the
+# Allure categories are generated from this one table, so they cannot disagree.
 CATEGORIES: dict[str, tuple[str, str]] = {
     "invalid_scenario": (
         "the scenario file cannot be run (bad JSON, missing field, duplicate id)",

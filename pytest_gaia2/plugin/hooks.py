@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -282,7 +282,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
-def _allure_marks(config: pytest.Config) -> Any:
+def _allure_marks(config: pytest.Config) -> Callable[[PlannedItem], list[pytest.MarkDecorator]]:
     if getattr(config.option, "allure_report_dir", None):
         from pytest_gaia2.plugin.allure import marks
 
@@ -344,7 +344,9 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> Sc
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     context = _context(item.config)
     if context:

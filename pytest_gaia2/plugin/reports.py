@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,7 +19,9 @@ from pytest_gaia2.store.redact import printable
 
 if TYPE_CHECKING:
     from pytest_gaia2.plan.items import PlannedItem
+    from pytest_gaia2.run.attempt import ScenarioAttempt
     from pytest_gaia2.run.context import RunContext
+    from pytest_gaia2.run.evidence import ScenarioResult
 
 
 CARRIED = ("gaia2_record", "gaia2_not_started")
@@ -28,10 +30,10 @@ CARRIED_KEY = "gaia2"
 """Where a serialised report carries them (from an xdist worker to the controller)."""
 
 
-def carry(report: Any, data: Any) -> Any:
+def carry(report: object, data: dict[str, object] | None) -> dict[str, object] | None:
     """``data`` (pytest's serialised ``report``) with the plugin's attributes under
     :data:`CARRIED_KEY` alone, taken from the report itself."""
-    if not isinstance(data, dict):
+    if data is None:
         return data
     for name in CARRIED:
         data.pop(name, None)
@@ -41,17 +43,16 @@ def carry(report: Any, data: Any) -> Any:
     return data
 
 
-def unpack(data: Any) -> Callable[[Any], Any]:
+def unpack(data: dict[str, object]) -> Callable[[object], None]:
     """Take the plugin's attributes out of a serialised report before pytest rebuilds it; what
     puts them on the rebuilt report."""
-    carried = data.pop(CARRIED_KEY, None) if isinstance(data, dict) else None
+    carried = data.pop(CARRIED_KEY, None)
 
-    def restore(report: Any) -> Any:
-        if report is not None and isinstance(carried, dict):
+    def restore(report: object) -> None:
+        if isinstance(carried, dict):
             for name in CARRIED:
                 if name in carried:
                     setattr(report, name, carried[name])
-        return report
 
     return restore
 
@@ -74,7 +75,11 @@ def mask(context: RunContext, report: pytest.TestReport) -> None:
 
 
 def _record(
-    context: RunContext, planned: PlannedItem, call: pytest.CallInfo[None], result: Any, attempt: Any
+    context: RunContext,
+    planned: PlannedItem,
+    call: pytest.CallInfo[None],
+    result: ScenarioResult | None,
+    attempt: ScenarioAttempt | None,
 ) -> AttemptRecord:
     """The item's record: its result's, its attempt's, its broken file's, or a harness error."""
     if result is not None:
@@ -98,8 +103,8 @@ def annotate(
     call: pytest.CallInfo[None],
     report: pytest.TestReport,
     planned: PlannedItem | None,
-    result: Any,
-    attempt: Any,
+    result: ScenarioResult | None,
+    attempt: ScenarioAttempt | None,
 ) -> None:
     """Mask the report; on the item's final report, attach the record and its JUnit properties."""
     if not context.active:

@@ -81,7 +81,7 @@ class PageBudget:
     def __init__(self, total: int = PAGE_BUDGET) -> None:
         self.left = total
 
-    def text(self, value: Any, cap: int = TEXT_CAP) -> str:
+    def text(self, value: object, cap: int = TEXT_CAP) -> str:
         """``value`` as shown text: strings as they are, None as nothing, the rest as JSON."""
         text = shown(value)
         keep = max(0, min(cap, self.left))
@@ -91,7 +91,7 @@ class PageBudget:
         return f"{text[:keep]}… [cut: {len(text) - keep} more characters in the raw file]"
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """How any JSON value reads on a page; the judge-matching test compares against this."""
     if value is None:
         return ""
@@ -110,11 +110,11 @@ def _objects(path: Path, limit: int) -> tuple[list[dict[str, Any]], bool]:
     return found[:limit], len(found) > limit
 
 
-def _items(value: Any, limit: int = MAX_ROWS) -> list[dict[str, Any]]:
+def _items(value: object, limit: int = MAX_ROWS) -> list[dict[str, Any]]:
     return [item for item in value[:limit] if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-def _seconds(value: Any) -> float | None:
+def _seconds(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
@@ -172,11 +172,11 @@ def turns(events: list[dict[str, Any]], budget: PageBudget) -> tuple[list[list[d
 # -- the judge ---------------------------------------------------------------------------------
 
 
-def _verdict(value: Any) -> str:
+def _verdict(value: object) -> str:
     return "PASS" if value is True else "FAIL" if value is False else "no verdict"
 
 
-def _turn_number(turn: Any, budget: PageBudget) -> str:
+def _turn_number(turn: object, budget: PageBudget) -> str:
     """The judge counts turns from 0, the page (like eventd's log) from 1."""
     return str(turn + 1) if isinstance(turn, int) and not isinstance(turn, bool) else budget.text(turn, 20)
 
@@ -445,7 +445,7 @@ def index_context(run_folder: Path) -> dict[str, Any]:
 
 
 def stop_context(run_folder: Path, records: list[AttemptRecord]) -> dict[str, Any]:
-    """What index.html shows of the plan (issue 23): planned and done, the run's name and tags,
+    """What index.html shows of the plan: planned and done, the run's name and tags,
     why it stopped (summary.json, read checked) and ran vs planned per stratum."""
     facts = run_facts.read(run_folder)
     plan = facts.plan(records)

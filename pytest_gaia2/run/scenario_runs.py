@@ -68,7 +68,7 @@ def retried(record: AttemptRecord, tried: int, retries: int) -> bool:
 def backoff(tried: int, jitter: Callable[[], float] = random.random) -> float:
     """Seconds to wait after the ``tried``-th attempt ended in provider trouble: doubling from
     BACKOFF_BASE_S up to BACKOFF_MAX_S, each between half and all of it so workers part ways."""
-    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (tried - 1)) * (0.5 + jitter() / 2)
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2.0 ** (tried - 1)) * (0.5 + jitter() / 2)
 
 
 def troubled(result: ScenarioResult) -> bool:

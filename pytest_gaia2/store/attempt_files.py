@@ -64,11 +64,11 @@ class AttemptFiles:
     """What one attempt folder's evidence files hold, each file read once."""
 
     folder: Path
-    status: Any = None
+    status: object = None
     """daemon_status.json parsed (any JSON value: its reader checks it is an object); None when absent."""
     status_raw: bytes = b""
     """Its bytes, when it parsed: what no judge writes (a byte-order mark, a key twice) shows there."""
-    last_judgment: Any = None
+    last_judgment: object = None
     """The last line of daemon_judgments.jsonl, parsed."""
     last_judgment_raw: bytes = b""
     events: tuple[dict[str, Any], ...] = ()
@@ -87,7 +87,7 @@ class AttemptFiles:
     @classmethod
     def read(cls, folder: Path, *on_call: CallReader) -> AttemptFiles:
         """The folder's evidence; each of ``on_call`` is told of every model call of the trace."""
-        status: Any = None
+        status: object = None
         status_raw = b""
         try:
             raw = read_regular_file(folder / STATUS_FILE, max_bytes=STATUS_MAX_BYTES)

@@ -173,7 +173,7 @@ def write_text(path: Path, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: object) -> None:
     write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n")
 
 

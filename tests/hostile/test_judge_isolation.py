@@ -218,7 +218,7 @@ def test_every_forgery_fails_in_the_reference_images_privilege_model(tmp_path: P
 
 
 @pytest.mark.parametrize(("mode", "why"), [
-    ("forge", "the agent wrote no action"),  # the case: 0 events, a self-consistent record
+    ("forge", "the agent wrote no action"),  # the forger's case: 0 events, a self-consistent record
     ("bom", "byte-order mark"),
     ("duplicate", "'judgment'"),
 ])

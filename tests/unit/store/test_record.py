@@ -125,8 +125,8 @@ def test_any_usage_object_is_a_record_or_one_record_error(usage: dict[str, objec
 
 
 def test_every_record_field_is_in_the_results_page_table() -> None:
-    """docs/results.md's table of record fields names every field of AttemptRecord, the new ones too."""
-    text = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    """docs/reference/results.md's table of record fields names every field of AttemptRecord, the new ones too."""
+    text = (REPO / "docs" / "reference" / "results.md").read_text(encoding="utf-8")
     table = text[text.index("| Field | What |"):text.index("## summary.json")]
     named = set(re.findall(r"`(\w+)`", "\n".join(line.split("|")[1] for line in table.splitlines()[2:] if "|" in line)))
     assert {spec.name for spec in dataclasses.fields(AttemptRecord)} <= named

@@ -378,8 +378,10 @@ class ScenarioRunner:
 
     def error_record(self, item: PlannedItem, category: str, message: str) -> AttemptRecord:
         """The last resort: a record for an item that raised before any attempt wrote one."""
+        record = item.error_record(self.provenance)
         record = replace(
-            item.error_record(self.provenance),
+            record,
+            task=self.redactor.redact(record.task) if record.task else record.task,
             error=self.redactor.redact(message),
             error_category=category,
             repeat=item.repeat,

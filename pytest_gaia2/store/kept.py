@@ -81,9 +81,11 @@ class Listing:
     problem: str | None = None
 
 
-def listing(path: Path, *, listed: int = LISTED, shown_bytes: int = SHOWN_BYTES) -> Listing:
-    """The members of the kept archive at ``path``: never raises, whatever the file holds;
-    memory stays at ``shown_bytes`` per member, time at :data:`MAX_MEMBERS` headers."""
+def listing(path: Path, *, listed: int | None = None, shown_bytes: int = SHOWN_BYTES) -> Listing:
+    """The members of the kept archive at ``path`` (the first ``listed``, :data:`LISTED` by
+    default): never raises, whatever the file holds; memory stays at ``shown_bytes`` per
+    member, time at :data:`MAX_MEMBERS` headers."""
+    listed = LISTED if listed is None else listed
     found = Listing()
     try:
         with regular_members(path) as members:

@@ -73,7 +73,7 @@ signal.pause()
 def planter_image() -> str:
     """The agent's user shares the judge's uid, so it can write the state folder as well."""
     digest = hashlib.sha256(AGENT.encode()).hexdigest()[:12]
-    tag = f"pytest-gaia2-test/planter:{digest}"
+    tag = f"pytest-gaia2-test/planter-oracle:{digest}"  # an oracle image: no model settings asked
     derived_image(tag, "COPY planter.py /opt/gaia2_ref_agent.py", 'RUN usermod -o -u "$(id -u gaia2)" agent',
                   files={"planter.py": AGENT.encode()})
     return tag
@@ -105,6 +105,7 @@ def test_planted_files_are_members_of_archives_never_files_and_no_later_pytest_o
                        f"--gaia2-image={planter_image}", f"--gaia2-env=PLANTED={planted}", "--gaia2-timeout=90")
 
     # The verdict and the record are the judge's, as without the planted files.
+    assert (tmp_path / "out").is_dir(), run.done.stdout[-3000:] + run.done.stderr[-3000:]
     records = {record["scenario_id"]: record for record in results_of(tmp_path / "out")}
     assert {sid: (r["outcome"], r["judged_in_container"]) for sid, r in records.items()} == {
         sid: ("failed", True) for sid in IDS}, run.done.stdout[-3000:]

@@ -92,8 +92,9 @@ def later_pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
 def test_planted_files_are_members_of_archives_never_files_and_no_later_pytest_obeys_them(
-        tmp_path: Path, planter_image: str) -> None:
+        tmp_path: Path, planter_image: str, workers: tuple[str, ...]) -> None:
     root = tmp_path / "scenarios"
     for scenario_id in IDS:
         scenario_variant(root, SOURCE, scenario_id=scenario_id, duration=180.0)
@@ -102,7 +103,7 @@ def test_planted_files_are_members_of_archives_never_files_and_no_later_pytest_o
     sequence.write_text(json.dumps(chain) + "\n", encoding="utf-8")
     planted = json.dumps({name: content.decode() for name, content in PLANTED.items()})
     run = run_measured(tmp_path, f"--gaia2-scenarios={root}", f"--gaia2-sequence={sequence}",
-                       f"--gaia2-image={planter_image}", f"--gaia2-env=PLANTED={planted}", "--gaia2-timeout=90")
+                       f"--gaia2-image={planter_image}", f"--gaia2-env=PLANTED={planted}", "--gaia2-timeout=90", *workers)
 
     # The verdict and the record are the judge's, as without the planted files.
     assert (tmp_path / "out").is_dir(), run.done.stdout[-3000:] + run.done.stderr[-3000:]

@@ -10,7 +10,7 @@ holding the key can write it in (:func:`secret_forms`: reversed, rot13, fullwidt
 base32, base64 and base64 of base64, base85 and ascii85, at any alignment in a longer text, each
 letter optionally followed by a separator or zero-width character), and gzip+base64 blobs that
 hold it. The mask ``***`` is valid wherever the match was (inside a JSON string, a URL, HTML).
-No list of encodings is complete (docs/security.md says which are covered): a key the container
+No list of encodings is complete (docs/explanation/security.md says which are covered): a key the container
 never holds is the real protection.
 
 :func:`printable` is the other half: nothing from a container reaches a terminal (or a JUnit
@@ -196,7 +196,7 @@ class Forms(NamedTuple):
 
 
 def secret_forms(secret: str) -> Forms:
-    """Every form of ``secret`` the redactor masks (docs/security.md lists them)."""
+    """Every form of ``secret`` the redactor masks (docs/explanation/security.md lists them)."""
     data = secret.encode("utf-8", "surrogatepass")
     forms = Forms({secret}, {secret[::-1], codecs.encode(secret, "rot13"), secret.translate(_FULLWIDTH)}, set(), set())
     for codec in ("utf-16-le", "utf-16-be"):

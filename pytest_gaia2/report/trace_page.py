@@ -31,6 +31,7 @@ from pytest_gaia2.report import run_facts, stats
 from pytest_gaia2.report.rows import natural_key, split_order
 from pytest_gaia2.report.summary import coverage
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.kept import CONTAINER_FILES, listing
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES
 from pytest_gaia2.store.names import spellings
 from pytest_gaia2.store.record import AttemptRecord
@@ -302,6 +303,25 @@ def files(folder: Path) -> list[dict[str, Any]]:
     return found[:MAX_FILES]
 
 
+def kept_files(folder: Path, budget: PageBudget) -> dict[str, Any] | None:
+    """The members of the attempt's archive of its container's other files, when it has one:
+    names and sizes, and short UTF-8 members' text drawn on the page's budget."""
+    if not os.path.lexists(folder / CONTAINER_FILES):
+        return None
+    found = listing(folder / CONTAINER_FILES)
+    members = [
+        {"name": member.name, "size": member.size, "text": None if member.text is None else budget.text(member.text)}
+        for member in found.members
+    ]
+    return {
+        "name": CONTAINER_FILES,
+        "href": quote(CONTAINER_FILES),
+        "members": members,
+        "more": found.more,
+        "problem": found.problem,
+    }
+
+
 def judge_audit(folder: Path, budget: PageBudget) -> dict[str, Any] | None:
     """The judge's audit trail, when the attempt has one: its file, and its first lines' known fields."""
     for name in AUDIT_FILES:
@@ -361,6 +381,7 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "wire_calls": [wire_row(call, budget) for call in calls],
         "more_wire": more_wire,
         "files": files(folder),
+        "kept": kept_files(folder, budget),
         "missing": MISSING,
         "isolation": isolation_of(folder),
     }

@@ -16,7 +16,7 @@ from pytest_gaia2.store.record import AttemptRecord
 
 WIRE_LOG = "wire.jsonl"
 """The gateway's log of an attempt's calls, in the attempt's folder."""
-WIRE_COUNTS = ("calls", "refused_calls", "rate_limited", "server_errors")
+WIRE_COUNTS = ("calls", "refused_calls", "rate_limited", "server_errors", "retried")
 TOKEN_KEYS = ("calls", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
 
 
@@ -134,12 +134,17 @@ def _differs(wire: dict[str, Any]) -> bool:
 
 def wire_summary(records: Iterable[AttemptRecord]) -> dict[str, Any]:
     """What the gateway measured over the attempts it served, and how far their traces are off."""
-    wires = [record.wire for record in records if record.wire]
+    served = [record for record in records if record.wire]
+    wires = [record.wire for record in served if record.wire]
     totals = {key: sum(int(wire.get(key) or 0) for wire in wires) for key in (*WIRE_COUNTS, "unseen_calls")}
     gaps = [wire["trace_minus_wire_usd"] for wire in wires if isinstance(wire.get("trace_minus_wire_usd"), float)]
+    priced = [record.cost_usd for record in served if record.cost_usd is not None]
     return {
         "scenarios": len(wires),
         **totals,
+        "tokens": sum(int((record.usage or {}).get(key) or 0) for record in served for key in TOKEN_KEYS[1:3]),
+        "usd": round(sum(priced), 6),
+        "unpriced": len(served) - len(priced),
         "differ": sum(map(_differs, wires)),
         "untraced": sum(1 for wire in wires if not wire.get("trace_calls") and wire.get("calls")),
         "trace_minus_wire_usd": round(sum(gaps), 6),
@@ -156,10 +161,12 @@ def wire_lines(wire: dict[str, Any] | None) -> list[str]:
             ("refused_calls", "refused at a cap"),
             ("rate_limited", "rate-limited"),
             ("server_errors", "failed at the provider"),
+            ("retried", "retried"),
         )
         if wire.get(key)
     ]
-    line = f"gateway: {wire['calls']} model calls measured on the wire" + (
+    money = f"${wire['usd']:.4f}" + (f" and {wire['unpriced']} scenario(s) of unknown cost" if wire.get("unpriced") else "")
+    line = f"gateway: {wire['calls']} model calls measured on the wire, {wire['tokens']:,} tokens, {money}" + (
         f" ({', '.join(troubles)})" if troubles else ""
     )
     if not wire["differ"]:

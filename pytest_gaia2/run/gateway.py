@@ -185,6 +185,10 @@ class Grant:
     refused_calls: int = 0
     rate_limited: int = 0
     server_errors: int = 0
+    retried: int = 0
+    """Calls made after the attempt's previous call was refused or failed (429, 5xx, no answer):
+    the client's retries, as the wire sees them."""
+    failing: bool = False
     stopped: tuple[str, str] | None = None
     """``(category, message)`` once a cap ended the scenario."""
     sources: set[str] = field(default_factory=set)
@@ -211,6 +215,7 @@ class Grant:
             "refused_calls": self.refused_calls,
             "rate_limited": self.rate_limited,
             "server_errors": self.server_errors,
+            "retried": self.retried,
             "usage": self.usage.to_json(),
             "cost_usd": usd,
             "cost_source": source,
@@ -528,6 +533,8 @@ class Gateway:
             options = body.get("stream_options")
             body["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
         call.update(model=model if model and _PLAIN_MODEL.fullmatch(model) else None, stream=stream)
+        if grant.failing:
+            call["retry"] = True
         headers = {name: request.headers[name] for name in FORWARDED_HEADERS if name in request.headers}
         headers["content-type"] = "application/json"
         headers["accept-encoding"] = "identity"  # the answer is relayed and read as it comes, never compressed
@@ -608,6 +615,8 @@ class Gateway:
                 grant.unpriced = cost.source
             grant.rate_limited += status == 429
             grant.server_errors += status >= 500
+            grant.retried += bool(call.get("retry"))
+            grant.failing = status == 429 or status >= 500 or not status
         line = {
             **call,
             "status": status or None,

@@ -165,7 +165,9 @@ def wire_lines(wire: dict[str, Any] | None) -> list[str]:
         )
         if wire.get(key)
     ]
-    money = f"${wire['usd']:.4f}" + (f" and {wire['unpriced']} scenario(s) of unknown cost" if wire.get("unpriced") else "")
+    money = f"${wire['usd']:.4f}" + (
+        f" and {wire['unpriced']} scenario(s) of unknown cost" if wire.get("unpriced") else ""
+    )
     line = f"gateway: {wire['calls']} model calls measured on the wire, {wire['tokens']:,} tokens, {money}" + (
         f" ({', '.join(troubles)})" if troubles else ""
     )

@@ -153,11 +153,13 @@ class RunContext:
         """The run's model gateway, on the controller (or the only process) while the run lasts."""
         self.gateway_access: dict[str, Any] | None = worker_input.get("gaia2_gateway")
         self.gateway_routes: dict[str, gateway_mod.Upstream] = {}
+        self.gateway_notes: list[str] = []
         if self.active:
             self.notes.extend([*self.settings.warnings, *self.engines.notes()])
             if not self.values["preflight_only"]:
                 settings_mod.validate(self.settings)
                 self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values["gateway"])
+                self.gateway_notes = gateway_notes
                 self.notes.extend(gateway_notes)
                 for cap in ("scenario_cap", "scenario_token_cap"):
                     if self.values[cap] is not None and not self.gateway_routes:
@@ -632,7 +634,8 @@ class RunContext:
             keyword=self.config.option.keyword or None,
         )
         upstream = {"upstream_config": self.upstream_config} if self.upstream_config else {}
-        return self.redactor.redact_obj({**data, **upstream, **facts})
+        gateway = {"gateway": gateway_mod.run_fact(self.gateway_routes, self.gateway_notes)}
+        return self.redactor.redact_obj({**data, **upstream, **gateway, **facts})
 
     # -- the items' runs ---------------------------------------------------------------------
 

@@ -171,6 +171,12 @@ def plan(settings: RunSettings, mode: str | None) -> tuple[dict[str, Upstream], 
     return found, []
 
 
+def run_fact(routes: Mapping[str, Upstream], notes: list[str]) -> dict[str, Any]:
+    """run_config.json's ``gateway``: whether it was on, for which routes, and, off, why (the
+    pages say a run with the gateway off gave its containers the keys and trusted their traces)."""
+    return {"on": bool(routes), "routes": sorted(routes), "off": "; ".join(notes) or None}
+
+
 @dataclass
 class Grant:
     """One attempt's token: where its calls are logged, its cap and what it has spent."""

@@ -86,8 +86,9 @@ def _tokens(records: Iterable[AttemptRecord]) -> dict[str, int]:
     return totals
 
 
-def summary(records: Iterable[AttemptRecord]) -> dict[str, Any] | None:
-    """Spend in total and per split: USD over the priced scenarios, how many were priced, tokens.
+def summary(records: Iterable[AttemptRecord], earlier: Iterable[AttemptRecord] = ()) -> dict[str, Any] | None:
+    """Spend in total and per split: USD over the priced scenarios, how many were priced, tokens;
+    with the gateway on, its figures, which count the ``earlier`` attempts a retry replaced too.
 
     None when no scenario left a trace (nothing to say, rather than $0).
     """
@@ -120,7 +121,7 @@ def summary(records: Iterable[AttemptRecord]) -> dict[str, Any] | None:
         **block(traced),
         "by_split": {split: block(group) for split, group in sorted(by_split.items())},
         "unknown_models": unknown,
-        **({"wire": wire_summary(traced)} if any(record.wire for record in traced) else {}),
+        **({"wire": wire_summary(traced, earlier)} if any(record.wire for record in traced) else {}),
     }
 
 
@@ -132,19 +133,23 @@ def _differs(wire: dict[str, Any]) -> bool:
     return bool(gap) or untold or int(wire.get("unseen_calls") or 0) > 0
 
 
-def wire_summary(records: Iterable[AttemptRecord]) -> dict[str, Any]:
-    """What the gateway measured over the attempts it served, and how far their traces are off."""
+def wire_summary(records: Iterable[AttemptRecord], earlier: Iterable[AttemptRecord] = ()) -> dict[str, Any]:
+    """What the gateway measured over the attempts it served (the final ones, and the ``earlier``
+    ones a retry replaced), and how far the final attempts' traces are off."""
     served = [record for record in records if record.wire]
+    every = served + [record for record in earlier if record.wire]
     wires = [record.wire for record in served if record.wire]
-    totals = {key: sum(int(wire.get(key) or 0) for wire in wires) for key in (*WIRE_COUNTS, "unseen_calls")}
+    totals = {key: sum(int((record.wire or {}).get(key) or 0) for record in every) for key in WIRE_COUNTS}
     gaps = [wire["trace_minus_wire_usd"] for wire in wires if isinstance(wire.get("trace_minus_wire_usd"), float)]
-    priced = [record.cost_usd for record in served if record.cost_usd is not None]
+    priced = [record.cost_usd for record in every if record.cost_usd is not None]
     return {
         "scenarios": len(wires),
         **totals,
-        "tokens": sum(int((record.usage or {}).get(key) or 0) for record in served for key in TOKEN_KEYS[1:3]),
+        "unseen_calls": sum(int(wire.get("unseen_calls") or 0) for wire in wires),
+        "attempts": len(every),
+        "tokens": sum(int((record.usage or {}).get(key) or 0) for record in every for key in TOKEN_KEYS[1:3]),
         "usd": round(sum(priced), 6),
-        "unpriced": len(served) - len(priced),
+        "unpriced": len(every) - len(priced),
         "differ": sum(map(_differs, wires)),
         "untraced": sum(1 for wire in wires if not wire.get("trace_calls") and wire.get("calls")),
         "trace_minus_wire_usd": round(sum(gaps), 6),
@@ -166,11 +171,14 @@ def wire_lines(wire: dict[str, Any] | None) -> list[str]:
         if wire.get(key)
     ]
     money = f"${wire['usd']:.4f}" + (
-        f" and {wire['unpriced']} scenario(s) of unknown cost" if wire.get("unpriced") else ""
+        f" and {wire['unpriced']} attempt(s) of unknown cost" if wire.get("unpriced") else ""
     )
-    line = f"gateway: {wire['calls']} model calls measured on the wire, {wire['tokens']:,} tokens, {money}" + (
-        f" ({', '.join(troubles)})" if troubles else ""
-    )
+    reruns = wire.get("attempts", 0) - wire["scenarios"]
+    line = (
+        f"gateway: {wire['calls']} model calls measured on the wire"
+        + (f" in {wire['attempts']} attempts" if reruns > 0 else "")
+        + f", {wire['tokens']:,} tokens, {money}"
+    ) + (f" ({', '.join(troubles)})" if troubles else "")
     if not wire["differ"]:
         return [line + "; the agents' traces agree"]
     gap = wire["trace_minus_wire_usd"]

@@ -283,7 +283,7 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
         facts=facts,
         coverage=coverage(summary),
         plan=plan,
-        wire=wire_figures.run_page(run_config, records),
+        wire=wire_figures.run_page(run_config, records, wire_figures.earlier_attempts(folder.path, records)),
     )
 
 

@@ -446,7 +446,9 @@ def index_context(run_folder: Path) -> dict[str, Any]:
         "image": budget.text(records[0].image if records else "", 300),
         "model": budget.text(records[0].model if records else "", 300),
         **stop_context(run_folder, records),
-        "wire_page": wire_figures.run_page(run_facts.config_of(run_folder), records),
+        "wire_page": wire_figures.run_page(
+            run_facts.config_of(run_folder), records, wire_figures.earlier_attempts(run_folder, records)
+        ),
     }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,9 @@ MAX_SCENARIOS = 500
 COUNT_MAX = 10**12
 """A count (calls, tokens) past this is not believed."""
 TEXT_MAX = 300
+MAX_EARLIER = 5000
+"""Earlier attempts (retried ones) read from their result.json for a run's sums; past this the
+sums stand on the final attempts' figures and the rest."""
 RUN_DEPTH = 4
 """An attempt folder lies at most this many folders below its run folder (split, id, run, attempt)."""
 TRACE_LINE_MAX_BYTES = 4 * 2**20
@@ -64,7 +67,7 @@ class Figures:
     output_tokens: int = 0
     usd: float = 0.0
     unpriced: int = 0
-    """Scenarios whose calls the gateway could not price (not counted in ``usd``)."""
+    """Attempts whose calls the gateway could not price (not counted in ``usd``)."""
     rate_limited: int = 0
     server_errors: int = 0
     refused_calls: int = 0
@@ -110,6 +113,33 @@ def of_record(record: AttemptRecord) -> Figures | None:
     )
 
 
+def earlier_attempts(run_folder: Path, records: Iterable[AttemptRecord]) -> list[AttemptRecord]:
+    """The attempts before each record's own (the ones ``--gaia2-retries`` replaced), read from
+    their result.json: the gateway served them too, so a run's sums count them (at most
+    :data:`MAX_EARLIER`)."""
+    folder = store.RunFolder(run_folder)
+    found: list[AttemptRecord] = []
+    for record in records:
+        if record.attempt <= 1 or len(found) >= MAX_EARLIER:
+            continue
+        try:
+            where = folder.scenario_dir(record.split, record.scenario_id, record.repeat, record.repeats)
+        except store.StoreError:
+            continue
+        found += [
+            earlier
+            for earlier in folder.attempt_records(where)
+            if earlier.attempt < record.attempt and earlier.key == record.key
+        ]
+    return found[:MAX_EARLIER]
+
+
+def _as_earlier(figures: Figures) -> Figures:
+    """An earlier attempt's figures as they add to its scenario's: calls, tokens, money and
+    trouble, but not another scenario, nor its trace's story (the final attempt tells that)."""
+    return replace(figures, scenarios=0, reruns=0, unseen_calls=0, differ=0, trace_minus_wire_usd=0.0)
+
+
 def _trace_gap(record: AttemptRecord, figures: Figures) -> str:
     """How the attempt's trace differs from the wire, in a few words."""
     wire = record.wire or {}
@@ -119,6 +149,13 @@ def _trace_gap(record: AttemptRecord, figures: Figures) -> str:
     return signed_usd(gap) if gap else "agrees"
 
 
+def _money(figures: Figures) -> str:
+    """A scenario's money: unknown when none of its attempts' calls had a price."""
+    if figures.unpriced and not figures.usd:
+        return "unknown"
+    return usd_text(figures.usd) + (f" (+{figures.unpriced:,} attempt(s) of unknown cost)" if figures.unpriced else "")
+
+
 def scenario_row(record: AttemptRecord, figures: Figures) -> dict[str, Any]:
     """One scenario's line of the pages' table: every cell a short text or a count."""
     return {
@@ -126,7 +163,7 @@ def scenario_row(record: AttemptRecord, figures: Figures) -> dict[str, Any]:
         "attempt": min(record.attempt, COUNT_MAX),
         "calls": figures.calls,
         "tokens": f"{figures.input_tokens:,} / {figures.output_tokens:,}",
-        "usd": "unknown" if figures.unpriced else usd_text(figures.usd),
+        "usd": _money(figures),
         "rate_limited": figures.rate_limited,
         "server_errors": figures.server_errors,
         "refused_calls": figures.refused_calls,
@@ -154,13 +191,13 @@ def total_lines(total: Figures) -> list[str]:
     """The run's wire figures as the pages list them."""
     troubles = ", ".join(_troubles(total))
     lines = [
-        f"{total.calls:,} model calls in {total.scenarios:,} scenario(s)" + (f": {troubles}" if troubles else ""),
+        f"{total.calls:,} model calls in {total.scenarios:,} scenario(s)"
+        + (f" ({total.reruns:,} of their attempts re-run by --gaia2-retries)" if total.reruns else "")
+        + (f": {troubles}" if troubles else ""),
         f"tokens: {total.input_tokens:,} in, {total.output_tokens:,} out",
         f"money: {usd_text(total.usd)}"
-        + (f", and {total.unpriced:,} scenario(s) of unknown cost" if total.unpriced else ""),
+        + (f", and {total.unpriced:,} attempt(s) of unknown cost" if total.unpriced else ""),
     ]
-    if total.reruns:
-        lines.append(f"attempts re-run (--gaia2-retries): {total.reruns:,}")
     if not total.differ:
         lines.append("the agents' own traces agree with the wire")
     else:
@@ -185,11 +222,22 @@ def off_note(config: Mapping[str, Any]) -> str | None:
     return f"{OFF} ({why})." if why else None
 
 
-def run_page(config: Mapping[str, Any], records: Iterable[AttemptRecord]) -> dict[str, Any] | None:
+def run_page(
+    config: Mapping[str, Any], records: Iterable[AttemptRecord], earlier: Iterable[AttemptRecord] = ()
+) -> dict[str, Any] | None:
     """What index.html and report.html show of the gateway: the run's totals and one line per
-    scenario it served (at most :data:`MAX_SCENARIOS`), or that it was off; None: nothing to say."""
+    scenario it served (at most :data:`MAX_SCENARIOS`), each summing the scenario's attempts
+    (``earlier``: :func:`earlier_attempts`), or that it was off; None: nothing to say."""
     off = off_note(config)
-    served = [(record, figures) for record in records if (figures := of_record(record)) is not None]
+    before: dict[str, Figures] = {}
+    for attempt in earlier:
+        if (figures := of_record(attempt)) is not None:
+            before[attempt.key] = before.get(attempt.key, Figures()) + _as_earlier(figures)
+    served = [
+        (record, figures + before.get(record.key, Figures()))
+        for record in records
+        if (figures := of_record(record)) is not None
+    ]
     if not served and off is None:
         return None
     total = sum((figures for _, figures in served), Figures())

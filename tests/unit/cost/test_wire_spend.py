@@ -93,6 +93,17 @@ def test_retries_and_scenarios_of_unknown_cost_are_in_the_gateway_line() -> None
     assert block["wire"]["retried"] == 4 and block["wire"]["unpriced"] == 1
     (line,) = spend.wire_lines(block["wire"])
     assert line.startswith(
-        "gateway: 6 model calls measured on the wire, 90 tokens, $0.0600 and 1 scenario(s) of unknown cost "
+        "gateway: 6 model calls measured on the wire, 90 tokens, $0.0600 and 1 attempt(s) of unknown cost "
         "(4 rate-limited, 4 retried)"
     )
+
+
+def test_the_attempts_a_retry_replaced_count_in_the_gateway_line() -> None:
+    final = replace(record(1, spend.wire_cost({**WIRE, "refused_calls": 0}, traced(3, 0.06))["wire"], 0.06), attempt=2)
+    refused = spend.wire_cost({**WIRE, "calls": 1, "refused_calls": 0, "rate_limited": 1}, traced(1, None))["wire"]
+    earlier = replace(record(1, refused, None), usage={"calls": 1})
+    block = spend.summary([final], [earlier])
+    assert block is not None and block["usd"] == 0.06  # the money of the final attempts; the ledger has every one
+    (line,) = spend.wire_lines(block["wire"])
+    assert line.startswith("gateway: 4 model calls measured on the wire in 2 attempts, 45 tokens, $0.0600 and "
+                           "1 attempt(s) of unknown cost (1 rate-limited)")

@@ -50,10 +50,10 @@ def test_the_run_and_each_scenario_sum_what_the_gateway_measured() -> None:
     page = wire_figures.run_page({"gateway": {"on": True, "routes": ["agent"], "off": None}}, records)
     assert page is not None and page["off"] is None
     assert page["lines"] == [
-        "8 model calls in 2 scenario(s): 4 rate-limited (HTTP 429), 4 retried after one of those",
+        "8 model calls in 2 scenario(s) (1 of their attempts re-run by --gaia2-retries): 4 rate-limited (HTTP 429), "
+        "4 retried after one of those",
         "tokens: 40 in, 20 out",
         "money: $0.08",
-        "attempts re-run (--gaia2-retries): 1",
         "the agents' own traces differ in 2 scenario(s), by -$0.06 in all",
     ]
     assert [(row["key"], row["calls"], row["rate_limited"], row["retried"], row["usd"], row["trace"])
@@ -65,7 +65,7 @@ def test_a_scenario_without_a_trace_or_a_price_says_so() -> None:
     page = wire_figures.run_page({}, [replace(record("a", wire=silent), cost_usd=None)])
     assert page is not None
     assert page["rows"][0]["trace"] == "no trace" and page["rows"][0]["usd"] == "unknown"
-    assert "money: $0.00, and 1 scenario(s) of unknown cost" in page["lines"]
+    assert "money: $0.00, and 1 attempt(s) of unknown cost" in page["lines"]
 
 
 def test_a_run_with_the_gateway_off_says_its_containers_held_the_keys(tmp_path: Path) -> None:
@@ -156,3 +156,24 @@ def test_any_values_in_a_run_folder_render_bounded_and_escaped(
             assert abs(figures.trace_minus_wire_usd) <= 1e9
     if page is not None and page["off"]:
         assert len(page["off"]) < len(wire_figures.OFF) + wire_figures.TEXT_MAX + 10
+
+
+def test_the_attempts_a_retry_replaced_are_summed_with_their_scenario(tmp_path: Path) -> None:
+    refused = {**WIRE, "calls": 1, "rate_limited": 1, "retried": 0, "trace_calls": 1, "trace_cost_usd": None,
+               "trace_minus_wire_usd": None}
+    first = replace(record("b", wire=refused), cost_usd=None, usage={"calls": 1, "usage_calls": 0})
+    final = record("b", attempt=2)
+    folder = run_folder(tmp_path, [record("a"), final])
+    store.write_json(folder / "search" / "b" / "result.json", first.to_json())
+    store.write_json(folder / "search" / "b" / "attempt_2" / "result.json", final.to_json())
+    earlier = wire_figures.earlier_attempts(folder, [record("a"), final])
+    assert [(item.key, item.attempt) for item in earlier] == [("search/b", 1)]
+    page = wire_figures.run_page({}, [record("a"), final], earlier)
+    assert page is not None
+    assert page["lines"][0] == ("9 model calls in 2 scenario(s) (1 of their attempts re-run by --gaia2-retries): "
+                                "5 rate-limited (HTTP 429), 4 retried after one of those")
+    assert page["lines"][2] == "money: $0.08, and 1 attempt(s) of unknown cost"
+    row = page["rows"][1]
+    assert (row["key"], row["calls"], row["rate_limited"], row["usd"]) == (
+        "search/b", 5, 3, "$0.04 (+1 attempt(s) of unknown cost)")
+    assert "9 model calls in 2 scenario(s)" in write_index(folder).read_text(encoding="utf-8")

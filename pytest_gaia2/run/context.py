@@ -431,9 +431,11 @@ class RunContext:
                 ),
             )
             self.gateway.start()
-        except (gateway_mod.GatewayError, OptionError) as exc:
-            self.gateway = None
+        except OptionError as exc:
             raise pytest.UsageError(printable(self.redactor.redact(str(exc)))) from None
+        except gateway_mod.GatewayError as exc:  # this host's trouble, not the command's: refused as pre-flight is
+            self.gateway, self.stopped = None, self._stop(f"pytest-gaia2: {exc}; {gateway_mod.OFF_FIX}")
+            return
         self.gateway_access = self.gateway.access()
         routes = ", ".join(self.gateway_routes)
         self.notes.append(

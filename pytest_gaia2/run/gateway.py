@@ -78,6 +78,10 @@ REFUSED_STATUS = 402
 """The answer to a call past a cap: an error no client retries, unlike 429 or 5xx."""
 
 
+OFF_FIX = "run with --gaia2-gateway=off (the containers then get the provider keys as environment variables)"
+"""The way out when the gateway cannot listen or be reached."""
+
+
 class GatewayError(Exception):
     """The gateway cannot start or a run process cannot reach it."""
 

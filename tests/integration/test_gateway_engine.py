@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -69,13 +70,16 @@ def test_a_429_storm_at_the_gateway_paces_both_workers_and_every_scenario_ends_w
 ) -> None:
     answered: list[int] = []
     holders: list[tuple[list[str], int]] = []
+    searches: list[threading.Thread] = []
 
     def reply(model: str, prompt: str) -> str | int:
         answered.append(429 if len(answered) < STORM else 200)
         if answered[-1] == 429:
             return 429
-        if not holders:  # once, while a scenario's container is running and calling
-            holders.append(key_holders(REAL_KEY.encode(), server.port))
+        if not searches:  # once, while a scenario's container is running and calling; the agent waits 20 s at most
+            searches.append(threading.Thread(target=lambda: holders.append(key_holders(REAL_KEY.encode(), server.port))))
+            searches[0].start()
+            searches[0].join(10)
         return "scripted reply"
 
     clean_env.setenv(KEY_VAR, REAL_KEY)
@@ -93,29 +97,31 @@ def test_a_429_storm_at_the_gateway_paces_both_workers_and_every_scenario_ends_w
     records = results_of(output)
     assert sorted(record["outcome"] for record in records) == ["passed"] * 4, result.stdout.str()[-3000:]
     result.assert_outcomes(passed=4)
-    assert answered.count(429) == STORM and len(answered) == 4 + STORM
+    searches[0].join(60)
     assert holders and holders[0][1] >= 1 and holders[0][0] == [], holders  # no key in a container's env or files
+    every = attempts(folder)
+    assert answered.count(429) == STORM
+    assert sum(attempt["wire"]["calls"] for attempt in every) == len(answered)  # the gateway saw every call
+    refused = [attempt for attempt in every if attempt["wire"]["rate_limited"]]
+    assert len(refused) == STORM
     for path in folder.rglob("*"):
         assert not path.is_file() or REAL_KEY.encode() not in path.read_bytes(), path
-    every = attempts(folder)
-    refused = [attempt for attempt in every if attempt["outcome"] == "error"]
-    assert len(every) == 4 + STORM and len(refused) == STORM
     for attempt in refused:
         assert attempt["error_category"] == "provider_rate_limit", attempt["error"]
         assert (attempt["wire"]["calls"], attempt["wire"]["rate_limited"]) == (1, 1)
         (call,) = [json.loads(line) for line in (folder / attempt["folder"] / WIRE_LOG).read_text().splitlines()]
         assert call["status"] == 429
-    assert sum(attempt["wire"]["rate_limited"] for attempt in every) == STORM
     pacer = json.loads((folder / "progress.json").read_text(encoding="utf-8"))["pacer"]
-    assert pacer["pacing"] == "adaptive" and pacer["provider_errors"] == STORM and pacer["slowdowns"] >= 1, pacer
+    assert pacer["pacing"] == "adaptive" and pacer["provider_errors"] >= STORM and pacer["slowdowns"] >= 1, pacer
     slower = [moment(entry["at"]) for entry in pacer["history"] if entry["event"] == "slower"]
     first_end = min(moment(attempt["ended_at"]) for attempt in refused)
     # the gateway told the pacer as the 429 went by, before any refused attempt had ended
     assert slower and slower[0] <= first_end.replace(microsecond=0), (pacer["history"], first_end)
-    result.stdout.fnmatch_lines([f"gateway: {4 + STORM} model calls measured on the wire in {4 + STORM} attempts*"
-                                 f"({STORM} rate-limited)*"])
+    calls, reruns = len(answered), len(every) - 4
+    result.stdout.fnmatch_lines([f"gateway: {calls} model calls measured on the wire in {len(every)} attempts*"
+                                 f"({STORM} rate-limited*"])
     index = (folder / "index.html").read_text(encoding="utf-8")
-    assert f"{4 + STORM} model calls in 4 scenario(s) ({STORM} of their attempts re-run by --gaia2-retries): " \
+    assert f"{calls} model calls in 4 scenario(s) ({reruns} of their attempts re-run by --gaia2-retries): " \
            f"{STORM} rate-limited (HTTP 429)" in index
     assert gaia2_containers(run_id_of(output)) == []
 

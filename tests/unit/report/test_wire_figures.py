@@ -146,6 +146,11 @@ def test_any_values_in_a_run_folder_render_bounded_and_escaped(
     (folder / "results.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
     html = write_index(folder).read_text(encoding="utf-8")
     assert "<script>window" not in html and "could not be rendered" not in html
+    attempt = folder / "search" / "a"
+    store.write_json(attempt / "result.json", line)
+    store.write_json(attempt / "wire.jsonl", wire)
+    trace = write_trace(attempt).read_text(encoding="utf-8")
+    assert "<script>window" not in trace and "could not be rendered" not in trace
     stored = list(store.RunFolder(folder).records())
     page = wire_figures.run_page({"gateway": gateway}, stored)
     for item in stored:

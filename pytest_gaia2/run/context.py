@@ -74,8 +74,9 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (
         EXIT_REFUSED,
         "pre-flight refused the run, before any container and before any run folder: the engine "
-        "does not answer, the image is missing or broken, a model endpoint is not ready, the run to resume "
-        "was made with other settings, the run folder is in use or cannot be created; plain lines saying "
+        "does not answer, the image is missing or broken, a model endpoint is not ready, the model gateway "
+        "cannot listen or no container reaches it, the run to resume was made with other settings, the run "
+        "folder is in use or cannot be created; plain lines saying "
         "why and what to do, the same serially and under `-n`",
     ),
 )

@@ -91,6 +91,9 @@ def test_index_and_report_show_the_figures_escaped(tmp_path: Path) -> None:
     index = write_index(folder).read_text(encoding="utf-8")
     write_report(folder, index=tmp_path / "index.json")
     report = (folder / REPORT_HTML).read_text(encoding="utf-8")
+    markdown = (folder / "report.md").read_text(encoding="utf-8")
+    assert "## Model calls on the wire" in markdown
+    assert "- 8 model calls in 2 scenario(s): 4 rate-limited (HTTP 429), 4 retried after one of those" in markdown
     for html in (index, report):
         assert 'id="wire-figures"' in html and "<script>window" not in html
         assert "8 model calls in 2 scenario(s): 4 rate-limited (HTTP 429), 4 retried after one of those" in html

@@ -25,12 +25,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_gaia2.cli.compare import latest_plan, read_run_config
-from pytest_gaia2.cli.main import CommandError, check_new_place, create_file
 from pytest_gaia2.report import leaderboard, run_facts
 from pytest_gaia2.report.rows import natural_key
+from pytest_gaia2.report.runs import latest_plan, read_run_config
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store import redact
+from pytest_gaia2.store.console import CommandError, check_new_place, create_file
 from pytest_gaia2.store.record import AttemptRecord
 from pytest_gaia2.store.redact import printable
 from pytest_gaia2.store.safejson import JsonLimitError, JsonReadError, loads_bounded, open_regular, read_regular_file

@@ -13,9 +13,9 @@ import os
 import stat
 from pathlib import Path
 
-from pytest_gaia2.cli.main import CommandError, enclosing_run
 from pytest_gaia2.report import run_list
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.console import CommandError, enclosing_run
 
 INDEX_FILE = "index.html"
 MARKER = "<!-- pytest-gaia2 list: written by `pytest-gaia2 list`; the next `list` replaces it -->"

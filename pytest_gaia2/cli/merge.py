@@ -34,16 +34,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pytest_gaia2.cli.compare import COMPARED_FIELDS, latest_plan, provenance_warnings, read_run_config
-from pytest_gaia2.cli.main import CommandError, enclosing_run
 from pytest_gaia2.plan import selection
 from pytest_gaia2.report import settings_diff
 from pytest_gaia2.report.book import ResultBook
+from pytest_gaia2.report.comparison import COMPARED_FIELDS, provenance_warnings
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.report.rows import natural_key, planned_keys
+from pytest_gaia2.report.runs import latest_plan, read_run_config
 from pytest_gaia2.report.trace_page import write_index
 from pytest_gaia2.run import interrupts
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.console import CommandError, enclosing_run
 from pytest_gaia2.store.record import AttemptRecord, is_judged
 
 NEWEST = "newest"

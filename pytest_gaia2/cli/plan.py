@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_gaia2.cli.main import CommandError, create_file
 from pytest_gaia2.cost.projection import FEWEST, predict_total
 from pytest_gaia2.report import power
 from pytest_gaia2.report.markdown import plain
 from pytest_gaia2.report.rates import percent, percent_number, wilson
 from pytest_gaia2.report.rows import split_order
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.console import CommandError, create_file
 from pytest_gaia2.store.record import AttemptRecord
 
 

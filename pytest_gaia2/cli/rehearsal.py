@@ -14,9 +14,9 @@ import os
 import shlex
 from pathlib import Path
 
-from pytest_gaia2.cli.main import CommandError, enclosing_run
 from pytest_gaia2.plan import rehearsal
 from pytest_gaia2.plan.builder import dumps
+from pytest_gaia2.store.console import CommandError, enclosing_run
 from pytest_gaia2.store.names import SPLITS
 
 PRICE_FILE = "prices.toml"

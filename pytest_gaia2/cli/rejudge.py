@@ -35,7 +35,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_gaia2.cli.main import CommandError
 from pytest_gaia2.cli.rejudge_images import OfflineJudge, offline_judge_of
 from pytest_gaia2.config.container_env import extra_hosts
 from pytest_gaia2.config.settings import REFERENCE_JUDGE_PLACEHOLDER, resolve_judge_key
@@ -47,6 +46,7 @@ from pytest_gaia2.report.rates import Rate, counted, percent
 from pytest_gaia2.report.rejudged import NUMBER_MAX, REJUDGE_DIR, REJUDGMENTS_FILE, number_of
 from pytest_gaia2.run.endpoints import Endpoint, ping
 from pytest_gaia2.run.evidence import agent_actions
+from pytest_gaia2.store.console import CommandError
 from pytest_gaia2.store.folder import (
     RUN_CONFIG_FILE,
     RunFolder,

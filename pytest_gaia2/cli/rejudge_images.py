@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from pytest_gaia2.cli.main import CommandError
 from pytest_gaia2.engine import client as engine_mod
+from pytest_gaia2.store.console import CommandError
 
 REFERENCE_JUDGE = "/opt/gaia2_ref_rejudge.py"
 EVENTD = "/usr/local/bin/gaia2-eventd"

@@ -11,7 +11,7 @@ from test_compare import write_run
 
 from pytest_gaia2.cli import main as cli
 from pytest_gaia2.cli import rejudge
-from pytest_gaia2.cli.main import CommandError
+from pytest_gaia2.store.console import CommandError
 from pytest_gaia2.cli.rejudge import REJUDGE_DIR, new_rejudge_folder, parse_judge
 from pytest_gaia2.report import rejudged
 from pytest_gaia2.store import folder as store

@@ -16,7 +16,7 @@ from llm_server import chat_server
 from test_compare import write_run
 
 from pytest_gaia2.cli import main as cli
-from pytest_gaia2.cli.main import CommandError
+from pytest_gaia2.store.console import CommandError
 from pytest_gaia2.cli.rejudge import (
     REFERENCE,
     Job,

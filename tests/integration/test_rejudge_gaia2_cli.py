@@ -41,9 +41,9 @@ from test_rejudge import (  # the scripted search run (three passes, one failure
     verdicts,
 )
 
-from pytest_gaia2.cli.rejudge_images import eventd_python
 from pytest_gaia2.engine.archive import tar_files
 from pytest_gaia2.reference import build
+from pytest_gaia2.run.rejudge_images import eventd_python
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -475,7 +475,7 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(option.ini, option.help, type=ini_type, default=[] if option.multiple else None)
 
 
-def _convert(option: Option, raw: Any) -> Any:
+def _convert(option: Option, raw: object) -> Any:
     if option.multiple:
         items = raw if isinstance(raw, (list, tuple)) else [raw]
         return tuple(option.parse(option.name, str(item)) for item in items)
@@ -541,16 +541,19 @@ def config_file(config: pytest.Config) -> str | None:
     file has to be loaded before ``read`` can merge it."""
     option = BY_KEY["config"]
     given = config.getoption("gaia2_config")
-    if given:
-        return _anchored(option, given, config.invocation_params.dir)
-    return _anchored(option, config.getini("gaia2_config") or None, _ini_dir(config))
+    path: str | None = (
+        _anchored(option, given, config.invocation_params.dir)
+        if given
+        else _anchored(option, config.getini("gaia2_config") or None, _ini_dir(config))
+    )
+    return path
 
 
 def _ini_dir(config: pytest.Config) -> Path:
     return config.inipath.parent if config.inipath else config.rootpath
 
 
-def _anchored(option: Option, raw: Any, folder: Path) -> Any:
+def _anchored(option: Option, raw: object, folder: Path) -> Any:
     """A path option's raw value(s) joined to ``folder`` when relative (``~`` expanded); else ``raw``."""
     if not option.path or raw is None:
         return raw

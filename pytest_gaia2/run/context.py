@@ -97,7 +97,7 @@ class RunStopped(Exception):
 
 
 class RunContext:
-    """Run-wide state and the once-per-run work; the hooks in ``plugin.py`` delegate here."""
+    """Run-wide state and the once-per-run work; the plugin's hooks (:mod:`pytest_gaia2.plugin.hooks`) delegate here."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -486,7 +486,7 @@ class RunContext:
         }
         if self.values["probe"]:
             self.choose_probe([item for item in self.items() if item.key in chosen])
-        from pytest_gaia2.engine.client import EngineError
+        from pytest_gaia2.engine.errors import EngineError
         from pytest_gaia2.plan.scenarios import cache_dir
         from pytest_gaia2.run import preflight
 
@@ -691,7 +691,7 @@ class RunContext:
         if isinstance(skipped, dict) and not self.is_worker:
             self.book.note_not_started(str(skipped.get("key")), str(skipped.get("why")))
         data = getattr(report, "gaia2_record", None)
-        if data is None or report.outcome == "rerun" or self.is_worker:
+        if data is None or str(report.outcome) == "rerun" or self.is_worker:  # rerunfailures' own outcome
             return
         try:
             notices = self.book.add(AttemptRecord.from_json(data), probe_keys=self.probe_keys, workers=self.workers)

@@ -37,6 +37,7 @@ from pytest_gaia2.store.redact import Redactor
 
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
+    from pytest_gaia2.engine.archive import FileContent
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.plan.scenarios import Scenario
 
@@ -296,7 +297,7 @@ class ScenarioRunner:
             carried=self._carried_in(item),
         )
 
-    def _carried_in(self, item: PlannedItem) -> tuple[tuple[str, bytes, int], ...]:
+    def _carried_in(self, item: PlannedItem) -> tuple[tuple[str, FileContent, int], ...]:
         """A chained item's start: the chain's latest checkpoint before it, as files to put in."""
         if item.chain is None or item.position is None or self.folder is None:
             return ()

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -19,6 +19,7 @@ from pytest_gaia2.config.values import (
     FALSE_WORDS,
     TRUE_WORDS,
     OptionError,
+    Shard,
     boolean,
     copy_pair,
     engine_url,
@@ -41,6 +42,9 @@ from pytest_gaia2.config.values import (
     stripped_text,
     usd,
 )
+
+if TYPE_CHECKING:
+    from pytest_gaia2.engine.spec import EngineSpec
 
 GROUP = "gaia2"
 
@@ -452,6 +456,92 @@ OPTIONS: tuple[Option, ...] = (
 BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
 
 
+@dataclass(frozen=True)
+class Options:
+    """Every option's value for one run, parsed: one field per row of ``OPTIONS``, typed from the
+    row's kind (a test keeps the two in step), so a misspelt name is a type error, not a
+    ``KeyError`` in the middle of a paid run."""
+
+    scenarios: tuple[str, ...]
+    dataset: str | None
+    language: str | None
+    dataset_revision: str | None
+    splits: str | None
+    subset: str | None
+    ids_file: str | None
+    sample: int | None
+    seed: int
+    first_n: int | None
+    order: Literal["interleaved", "file"]
+    name: str | None
+    tag: tuple[str, ...]
+    shard: Shard | None
+    repeat: int
+    sequence: str | None
+    resume: bool | str
+    resume_mismatch: Literal["refuse", "warn"]
+    retries: int
+    config: str | None
+    image: str | None
+    engine: tuple[EngineSpec, ...]
+    network: Literal["bridge", "host"]
+    port_range: tuple[int, int]
+    env: tuple[tuple[str, str], ...]
+    env_file: str | None
+    copy_in: tuple[tuple[str, str], ...]
+    time_speed: float | None
+    notification_mode: Literal["message", "native"]
+    provider: str | None
+    model: str | None
+    base_url: str | None
+    api_key_env: str | None
+    thinking: Literal["off", "low", "medium", "high"]
+    judge_provider: str | None
+    judge_model: str | None
+    judge_base_url: str | None
+    judge_api_key_env: str | None
+    gateway: Literal["on", "off"] | None
+    timeout: float
+    duration_slack: float
+    health_timeout: float
+    judge_grace: float
+    stop_timeout: float
+    reap_grace: float
+    max_file_size: int
+    max_collect_size: int
+    memory: int
+    pids_limit: int
+    keep: bool
+    output: str
+    min_pass_rate: float | None
+    rate: Literal["strict", "judged"]
+    gate_on: Literal["point", "lower-bound"]
+    max_error_rate: float | None
+    allow_incomplete: bool
+    stop_when_decided: str | None
+    decision_level: float
+    require_isolation: bool
+    preflight_only: bool
+    skip_endpoint_check: bool
+    idle_timeout: float
+    smoke: bool
+    smoke_max_errors: int
+    max_starts_per_minute: float | None
+    pacing: Literal["adaptive", "off"]
+    stuck_loop_min_calls: int
+    progress_interval: float
+    report: bool
+    price_file: str | None
+    budget_halt: float | None
+    budget_cap: float | None
+    scenario_cap: float | None
+    scenario_token_cap: int | None
+    token_halt: int | None
+    max_errors: int | None
+    probe: int | None
+    probe_only: bool
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register every option in the ``gaia2`` group and its matching ini key."""
     group = parser.getgroup(GROUP, "Gaia2 benchmark scenarios")
@@ -489,7 +579,7 @@ def _convert(option: Option, raw: Any) -> Any:
     return option.parse(option.name, raw if isinstance(raw, str) else str(raw))
 
 
-def resolve(cli: Mapping[str, Any], toml: Mapping[str, Any], ini: Mapping[str, Any]) -> dict[str, Any]:
+def resolve(cli: Mapping[str, Any], toml: Mapping[str, Any], ini: Mapping[str, Any]) -> Options:
     """Merge the sources (command line > TOML config > ini > default) and parse every value.
 
     Each mapping is keyed by ``Option.key``; missing or ``None``/empty values fall through.
@@ -506,10 +596,10 @@ def resolve(cli: Mapping[str, Any], toml: Mapping[str, Any], ini: Mapping[str, A
             values[option.key] = () if option.multiple else option.default
             continue
         values[option.key] = _convert(option, raw)
-    return values
+    return Options(**values)
 
 
-def read(config: pytest.Config, toml: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def read(config: pytest.Config, toml: Mapping[str, Any] | None = None) -> Options:
     """All option values for this run, parsed, from a pytest config (and an optional TOML mapping).
 
     A relative path is anchored where it was written, as pytest anchors its own: on the command

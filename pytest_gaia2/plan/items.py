@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_gaia2.config.options import Options
 from pytest_gaia2.config.splits import SPLITS, split_marker
 from pytest_gaia2.config.values import Shard
 from pytest_gaia2.plan import selection, sequence
@@ -172,13 +173,13 @@ def build(
     return items
 
 
-def filtered(scenarios: Sequence[Scenario], values: dict[str, Any], resolve: Any) -> selection.Selection:
+def filtered(scenarios: Sequence[Scenario], values: Options, resolve: Any) -> selection.Selection:
     """The filters that do not depend on -k/-m: splits, subset manifest, ids file."""
     return selection.select(
         scenarios,
-        splits=values["splits"] if not values["dataset"] else None,
-        subset=resolve(values["subset"]) if values["subset"] else None,
-        ids_file=resolve(values["ids_file"]) if values["ids_file"] else None,
+        splits=values.splits if not values.dataset else None,
+        subset=resolve(values.subset) if values.subset else None,
+        ids_file=resolve(values.ids_file) if values.ids_file else None,
     )
 
 

@@ -193,11 +193,11 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
-    if context.values["order"] == "interleaved" and not context.values["sequence"]:  # chains keep their order
+    if context.values.order == "interleaved" and not context.values.sequence:  # chains keep their order
         from pytest_gaia2.plan.items import reorder
 
-        items[:] = reorder(items, lambda item: planned.get(id(item)), context.values["seed"])
-    if context.values["probe"]:
+        items[:] = reorder(items, lambda item: planned.get(id(item)), context.values.seed)
+    if context.values.probe:
         from pytest_gaia2.cost.projection import probe_first
 
         key_of = {id(item): planned[id(item)].key for item in items if id(item) in planned}
@@ -360,7 +360,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With --gaia2-sequence and -n: each chain on one worker, in order (:mod:`~pytest_gaia2.plugin.chains`)."""
     context = _context(config)
-    if not context or not context.values["sequence"]:
+    if not context or not context.values.sequence:
         return None
     from pytest_gaia2.plugin.chains import ChainScheduling
 
@@ -412,7 +412,7 @@ def _prepare(context: RunContext, ids: list[str], collect_only: bool = False) ->
     if context.prepared and not was_prepared and context.folder is not None:
         from pytest_gaia2.plugin.live_status import start_live_status
 
-        start_live_status(context.config, context.folder.path, context.book, context.values["progress_interval"])
+        start_live_status(context.config, context.folder.path, context.book, context.values.progress_interval)
     return not context.stopped
 
 

@@ -117,15 +117,15 @@ class RunContext:
         """The gaia2-runner TOML this run read and what of it was replaced (run_config.json)."""
         self.config_secrets: dict[str, str] = {}
         self.values = self._read_values()
-        self.output = self.path(self.values["output"])
+        self.output = self.path(self.values.output)
         self.active = self._is_active()
-        self.retries: int = self.values["retries"]
-        self.repeat: int = self.values["repeat"]
+        self.retries: int = self.values.retries
+        self.repeat: int = self.values.repeat
         folder = worker_input.get("gaia2_folder")
         self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
         self.book = ResultBook(
             Gate.from_options(self.values),
-            allow_incomplete=self.values["allow_incomplete"],
+            allow_incomplete=self.values.allow_incomplete,
             budget=self.budget,
             on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
         )
@@ -140,7 +140,7 @@ class RunContext:
         """The planned keys in start order, on every process: the sequence the stop-when-decided
         test reads its pairs in (:mod:`~pytest_gaia2.report.sequential`)."""
         self.engines = EnginePool.of_process(
-            self.values["engine"],
+            self.values.engine,
             worker_input,
             workers=self.workers,
             run_id=self.session_id,
@@ -155,14 +155,17 @@ class RunContext:
         self.gateway_routes: dict[str, gateway_mod.Upstream] = {}
         if self.active:
             self.notes.extend([*self.settings.warnings, *self.engines.notes()])
-            if not self.values["preflight_only"]:
+            if not self.values.preflight_only:
                 settings_mod.validate(self.settings)
-                self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values["gateway"])
+                self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values.gateway)
                 self.notes.extend(gateway_notes)
-                for cap in ("scenario_cap", "scenario_token_cap"):
-                    if self.values[cap] is not None and not self.gateway_routes:
+                for cap, value in (
+                    ("scenario-cap", self.values.scenario_cap),
+                    ("scenario-token-cap", self.values.scenario_token_cap),
+                ):
+                    if value is not None and not self.gateway_routes:
                         raise OptionError(
-                            f"--gaia2-{cap.replace('_', '-')} needs the model gateway, which is off for this run "
+                            f"--gaia2-{cap} needs the model gateway, which is off for this run "
                             f"({'; '.join(gateway_notes) or 'no provider key is configured'})"
                         )
                 self._check_urls()
@@ -201,7 +204,7 @@ class RunContext:
         path = Path(os.path.expanduser(str(raw)))
         return path if path.is_absolute() else self.base / path
 
-    def _read_values(self) -> dict[str, Any]:
+    def _read_values(self) -> options.Options:
         config_file = options.config_file(self.config)
         toml: dict[str, Any] = {}
         if config_file:
@@ -216,25 +219,25 @@ class RunContext:
 
     def _is_active(self) -> bool:
         """Scenarios are collected when asked for, or by default when no test paths were given."""
-        if self.values["scenarios"] or self.values["dataset"]:
+        if self.values.scenarios or self.values.dataset:
             return True
         return not options.explicit_test_paths(self.config) and (self.base / "scenarios").is_dir()
 
     def _roots(self) -> list[Path]:
-        language = self.values["language"]
-        if self.values["dataset"]:
+        language = self.values.language
+        if self.values.dataset:
             from pytest_gaia2.plan import dataset
 
             return dataset.materialise(
-                self.values["dataset"],
-                splits.split_names(self.values["splits"], language=language),
+                self.values.dataset,
+                splits.split_names(self.values.splits, language=language),
                 language=language,
-                revision=self.values["dataset_revision"],
+                revision=self.values.dataset_revision,
             )
-        for key in ("language", "dataset_revision"):
-            if self.values[key]:
-                raise OptionError(f"--gaia2-{key.replace('_', '-')} applies to --gaia2-dataset only")
-        given = [self.path(raw) for raw in self.values["scenarios"]]
+        for name, value in (("language", language), ("dataset-revision", self.values.dataset_revision)):
+            if value:
+                raise OptionError(f"--gaia2-{name} applies to --gaia2-dataset only")
+        given = [self.path(raw) for raw in self.values.scenarios]
         missing = [str(path) for path in given if not os.path.lexists(path)]
         if missing:
             raise OptionError(f"--gaia2-scenarios: no such file or folder: {', '.join(missing)}")
@@ -269,17 +272,17 @@ class RunContext:
 
     def _chains(self) -> list[sequence.Chain] | None:
         """--gaia2-sequence's chains, refused with the options that would break a chain apart."""
-        raw = self.values["sequence"]
+        raw = self.values.sequence
         if not raw:
             return None
         clashes = [
             option
             for option, given in (
                 ("--gaia2-repeat", self.repeat > 1),
-                ("--gaia2-sample", self.values["sample"] is not None),
-                ("--gaia2-first-n", self.values["first_n"] is not None),
-                ("--gaia2-shard", self.values["shard"] is not None),
-                ("--gaia2-smoke", self.values["smoke"]),
+                ("--gaia2-sample", self.values.sample is not None),
+                ("--gaia2-first-n", self.values.first_n is not None),
+                ("--gaia2-shard", self.values.shard is not None),
+                ("--gaia2-smoke", self.values.smoke),
             )
             if given
         ]
@@ -291,7 +294,7 @@ class RunContext:
     def baseline(self) -> Baseline | None:
         """--gaia2-stop-when-decided's run folder, read once on the controller (bounded, strict);
         xdist workers get the controller's through ``workerinput``."""
-        raw = self.values["stop_when_decided"]
+        raw = self.values.stop_when_decided
         if not raw:
             return None
         shipment = (getattr(self.config, "workerinput", None) or {}).get("gaia2_baseline")
@@ -308,7 +311,7 @@ class RunContext:
         if self.baseline is None or self.folder is None:
             return None
         hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario is not None}
-        return self.baseline.decide(self.order, self.folder.records(), self.values["decision_level"], hashes)
+        return self.baseline.decide(self.order, self.folder.records(), self.values.decision_level, hashes)
 
     def _decided(self) -> str | None:
         decision = self.decision()
@@ -321,20 +324,21 @@ class RunContext:
     def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
         """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left; with
         --gaia2-smoke and neither, the midsmoke rung's stratified sample."""
-        sample = self.values["sample"]
-        if self.values["smoke"] and sample is None and self.values["first_n"] is None:
+        sample = self.values.sample
+        if self.values.smoke and sample is None and self.values.first_n is None:
             sample = selection.smoke_sample(len({item.name for item in planned if item.scenario}))
         return plan_mod.narrow(
             planned,
             sample=sample,
-            seed=self.values["seed"],
-            first_n=self.values["first_n"],
-            shard=self.values["shard"],
+            seed=self.values.seed,
+            first_n=self.values.first_n,
+            shard=self.values.shard,
         )
 
     def choose_probe(self, items: list[plan_mod.PlannedItem]) -> set[str]:
         """The --gaia2-probe scenarios among what will run: the same on every worker and the controller."""
-        self.probe_keys = probe.choose(items, self.values["probe"], self.values["seed"])
+        count = self.values.probe
+        self.probe_keys = probe.choose(items, count, self.values.seed) if count else set()
         return self.probe_keys
 
     def header_lines(self) -> list[str]:
@@ -347,7 +351,7 @@ class RunContext:
             f"{f' ({broken} files cannot run)' if broken else ''}, network {self.settings.network}, "
             f"output {self.output}"
         ]
-        notes = [*self.notes, *([selection.FIRST_N_WARNING] if self.values["first_n"] else [])]
+        notes = [*self.notes, *([selection.FIRST_N_WARNING] if self.values.first_n else [])]
         return [printable(self.redactor.redact(line)) for line in lines + [f"gaia2: {note}" for note in notes]]
 
     def worker_input(self, worker: str) -> dict[str, Any]:
@@ -378,9 +382,9 @@ class RunContext:
             handler = getattr(logging_plugin, name, None)
             if isinstance(handler, logging.Handler):
                 handler.addFilter(log_filter)
-        if self.is_worker or self.values["preflight_only"] or self.config.option.collectonly:
+        if self.is_worker or self.values.preflight_only or self.config.option.collectonly:
             return
-        resume = self.values["resume"]
+        resume = self.values.resume
         try:
             if resume:
                 self.folder = store.RunFolder.find(self.output, None if resume is True else self.path(resume))
@@ -412,19 +416,19 @@ class RunContext:
         except EngineError:
             candidate = None  # pre-flight names the engine's trouble
         try:
-            prices = PriceBook.load(self.path(self.values["price_file"]) if self.values["price_file"] else None)
+            prices = PriceBook.load(self.path(self.values.price_file) if self.values.price_file else None)
             self.gateway = gateway_mod.Gateway(
                 self.gateway_routes,
                 prices=prices,
                 run_folder=self.folder.path,
                 bind_host=gateway_mod.listen_host(candidate),
-                run_cap=self.values["budget_cap"],
-                spent_before=Ledger(self.folder.path).total() if self.values["resume"] else 0.0,
+                run_cap=self.values.budget_cap,
+                spent_before=Ledger(self.folder.path).total() if self.values.resume else 0.0,
                 ca_bundle=self.settings.ca_bundle,
                 pacer=Pacer(
                     self.folder.path,
-                    self.values["max_starts_per_minute"],
-                    adaptive=self.values["pacing"] == "adaptive",
+                    self.values.max_starts_per_minute,
+                    adaptive=self.values.pacing == "adaptive",
                     workers=self.workers,
                 ),
             )
@@ -453,7 +457,7 @@ class RunContext:
             self.order = list(planned)
         if self.prepared or self.stopped or self.is_worker or collect_only:
             return
-        if not (planned or self.values["preflight_only"]):
+        if not (planned or self.values.preflight_only):
             return
         try:
             self._prepare(planned)
@@ -484,7 +488,7 @@ class RunContext:
             for item in self.items()
             if item.scenario is not None and item.key in chosen
         }
-        if self.values["probe"]:
+        if self.values.probe:
             self.choose_probe([item for item in self.items() if item.key in chosen])
         from pytest_gaia2.engine.client import EngineError
         from pytest_gaia2.plan.scenarios import cache_dir
@@ -494,12 +498,12 @@ class RunContext:
             outcome = preflight.check(
                 self.engines,
                 self.settings,
-                preflight_only=self.values["preflight_only"],
+                preflight_only=self.values.preflight_only,
                 cache_dir=cache_dir(),
-                endpoint_check=not self.values["skip_endpoint_check"],
+                endpoint_check=not self.values.skip_endpoint_check,
                 gateway_port=self.gateway.port if self.gateway is not None else None,
                 scenario=self._first_scenario(planned),
-                require_isolation=self.values["require_isolation"],
+                require_isolation=self.values.require_isolation,
             )
         except preflight.IsolationRequired as exc:
             pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=pytest.ExitCode.USAGE_ERROR)
@@ -508,7 +512,7 @@ class RunContext:
         self._image_id = outcome.image_id
         self.book.isolation = Isolation.from_json(outcome.facts.get("judge_isolation"))
         write = self._writer()
-        if self.values["preflight_only"]:
+        if self.values.preflight_only:
             for line in outcome.lines:
                 write(printable(self.redactor.redact(line)))
             verdict = "ready to run" if outcome.ok else "not ready (see each [FAIL] above)"
@@ -521,7 +525,7 @@ class RunContext:
             write(self.redactor.redact(f"gaia2: {line}"))
         for warning in self.book.gate_warnings(planned):
             write(warning)
-        shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
+        shard = f" (shard {self.values.shard})" if self.values.shard else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
 
     def _stop(self, text: str) -> RunStopped:
@@ -559,7 +563,7 @@ class RunContext:
         """Create (or check and lock, when resuming) the run folder and write what it ran with."""
         assert self.folder is not None
         holder = {"session_id": self.session_id, "started_at": self.started.isoformat(timespec="seconds")}
-        if self.values["resume"]:
+        if self.values.resume:
             self.folder.lock(holder)
             self._check_resume()
             for problem in Ledger(self.folder.path).read().problems:  # once, on the controller
@@ -594,7 +598,7 @@ class RunContext:
         if not differences:
             return
         head = f"--gaia2-resume: {self.folder.path} was run with other settings:"
-        if self.values["resume_mismatch"] == "warn":
+        if self.values.resume_mismatch == "warn":
             self._writer()(printable(self.redactor.redact(f"gaia2: warning: {head} {'; '.join(differences)}")))
             return
         sessions = store.read_jsonl(self.folder.file(store.SESSIONS_FILE))
@@ -614,7 +618,7 @@ class RunContext:
             run_id=self.run_id,
             session_id=self.session_id,
             image_id=self.image_id(),
-            shard=str(self.values["shard"]) if self.values["shard"] else None,
+            shard=str(self.values.shard) if self.values.shard else None,
         )
 
     def _run_config(self, facts: dict[str, Any], planned: list[str]) -> dict[str, Any]:
@@ -627,7 +631,7 @@ class RunContext:
             workers=self.workers,
             planned=planned,
             session=self.provenance(),
-            dataset=self.values["dataset"] or (str(roots[0]) if len(roots) == 1 else None),
+            dataset=self.values.dataset or (str(roots[0]) if len(roots) == 1 else None),
             markexpr=self.config.option.markexpr or None,
             keyword=self.config.option.keyword or None,
         )
@@ -655,32 +659,32 @@ class RunContext:
             worker=self.worker,
             workers=self.workers,
             budget=self.budget,
-            only=self.probe_keys if self.values["probe_only"] else None,
+            only=self.probe_keys if self.values.probe_only else None,
             prices=self.prices,
             container_env=functools.partial(
                 hooked_env.adjust, self.config.hook.pytest_gaia2_container_env, self.redactor
             ),
-            max_starts_per_minute=self.values["max_starts_per_minute"],
+            max_starts_per_minute=self.values.max_starts_per_minute,
             decided=self._decided,
-            adaptive_pacing=self.values["pacing"] == "adaptive",
+            adaptive_pacing=self.values.pacing == "adaptive",
             gateway=gateway_mod.GatewayClient.of(self.gateway_access) if self.gateway_access else None,
-            scenario_cap=self.values["scenario_cap"],
-            token_cap=self.values["scenario_token_cap"],
+            scenario_cap=self.values.scenario_cap,
+            token_cap=self.values.scenario_token_cap,
         )
 
     @cached_property
     def prices(self) -> PriceBook:
         """--gaia2-price-file, read once per process at start-up (a bad file is a usage error)."""
-        raw = self.values["price_file"]
+        raw = self.values.price_file
         return PriceBook.load(self.path(raw) if raw else None)
 
     @property
     def budget(self) -> Budget:
         return Budget(
-            halt=self.values["budget_halt"],
-            cap=self.values["budget_cap"],
-            token_halt=self.values["token_halt"],
-            max_errors=self.values["max_errors"],
+            halt=self.values.budget_halt,
+            cap=self.values.budget_cap,
+            token_halt=self.values.token_halt,
+            max_errors=self.values.max_errors,
         )
 
     # -- the end of the run ------------------------------------------------------------------
@@ -767,7 +771,7 @@ class RunContext:
                 allure = getattr(self.config.option, "allure_report_dir", None)
                 write_run_pages(
                     self.folder.path,
-                    report=self.values["report"],
+                    report=self.values.report,
                     write=self._writer(),
                     alluredir=self.config.invocation_params.dir / allure if allure else None,
                 )
@@ -820,7 +824,7 @@ class RunContext:
             self._writer()(
                 self.redactor.redact(
                     f"gaia2: warning: the session's containers could not all be removed ({type(exc).__name__}: "
-                    f"{str(exc)[:200]}); the next run removes them once they are {self.values['reap_grace']:g} s old"
+                    f"{str(exc)[:200]}); the next run removes them once they are {self.values.reap_grace:g} s old"
                 )
             )
 

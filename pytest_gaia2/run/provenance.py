@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from pytest_gaia2.config import settings as settings_mod
+from pytest_gaia2.config.options import Options
 from pytest_gaia2.store.record import PROVENANCE_KEYS, AttemptRecord
 from pytest_gaia2.store.redact import looks_secret
 from pytest_gaia2.store.version import PLUGIN_VERSION
@@ -148,7 +149,7 @@ def resume_command(command: str, folder: Path) -> str:
 
 def run_config(
     settings: settings_mod.RunSettings,
-    values: Mapping[str, Any],
+    values: Options,
     *,
     command: str,
     started: _dt.datetime,
@@ -176,39 +177,36 @@ def run_config(
         "timeout": limits.timeout,
         "health_timeout": limits.health_timeout,
         "concurrency": workers,
-        "limit": values["first_n"],
+        "limit": values.first_n,
         "dataset": dataset,
-        "splits": values["splits"],
-        "subset": values["subset"],
+        "splits": values.splits,
+        "subset": values.subset,
         "num_scenarios": len({key.split("/run_")[0] for key in planned}),
-        "total_runs": values["repeat"],
+        "total_runs": values.repeat,
         "plugin_version": PLUGIN_VERSION,
         "run_id": session["run_id"],
         "session_id": session["session_id"],
         "workers": workers,
-        "name": values["name"],
-        "tags": list(values["tag"]),
+        "name": values.name,
+        "tags": list(values.tag),
         "planned": list(planned),
         "provenance": dict(session),
         "settings": settings_mod.public_dict(settings),
         "selection": {
-            key: values[key]
-            for key in (
-                "scenarios",
-                "dataset",
-                "language",
-                "dataset_revision",
-                "splits",
-                "subset",
-                "ids_file",
-                "sample",
-                "seed",
-                "first_n",
-                "order",
-                "shard",
-                "repeat",
-                "retries",
-            )
+            "scenarios": values.scenarios,
+            "dataset": values.dataset,
+            "language": values.language,
+            "dataset_revision": values.dataset_revision,
+            "splits": values.splits,
+            "subset": values.subset,
+            "ids_file": values.ids_file,
+            "sample": values.sample,
+            "seed": values.seed,
+            "first_n": values.first_n,
+            "order": values.order,
+            "shard": values.shard,
+            "repeat": values.repeat,
+            "retries": values.retries,
         },
         "markexpr": markexpr,
         "keyword": keyword,

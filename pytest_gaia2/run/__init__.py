@@ -1,4 +1,4 @@
-"""One pytest run: its context, pre-flight, a scenario's attempts in a container, the evidence copied out, the verdict rules, provenance and interrupts.
+"""One run: its context (without pytest: the plugin's controller is its pytest half), pre-flight, a scenario's attempts in a container, the evidence copied out, the verdict rules, provenance and interrupts.
 
 May import: report, cost, plan, config, engine, store.
 The only room that starts containers for scenarios.

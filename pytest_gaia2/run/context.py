@@ -1,24 +1,25 @@
-"""One pytest run of pytest-gaia2: its values, settings, plan, engine, run folder and records.
+"""One run of pytest-gaia2: its values, settings, plan, engine, run folder and records.
 
-Created in ``pytest_configure`` and registered as a plugin (pytest-xdist's ``DSession`` is the
-model). The controller (or the only process) owns the run folder, the lock, pre-flight and the
-records; xdist workers get the session, the run and the folder through ``workerinput``.
+No pytest here: the plugin's :class:`~pytest_gaia2.plugin.controller.Controller` hands the run
+an :class:`Invocation` (what pytest was asked) and its option values, and turns what the run
+returns (an :class:`ExitStatus`, a :class:`RunStopped` or :class:`RunExit`) into pytest's terms.
+The controller process (or the only one) owns the run folder, the lock, pre-flight and the
+records; xdist workers get the session, the run and the folder handed over from it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 import functools
-import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import pytest
 
 from pytest_gaia2.config import options, splits
 from pytest_gaia2.config import settings as settings_mod
@@ -39,14 +40,27 @@ from pytest_gaia2.run.scenario_runs import ScenarioRunner, scenario_dir
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store import redact
 from pytest_gaia2.store.record import AttemptRecord
-from pytest_gaia2.store.redact import RedactingFilter, printable
+from pytest_gaia2.store.redact import printable
 from pytest_gaia2.store.version import PLUGIN_VERSION
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
 
-EXIT_REFUSED = 6
+
+class ExitStatus(enum.IntEnum):
+    """A run's exit status, numbered as pytest numbers its own (0 to 5) and the plugin's refusal (6)."""
+
+    OK = 0
+    TESTS_FAILED = 1
+    INTERRUPTED = 2
+    INTERNAL_ERROR = 3
+    USAGE_ERROR = 4
+    NO_TESTS_COLLECTED = 5
+    REFUSED = 6
+
+
+EXIT_REFUSED = int(ExitStatus.REFUSED)
 """The exit status of a run pre-flight refused (the engine does not answer, the image is missing,
 a model endpoint is not ready, the run to resume was made with other settings, its folder is in
 use): pytest's own codes end at 5, and its 3 means an internal error."""
@@ -96,12 +110,45 @@ class RunStopped(Exception):
         self.code = code
 
 
-class RunContext:
-    """Run-wide state and the once-per-run work; the hooks in ``plugin.py`` delegate here."""
+class RunExit(Exception):
+    """The run ends at once with exit status ``code``, ``message`` said as pytest says its own exits."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        worker_input = getattr(config, "workerinput", None) or {}
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the run needs of the process it runs in, as plain values the plugin reads from pytest."""
+
+    base: Path
+    """The folder the defaults live in (scenarios/, gaia2-results/, .env): pytest's rootdir."""
+    worker_input: Mapping[str, Any] = field(default_factory=dict)
+    """What the xdist controller handed this worker; empty on the controller or the only process."""
+    processes: int | None = None
+    """``-n``: the number of xdist workers asked for (None: no xdist)."""
+    explicit_test_paths: bool = False
+    """Test paths were given (``pytest tests/unit``): then no scenario runs by default."""
+    config_file: str | None = None
+    """``--gaia2-config``, anchored where it was written."""
+    command: str = ""
+    collect_only: bool = False
+    markexpr: str | None = None
+    keyword: str | None = None
+    alluredir: Path | None = None
+
+
+class RunContext:
+    """Run-wide state and the once-per-run work, without pytest: the plugin's controller
+    (:mod:`pytest_gaia2.plugin.controller`) calls it and writes, hooks and exits for it."""
+
+    def __init__(self, invocation: Invocation, read: Callable[[Mapping[str, Any]], options.Options]) -> None:
+        """``read``: the run's option values from the parsed TOML config's (the plugin merges its
+        command line and ini file in)."""
+        self.invocation = invocation
+        worker_input = self.handed_over = invocation.worker_input
         self.is_worker = bool(worker_input)
         self.worker = worker_input.get("workerid", "main")
         self.session_id: str = worker_input.get("gaia2_session_id") or uuid.uuid4().hex
@@ -110,13 +157,13 @@ class RunContext:
         started = worker_input.get("gaia2_started_at")
         self.started = _dt.datetime.fromisoformat(started) if started else _dt.datetime.now(_dt.timezone.utc)
         # Not PYTEST_XDIST_WORKER_COUNT: a run started from inside an xdist worker inherits the outer count.
-        self.workers = int(worker_input.get("workercount") or getattr(config.option, "numprocesses", None) or 1)
-        self.base = options.base_dir(config)
+        self.workers = int(worker_input.get("workercount") or invocation.processes or 1)
+        self.base = invocation.base
         self.notes: list[str] = []
         self.upstream_config: dict[str, Any] | None = None
         """The gaia2-runner TOML this run read and what of it was replaced (run_config.json)."""
         self.config_secrets: dict[str, str] = {}
-        self.values = self._read_values()
+        self.values = self._read_values(read)
         self.output = self.path(self.values.output)
         self.active = self._is_active()
         self.retries: int = self.values.retries
@@ -132,9 +179,6 @@ class RunContext:
         self.prepared = False
         self.stopped: RunStopped | None = None
         """Why pre-flight ended the run before any scenario (the run then has no folder)."""
-        self.mid_line: Callable[[Any], bool] = lambda reporter: False
-        """Whether the terminal's last line is unfinished; the plugin sets the real test
-        (plugin.private_api.mid_line, a room above this one)."""
         self.probe_keys: set[str] = set()
         self.order: list[str] = []
         """The planned keys in start order, on every process: the sequence the stop-when-decided
@@ -145,7 +189,7 @@ class RunContext:
             workers=self.workers,
             run_id=self.session_id,
             worker=self.worker,
-            distributed=bool(getattr(config.option, "numprocesses", None)),
+            distributed=bool(invocation.processes),
             owner_pid=self.owner_pid,
         )
         self._image_id: str | None = None
@@ -204,8 +248,8 @@ class RunContext:
         path = Path(os.path.expanduser(str(raw)))
         return path if path.is_absolute() else self.base / path
 
-    def _read_values(self) -> options.Options:
-        config_file = options.config_file(self.config)
+    def _read_values(self, read: Callable[[Mapping[str, Any]], options.Options]) -> options.Options:
+        config_file = self.invocation.config_file
         toml: dict[str, Any] = {}
         if config_file:
             from pytest_gaia2.config import upstream_config
@@ -215,13 +259,13 @@ class RunContext:
             self.notes.extend(loaded.notes)
             self.upstream_config = {"file": str(loaded.path), "replaced": loaded.replaced}
             self.config_secrets = loaded.secret_environ()
-        return options.read(self.config, toml)
+        return read(toml)
 
     def _is_active(self) -> bool:
         """Scenarios are collected when asked for, or by default when no test paths were given."""
         if self.values.scenarios or self.values.dataset:
             return True
-        return not options.explicit_test_paths(self.config) and (self.base / "scenarios").is_dir()
+        return not self.invocation.explicit_test_paths and (self.base / "scenarios").is_dir()
 
     def _roots(self) -> list[Path]:
         language = self.values.language
@@ -251,7 +295,7 @@ class RunContext:
         xdist workers get the controller's result through ``workerinput``."""
         from pytest_gaia2.plan import scenarios
 
-        shipment = (getattr(self.config, "workerinput", None) or {}).get("gaia2_discovered")
+        shipment = self.handed_over.get("gaia2_discovered")
         if shipment is not None:
             return scenarios.unshipped(shipment)
         return scenarios.discover(self._roots(), index_path=scenarios.index_path())
@@ -297,7 +341,7 @@ class RunContext:
         raw = self.values.stop_when_decided
         if not raw:
             return None
-        shipment = (getattr(self.config, "workerinput", None) or {}).get("gaia2_baseline")
+        shipment = self.handed_over.get("gaia2_baseline")
         if shipment is not None:
             return Baseline.unshipped(shipment)
         try:
@@ -354,21 +398,6 @@ class RunContext:
         notes = [*self.notes, *([selection.FIRST_N_WARNING] if self.values.first_n else [])]
         return [printable(self.redactor.redact(line)) for line in lines + [f"gaia2: {note}" for note in notes]]
 
-    def worker_input(self, worker: str) -> dict[str, Any]:
-        from pytest_gaia2.plan.scenarios import shipped
-
-        return {
-            "gaia2_session_id": self.session_id,
-            "gaia2_run_id": self.run_id,
-            "gaia2_owner_pid": self.owner_pid,
-            "gaia2_started_at": self.started.isoformat(),
-            "gaia2_folder": str(self.folder.path) if self.folder else "",
-            **self.engines.handover(worker),
-            "gaia2_discovered": shipped(*self.discovered) if self.active else None,
-            "gaia2_baseline": self.baseline.shipped() if self.active and self.baseline else None,
-            "gaia2_gateway": self.gateway_access,
-        }
-
     # -- once per run, on the controller -----------------------------------------------------
 
     def begin(self) -> None:
@@ -376,13 +405,7 @@ class RunContext:
         if not self.active:
             return
         redact.install(self.redactor)  # every file the store writes is masked with it (close uninstalls)
-        log_filter = RedactingFilter(self.redactor)
-        logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
-        for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler"):
-            handler = getattr(logging_plugin, name, None)
-            if isinstance(handler, logging.Handler):
-                handler.addFilter(log_filter)
-        if self.is_worker or self.values.preflight_only or self.config.option.collectonly:
+        if self.is_worker or self.values.preflight_only or self.invocation.collect_only:
             return
         resume = self.values.resume
         try:
@@ -398,7 +421,7 @@ class RunContext:
             else:
                 self.folder = store.RunFolder(self.output / store.run_folder_name(self.run_id, self.started))
         except store.StoreError as exc:  # it names a folder from anywhere: no escape reaches the terminal
-            raise pytest.UsageError(printable(str(exc))) from None
+            raise OptionError(str(exc)) from None
         self.book.folder = self.folder
         self._start_gateway()
 
@@ -435,7 +458,7 @@ class RunContext:
             self.gateway.start()
         except (gateway_mod.GatewayError, OptionError) as exc:
             self.gateway = None
-            raise pytest.UsageError(printable(self.redactor.redact(str(exc)))) from None
+            raise OptionError(self.redactor.redact(str(exc))) from None
         self.gateway_access = self.gateway.access()
         routes = ", ".join(self.gateway_routes)
         self.notes.append(
@@ -506,12 +529,12 @@ class RunContext:
                 require_isolation=self.values.require_isolation,
             )
         except preflight.IsolationRequired as exc:
-            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=pytest.ExitCode.USAGE_ERROR)
+            raise RunExit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), ExitStatus.USAGE_ERROR) from None
         except (EngineError, preflight.PreflightError) as exc:
             raise self._stop(f"pytest-gaia2: {exc}") from None
         self._image_id = outcome.image_id
         self.book.isolation = Isolation.from_json(outcome.facts.get("judge_isolation"))
-        write = self._writer()
+        write = self.write
         if self.values.preflight_only:
             for line in outcome.lines:
                 write(printable(self.redactor.redact(line)))
@@ -544,20 +567,13 @@ class RunContext:
                 continue
         return None
 
-    def _writer(self) -> Callable[[str], None]:
-        """A line of its own on the terminal: under xdist the progress dots leave
-        ``write_line``'s own newline check blind (no file path is printed), so a line written
-        mid-run would land after the dots."""
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return print
+    def write(self, line: str) -> None:
+        """A line of its own for the user (the plugin writes it on pytest's terminal)."""
+        print(line)
 
-        def write(line: str) -> None:
-            if self.mid_line(reporter):
-                reporter.write("\n")
-            reporter.write_line(line)
-
-        return write
+    def hook(self, name: str) -> Callable[..., Any]:
+        """A ``pytest_gaia2_*`` hook users implement; without pytest there is none."""
+        return lambda **kwargs: None
 
     def _open_folder(self, facts: dict[str, Any], planned: list[str]) -> None:
         """Create (or check and lock, when resuming) the run folder and write what it ran with."""
@@ -567,7 +583,7 @@ class RunContext:
             self.folder.lock(holder)
             self._check_resume()
             for problem in Ledger(self.folder.path).read().problems:  # once, on the controller
-                self._writer()(self.redactor.redact(f"gaia2: warning: spend ledger: {problem}"))
+                self.write(self.redactor.redact(f"gaia2: warning: spend ledger: {problem}"))
         else:
             self.folder = self.book.folder = store.RunFolder.create(self.output, self.run_id, self.started)
             self.folder.lock(holder)
@@ -577,7 +593,7 @@ class RunContext:
             self.redactor.redact_obj(
                 {
                     **holder,
-                    "command": provenance.command(self.config),
+                    "command": self.invocation.command,
                     "planned": len(planned),
                     "provenance": self.provenance(),
                 }
@@ -599,7 +615,7 @@ class RunContext:
             return
         head = f"--gaia2-resume: {self.folder.path} was run with other settings:"
         if self.values.resume_mismatch == "warn":
-            self._writer()(printable(self.redactor.redact(f"gaia2: warning: {head} {'; '.join(differences)}")))
+            self.write(printable(self.redactor.redact(f"gaia2: warning: {head} {'; '.join(differences)}")))
             return
         sessions = store.read_jsonl(self.folder.file(store.SESSIONS_FILE))
         earlier = next((str(s["command"]) for s in reversed(sessions) if s.get("command")), stored.get("command"))
@@ -626,14 +642,14 @@ class RunContext:
         data = provenance.run_config(
             self.settings,
             self.values,
-            command=provenance.command(self.config),
+            command=self.invocation.command,
             started=self.started,
             workers=self.workers,
             planned=planned,
             session=self.provenance(),
             dataset=self.values.dataset or (str(roots[0]) if len(roots) == 1 else None),
-            markexpr=self.config.option.markexpr or None,
-            keyword=self.config.option.keyword or None,
+            markexpr=self.invocation.markexpr,
+            keyword=self.invocation.keyword,
         )
         upstream = {"upstream_config": self.upstream_config} if self.upstream_config else {}
         return self.redactor.redact_obj({**data, **upstream, **facts})
@@ -661,9 +677,7 @@ class RunContext:
             budget=self.budget,
             only=self.probe_keys if self.values.probe_only else None,
             prices=self.prices,
-            container_env=functools.partial(
-                hooked_env.adjust, self.config.hook.pytest_gaia2_container_env, self.redactor
-            ),
+            container_env=functools.partial(hooked_env.adjust, self.hook("pytest_gaia2_container_env"), self.redactor),
             max_starts_per_minute=self.values.max_starts_per_minute,
             decided=self._decided,
             adaptive_pacing=self.values.pacing == "adaptive",
@@ -689,32 +703,33 @@ class RunContext:
 
     # -- the end of the run ------------------------------------------------------------------
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """On the controller: each final report's record becomes one results.jsonl line."""
-        skipped = getattr(report, "gaia2_not_started", None)
-        if isinstance(skipped, dict) and not self.is_worker:
-            self.book.note_not_started(str(skipped.get("key")), str(skipped.get("why")))
-        data = getattr(report, "gaia2_record", None)
-        if data is None or report.outcome == "rerun" or self.is_worker:
+    def take_report(self, not_started: Mapping[str, Any] | None, record: dict[str, Any] | None) -> None:
+        """On the controller: an item that did not start is noted, and a final report's record
+        becomes one results.jsonl line."""
+        if self.is_worker:
+            return
+        if not_started is not None:
+            self.book.note_not_started(str(not_started.get("key")), str(not_started.get("why")))
+        if record is None:
             return
         try:
-            notices = self.book.add(AttemptRecord.from_json(data), probe_keys=self.probe_keys, workers=self.workers)
+            notices = self.book.add(AttemptRecord.from_json(record), probe_keys=self.probe_keys, workers=self.workers)
         except store.StoreError as exc:
             notices = [f"gaia2: {exc}"]
         for notice in notices:
-            self._writer()(self.redactor.redact(notice))
+            self.write(self.redactor.redact(notice))
 
     def call_hook(self, name: str, **kwargs: Any) -> None:
         """A ``pytest_gaia2_*`` hook users implement (:mod:`pytest_gaia2.plugin.newhooks`): its
         failure is one warning line, never the end of a run that is spending money."""
         try:
-            getattr(self.config.hook, name)(**kwargs)
+            self.hook(name)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - a user's hook: any failure is reported, not raised
             text = f"gaia2: warning: {name} failed: {type(exc).__name__}: {str(exc)[:200]}"
-            self._writer()(printable(self.redactor.redact(text)))
+            self.write(printable(self.redactor.redact(text)))
 
     def summary_lines(self) -> list[str]:
-        if self.is_worker or not self.active or self.config.option.collectonly or self.stopped:
+        if self.is_worker or not self.active or self.invocation.collect_only or self.stopped:
             return []
         replaced = [
             printable(f"gaia2: {entry['key']} = {entry['configured']!r} was replaced: the run used {entry['used']}")
@@ -724,22 +739,23 @@ class RunContext:
             return [*replaced, "gaia2: no scenario ran"]
         return [self.redactor.redact(line) for line in [*replaced, *self.book.lines()]]
 
-    def finish(self, exitstatus: int, signum: int | None = None) -> int | None:
+    def finish_run(self, exitstatus: int, signum: int | None = None, *, workers: bool = False) -> ExitStatus | None:
         """Write results.jsonl, summary.json and the run's pages, remove what is left of the
         session, and let the gate decide the exit status.
 
         The files come first and are held against a further signal, and the sweep never raises
         out: a double Ctrl-C or an engine failure in the sweep still leaves the run's summary.
         An interrupted run first lets its xdist workers finish the records of the attempts they
-        were running, so every scenario in flight gets its line; ``signum``, the signal that
-        interrupted it, is forwarded to them first (a signal to the controller alone reaches none)."""
+        were running (``workers``: xdist's), so every scenario in flight gets its line; ``signum``,
+        the signal that interrupted it, is forwarded to them first (a signal to the controller
+        alone reaches none). None: the status the run already has stands."""
         if self.is_worker or not self.prepared:
             self._sweep()
             return None
-        if exitstatus == pytest.ExitCode.INTERRUPTED:
+        if exitstatus == ExitStatus.INTERRUPTED:
             self.book.end_reason = "interrupted (Ctrl-C, SIGTERM or a collection error) before they started"
         try:
-            if exitstatus == pytest.ExitCode.INTERRUPTED and self.config.pluginmanager.has_plugin("dsession"):
+            if exitstatus == ExitStatus.INTERRUPTED and workers:
                 if signum is not None:
                     self._forward(signum)
                 self._wait_for_workers()
@@ -747,7 +763,7 @@ class RunContext:
         finally:
             self._sweep()
 
-    def _write_run_files(self, exitstatus: int) -> int | None:
+    def _write_run_files(self, exitstatus: int) -> ExitStatus | None:
         from pytest_gaia2.run import interrupts
 
         with interrupts.held():
@@ -763,23 +779,22 @@ class RunContext:
             try:
                 decision = self.book.write(extra)
             except store.StoreError as exc:
-                self._writer()(f"gaia2: {exc}; the records already written are kept")
-                return pytest.ExitCode.INTERNAL_ERROR
+                self.write(f"gaia2: {exc}; the records already written are kept")
+                return ExitStatus.INTERNAL_ERROR
             if self.folder is not None:
                 from pytest_gaia2.report.pages import write_run_pages
 
-                allure = getattr(self.config.option, "allure_report_dir", None)
                 write_run_pages(
                     self.folder.path,
                     report=self.values.report,
-                    write=self._writer(),
-                    alluredir=self.config.invocation_params.dir / allure if allure else None,
+                    write=self.write,
+                    alluredir=self.invocation.alluredir,
                 )
-        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        if exitstatus in (ExitStatus.INTERRUPTED, ExitStatus.INTERNAL_ERROR, ExitStatus.USAGE_ERROR):
             return None
-        if decision is None:  # no gate: pytest's status, but a budget halt is no pass
-            return pytest.ExitCode.TESTS_FAILED if self.book.halted_short() else None
-        return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
+        if decision is None:  # no gate: the run's status, but a budget halt is no pass
+            return ExitStatus.TESTS_FAILED if self.book.halted_short() else None
+        return ExitStatus.OK if decision.met else ExitStatus.TESTS_FAILED
 
     def _forward(self, signum: int) -> None:
         """The controller's signal to the workers with an attempt in flight, as a terminal's Ctrl-C
@@ -799,7 +814,7 @@ class RunContext:
         while self.folder is not None and running(self.folder.path) and time.monotonic() < deadline:
             time.sleep(0.1)
         if self.folder is not None and running(self.folder.path):
-            self._writer()(
+            self.write(
                 f"gaia2: {WIND_DOWN_MISSED} {WORKER_WIND_DOWN:g} s after the interrupt; "
                 "their records are recovered from the attempt folders where written, their containers removed"
             )
@@ -821,7 +836,7 @@ class RunContext:
             if self.engines.connected or (self.prepared and not self.is_worker):
                 self.remove_worker_containers(self.worker if self.is_worker else None)
         except Exception as exc:  # noqa: BLE001 - the run's files are written; the reaper of the next run removes the rest
-            self._writer()(
+            self.write(
                 self.redactor.redact(
                     f"gaia2: warning: the session's containers could not all be removed ({type(exc).__name__}: "
                     f"{str(exc)[:200]}); the next run removes them once they are {self.values.reap_grace:g} s old"

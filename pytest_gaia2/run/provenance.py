@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
-
 from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.config.options import Options
 from pytest_gaia2.store.record import PROVENANCE_KEYS, AttemptRecord
@@ -36,8 +34,9 @@ def host_of(url: str | None) -> str | None:
     return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
 
 
-def command(config: pytest.Config) -> str:
-    return shlex.join([Path(sys.argv[0]).name, *config.invocation_params.args])
+def command(args: Sequence[str]) -> str:
+    """The command line that started this session, from the arguments pytest was given."""
+    return shlex.join([Path(sys.argv[0]).name, *args])
 
 
 def of_session(

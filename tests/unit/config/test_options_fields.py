@@ -20,10 +20,10 @@ def expected_type(option: options.Option) -> Any:
     a bool for a flag, one of its choices; None too when it has no default."""
     parsed = typing.get_type_hints(option.parse, localns=NAMES)["return"]
     if option.multiple:
-        return tuple[parsed, ...]  # type: ignore[valid-type]
+        return tuple[parsed, ...]
     if option.flag:
         return bool
-    kind = Literal[tuple(option.choices)] if option.choices else parsed  # type: ignore[misc]
+    kind = Literal[tuple(option.choices)] if option.choices else parsed
     return kind | None if option.default is None else kind
 
 
@@ -65,4 +65,4 @@ def _is(value: Any, kind: Any) -> bool:
 def test_options_are_frozen() -> None:
     values = options.resolve({}, {}, {})
     with pytest.raises(dataclasses.FrozenInstanceError):
-        values.timeout = 1.0  # type: ignore[misc]
+        values.timeout = 1.0  # type: ignore[misc]  # the point of the test

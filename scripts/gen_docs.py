@@ -60,7 +60,7 @@ a failure marks a **failed** attempt instead (`success: false`): the agent's doi
 against it in both rates.
 
 These are every category the code knows (`pytest_gaia2.CATEGORIES`); the Allure categories are
-made from the same table. [Failures and errors](../failures.md) tells each path in full, with the
+made from the same table. [Failures and errors](failures.md) tells each path in full, with the
 passes and failures around them.
 """
 
@@ -71,7 +71,7 @@ EXIT_CODES_INTRO = """\
 What `pytest` with the plugin exits with. A command that is refused (4 or 6) starts no container,
 creates no run folder and leaves `latest` where it was, so a `--gaia2-resume` after it continues
 the run whose verdicts are paid for. The console commands (`pytest-gaia2 ...`) have their own
-codes: 0, 1 for a verdict they were asked to gate on, 2 for bad input ([Commands](../commands.md)).
+codes: 0, 1 for a verdict they were asked to gate on, 2 for bad input ([Commands](commands.md)).
 """
 
 

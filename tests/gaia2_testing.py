@@ -470,3 +470,8 @@ def http_server(host: str, body: bytes, asked: list[str] | None = None) -> Itera
     finally:
         server.shutdown()
         server.server_close()
+
+
+def raw_controls(text: str) -> list[str]:
+    """The characters of ``text`` a terminal would obey (C0 but newline and tab, DEL, C1)."""
+    return [char for char in text if ord(char) < 32 and char not in "\n\t" or 0x7F <= ord(char) <= 0x9F]

@@ -69,6 +69,8 @@ IDLE = ("-c", "exec sleep infinity")
 OpenClaw image's needs a key the re-judge does not have, and may end the container)."""
 INBOX = "/tmp/gaia2-rejudge"
 OUTBOX = "/tmp/gaia2-rejudge-out"
+JUDGE_OUTPUTS = ("status.json", "judgments.jsonl")
+"""What an offline judge writes per scenario folder of OUTBOX: the only files copied back."""
 ADAPTER_PORT = 8090
 MAX_FILE_BYTES = 64 << 20
 MAX_TOTAL_BYTES = 1 << 30
@@ -446,8 +448,15 @@ def judge_image(
             pending = [folder for folder in pending if _retryable(container, folder)]
             if not pending:
                 break
+        # Only the files read back become files: nothing else of a container lands in a run folder.
+        wanted = {f"{job.folder}/{name}": f"{job.folder}/{name}" for job in jobs for name in JUDGE_OUTPUTS}
         report = container.copy_out(
-            OUTBOX, dest, max_file_bytes=MAX_FILE_BYTES, max_total_bytes=MAX_TOTAL_BYTES, redactor=redactor
+            OUTBOX,
+            dest,
+            max_file_bytes=MAX_FILE_BYTES,
+            max_total_bytes=MAX_TOTAL_BYTES,
+            rename=wanted,
+            redactor=redactor,
         )
         if report.notes or report.skipped:
             print(f"rejudge: {spec.name}: some files were not copied: {report.notes + report.skipped}")

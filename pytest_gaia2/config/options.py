@@ -542,7 +542,7 @@ class Options:
     probe_only: bool
 
 
-def _convert(option: Option, raw: Any) -> Any:
+def _convert(option: Option, raw: object) -> Any:
     if option.multiple:
         items = raw if isinstance(raw, (list, tuple)) else [raw]
         return tuple(option.parse(option.name, str(item)) for item in items)
@@ -576,7 +576,7 @@ def resolve(cli: Mapping[str, Any], toml: Mapping[str, Any], ini: Mapping[str, A
     return Options(**values)
 
 
-def anchored(option: Option, raw: Any, folder: Path) -> Any:
+def anchored(option: Option, raw: object, folder: Path) -> Any:
     """A path option's raw value(s) joined to ``folder`` when relative (``~`` expanded); else ``raw``."""
     if not option.path or raw is None:
         return raw

@@ -36,7 +36,7 @@ from pytest_gaia2.config.container_env import (
     faketime,
     profile_for,
 )
-from pytest_gaia2.config.options import OptionError
+from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.store.limits import Limits
 from pytest_gaia2.store.redact import MASK, Redactor, looks_secret, secret_values
 
@@ -232,7 +232,7 @@ def limits_of(values: options.Options) -> Limits:
     )
 
 
-def _clean(value: Any) -> str | None:
+def _clean(value: object) -> str | None:
     text = str(value).strip() if value is not None else ""
     return text or None
 

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_gaia2.config import options
-from pytest_gaia2.config.options import OptionError
 from pytest_gaia2.config.splits import split_names
 from pytest_gaia2.config.upstream_reader import RunConfigReader, Secret
+from pytest_gaia2.config.values import OptionError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -62,13 +62,13 @@ class UpstreamConfig:
         return {name: secret.reveal() for name, secret in self.secrets.items()}
 
 
-Handler = Callable[[RunConfigReader, str, Any, dict[str, Any]], None]
+Handler = Callable[[RunConfigReader, str, object, dict[str, Any]], None]
 
 
 def _to(key: str, kind: str = "text") -> Handler:
     """A key that maps one-to-one onto a plugin option; numbers are passed on as text."""
 
-    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
         parsed = getattr(reader, kind)(where, value)
         if parsed != "":
             reader.set(where, key, parsed if isinstance(parsed, str) else str(parsed))
@@ -77,7 +77,7 @@ def _to(key: str, kind: str = "text") -> Handler:
 
 
 def _path_to(key: str, must_exist: Literal["file", "dir"] | None = None, *, target: bool = False) -> Handler:
-    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
         if not reader.text(where, value):
             return
         path = reader.path(where, value, must_exist=must_exist)
@@ -92,47 +92,47 @@ def _path_to(key: str, must_exist: Literal["file", "dir"] | None = None, *, targ
 def _ignored(kind: str, why: str) -> Handler:
     """A key that only concerns gaia2-runner's own machinery: checked, then reported."""
 
-    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
         reader.note(where, f"= {getattr(reader, kind)(where, value)!r} is ignored: {why}")
 
     return handle
 
 
 def _renamed(new: str) -> Handler:
-    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
         reader.fail(where, f"has been removed from gaia2-runner; use {new}")
 
     return handle
 
 
-def _dataset(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _dataset(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
     dataset_id = reader.text(where, value)
     if dataset_id:
         reader.target(where, "dataset", dataset_id)
 
 
-def _splits(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _splits(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
     items = [reader.text(where, value)] if isinstance(value, str) else reader.strings(where, value)
     names = split_names(items, source=f"{reader.file}: {where}")
     reader.set(where, "splits", "all" if [i.lower() for i in items] == ["all"] else ",".join(names))
 
 
-def _limit(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _limit(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
     limit = reader.integer(where, value)
     reader.set(where, "first_n", str(limit))
     reader.note(where, f"= {limit} becomes --gaia2-first-n {limit}: a plain prefix, as in gaia2-runner")
 
 
-def _recursive(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _recursive(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
     if not reader.boolean(where, value):
         reader.note(where, "= false is ignored: scenario folders are always searched recursively")
 
 
-def _retry(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _retry(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
     reader.set(where, "resume", "true" if reader.boolean(where, value) else "false")
 
 
-def _output(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _output(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
     reader.note(
         where,
         f"= {reader.path(where, value)!r} is ignored: results.jsonl is always "
@@ -141,14 +141,14 @@ def _output(reader: RunConfigReader, where: str, value: Any, section: dict[str, 
 
 
 def _api_key(variable: str, option: str) -> Handler:
-    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
         reader.secret(where, section, variable, option)
 
     return handle
 
 
 def _container_env(name: str, kind: str) -> Handler:
-    def handle(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+    def handle(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
         if kind == "table":
             if not isinstance(value, dict):
                 reader.fail(where, f"must be a TOML table, got {value!r}")
@@ -165,7 +165,7 @@ def _container_env(name: str, kind: str) -> Handler:
     return handle
 
 
-def _shard_part(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _shard_part(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
     """``shard_id`` and ``num_shards`` are read here and joined into one ``--gaia2-shard`` by :func:`_shard`."""
     reader.integer(where, value)
 
@@ -207,7 +207,7 @@ def _language(reader: RunConfigReader, target: dict[str, Any]) -> None:
     reader.set(reader.origin.get("splits", "[target].language"), "splits", ",".join(names))
 
 
-def _runtime(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _runtime(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
     runtime = reader.text(where, value)
     if runtime.lower() in ("", "docker", "podman"):
         reader.note(
@@ -219,7 +219,7 @@ def _runtime(reader: RunConfigReader, where: str, value: Any, section: dict[str,
         reader.replace(where, runtime, "the container engine's API (Docker or Podman)")
 
 
-def _image_sif(reader: RunConfigReader, where: str, value: Any, section: dict[str, Any]) -> None:
+def _image_sif(reader: RunConfigReader, where: str, value: object, section: dict[str, Any]) -> None:
     sif = reader.text(where, value)
     if sif:
         reader.replace(where, sif, "[agent].image run through the container engine's API")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from pytest_gaia2.config.options import OptionError
+from pytest_gaia2.config.values import OptionError
 
 _ENV_REFERENCE = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _NAMED_VOLUME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -57,32 +57,32 @@ class RunConfigReader:
 
     # -- TOML value types (as strict as upstream: a number in quotes is an error) ----------
 
-    def text(self, where: str, value: Any) -> str:
+    def text(self, where: str, value: object) -> str:
         if not isinstance(value, str):
             self.fail(where, f"must be a string, got {value!r}")
         return value.strip()
 
-    def integer(self, where: str, value: Any) -> int:
+    def integer(self, where: str, value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(where, f"must be an integer, got {value!r}")
         return value
 
-    def number(self, where: str, value: Any) -> float:
+    def number(self, where: str, value: object) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(where, f"must be a number, got {value!r}")
         return float(value)
 
-    def boolean(self, where: str, value: Any) -> bool:
+    def boolean(self, where: str, value: object) -> bool:
         if not isinstance(value, bool):
             self.fail(where, f"must be true or false, got {value!r}")
         return value
 
-    def strings(self, where: str, value: Any) -> list[str]:
+    def strings(self, where: str, value: object) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             self.fail(where, f"must be a list of strings, got {value!r}")
         return [item.strip() for item in value if item.strip()]
 
-    def path(self, where: str, value: Any, *, must_exist: Literal["file", "dir", "any"] | None = None) -> str:
+    def path(self, where: str, value: object, *, must_exist: Literal["file", "dir", "any"] | None = None) -> str:
         """Expand ``$VAR``, ``${VAR}`` and ``~``, then resolve against the TOML file's folder."""
         text = self.text(where, value)
         missing: list[str] = []
@@ -111,7 +111,7 @@ class RunConfigReader:
 
     # -- results -----------------------------------------------------------------------------
 
-    def set(self, where: str, key: str, raw: Any) -> None:
+    def set(self, where: str, key: str, raw: object) -> None:
         self.options[key] = raw
         self.origin[key] = where
 
@@ -130,7 +130,7 @@ class RunConfigReader:
         self.replaced.append({"key": where, "configured": configured, "used": used})
         self.note(where, f"= {configured!r} is replaced: the run uses {used}")
 
-    def target(self, where: str, key: str, raw: Any) -> None:
+    def target(self, where: str, key: str, raw: object) -> None:
         self.targets.append(where)
         self.set(where, key, raw)
 
@@ -150,7 +150,7 @@ class RunConfigReader:
             f"holds a literal key: it is handed to containers through {variable} and never written; prefer api_key_env",
         )
 
-    def volumes(self, where: str, value: Any) -> None:
+    def volumes(self, where: str, value: object) -> None:
         """Upstream's ``-v`` bind mounts become copies made before each container starts.
 
         As with ``-v``, a bare name is a named volume (refused: there is nothing to copy);

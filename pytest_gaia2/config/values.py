@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.spec import EngineSpec
@@ -144,7 +144,7 @@ TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
 
-def boolean(name: str, raw: Any) -> bool:
+def boolean(name: str, raw: object) -> bool:
     if isinstance(raw, bool):
         return raw
     text = str(raw).strip().lower()
@@ -155,7 +155,7 @@ def boolean(name: str, raw: Any) -> bool:
     raise OptionError(f"--gaia2-{name}: expected true or false, got {raw!r}")
 
 
-def resume_target(name: str, raw: Any) -> bool | str:
+def resume_target(name: str, raw: object) -> bool | str:
     """``True`` (the latest run folder), ``False``, or the path of the run folder to continue."""
     if isinstance(raw, bool) or str(raw).strip().lower() in TRUE_WORDS | FALSE_WORDS:
         return boolean(name, raw)

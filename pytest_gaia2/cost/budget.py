@@ -39,7 +39,8 @@ from pytest_gaia2.store.safejson import JsonLimitError, JsonReadError, loads_bou
 
 LEDGER_FILE = "spend.jsonl"
 LEGACY_LEDGER_FILE = "spend.json"
-"""The ledger of pytest-gaia2 before issue 21: one JSON object, rewritten on every add."""
+"""The ledger's older form (one JSON object, rewritten on every add), still read so that a run
+folder written in it resumes with its spend."""
 LEDGER_MAX_BYTES = 64 * 2**20
 """Half a million attempts' lines; a larger ledger is not one this harness wrote."""
 LINE_MAX_BYTES = 4096

@@ -152,7 +152,7 @@ def read_price_file(path: Path) -> dict[str, Price]:
     return {name: _price(f"{where}: {name!r}", entry) for name, entry in raw.items()}
 
 
-def _price(where: str, entry: Any) -> Price:
+def _price(where: str, entry: object) -> Price:
     if not isinstance(entry, dict) or not {"input", "output"} <= entry.keys():
         raise OptionError(f"{where}: expected input and output prices (USD per million tokens)")
     unknown = sorted(set(entry) - set(PRICE_FIELDS))
@@ -191,7 +191,7 @@ def _package_price(name: str) -> tuple[Price, str] | None:
     return None
 
 
-def _base_rate(rate: Any) -> float | None:
+def _base_rate(rate: object) -> float | None:
     """A per-million rate as a float; a tiered rate's base tier."""
     rate = getattr(rate, "base", rate)
     return float(rate) if isinstance(rate, Decimal) else None

@@ -166,7 +166,7 @@ def _call_usage(line: Mapping[str, Any], max_bytes: int, where: str) -> Usage:
     )
 
 
-def usd_amount(value: Any, ceiling: float = math.inf) -> float | None:
+def usd_amount(value: object, ceiling: float = math.inf) -> float | None:
     """``value`` as an amount of USD (OpenRouter's ``usage.cost``, a price) if it is a finite,
     non-negative number no larger than ``ceiling``; ``None`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -186,7 +186,7 @@ def shown_names(names: Iterable[str], limit: int = NAMES_SHOWN, more: int = 0) -
     return f"{text} and {hidden} more" if hidden > 0 else text
 
 
-def _shown_value(value: Any) -> str:
+def _shown_value(value: object) -> str:
     """A refused value for a message: numbers as numbers, anything else by its type only (its
     text is the container's)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -242,7 +242,7 @@ class _Counts:
         self.where = where
         self.refused: list[str] = []
 
-    def refuse(self, name: str, value: Any, expected: str) -> None:
+    def refuse(self, name: str, value: object, expected: str) -> None:
         if len(self.refused) < REFUSED_MAX:
             self.refused.append(f"{self.where}: {name} is {_shown_value(value)}, not {expected}")
 

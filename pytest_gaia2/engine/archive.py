@@ -22,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any
 
+from pytest_gaia2.store.kept import printable
 from pytest_gaia2.store.names import hazard
 from pytest_gaia2.store.redact import Redactor
 from pytest_gaia2.store.safejson import JsonReadError, open_regular
@@ -47,9 +48,22 @@ _temp_names = itertools.count()
 
 SPOOL_BYTES = 8 << 20
 """A copy-in archive stays in memory up to this size, then goes to a temporary file."""
-FileContent = bytes | Path
-"""What is copied into a container: the bytes, or a host file streamed from disk (a regular
-file, checked again when opened: never a FIFO or device swapped in)."""
+
+
+@dataclass(frozen=True)
+class ArchivedFile:
+    """A member of a kept archive on the host (:mod:`~pytest_gaia2.store.kept`): ``size``
+    bytes at ``offset`` of ``archive``, streamed from there, never extracted to a file."""
+
+    archive: Path
+    offset: int
+    size: int
+
+
+FileContent = bytes | Path | ArchivedFile
+"""What is copied into a container: the bytes, a host file streamed from disk (a regular
+file, checked again when opened: never a FIFO or device swapped in), or a member of a kept
+archive streamed from the archive."""
 
 
 def tar_spool(files: Iterable[tuple[str, FileContent, int]]) -> IO[bytes]:
@@ -67,12 +81,17 @@ def tar_spool(files: Iterable[tuple[str, FileContent, int]]) -> IO[bytes]:
                     info.size = len(content)
                     archive.addfile(info, io.BytesIO(content))
                     continue
+                source = content.archive if isinstance(content, ArchivedFile) else content
                 try:
-                    with open_regular(content, max_bytes=sys.maxsize) as stream:
-                        info.size = os.fstat(stream.fileno()).st_size
+                    with open_regular(source, max_bytes=sys.maxsize) as stream:
+                        if isinstance(content, ArchivedFile):  # tarfile reads exactly its size
+                            stream.seek(content.offset)
+                            info.size = content.size
+                        else:
+                            info.size = os.fstat(stream.fileno()).st_size
                         archive.addfile(info, stream)
                 except JsonReadError as exc:
-                    raise OSError(f"{content}: {exc}") from None
+                    raise OSError(f"{source}: {exc}") from None
     except BaseException:
         spool.close()
         raise
@@ -127,9 +146,12 @@ def tar_entries(chunks: Iterable[bytes]) -> Iterator[tuple[tarfile.TarInfo, tarf
 
 @dataclass
 class CopyReport:
-    """What a copy out wrote (host-relative name, bytes), skipped (archive name, why) and noted."""
+    """What a copy out wrote (host-relative name, bytes), kept in an archive, skipped (archive
+    name, why) and noted."""
 
     written: list[tuple[str, int]] = field(default_factory=list)
+    kept: list[tuple[str, int]] = field(default_factory=list)
+    """Members added to the kept archive (member name, bytes)."""
     skipped: list[tuple[str, str]] = field(default_factory=list)
     """The first :data:`MAX_LISTED` files not copied, with why."""
     unlisted: int = 0
@@ -152,8 +174,7 @@ class CopyReport:
 
 def _shown(name: str) -> str:
     """A hostile archive name made printable and short enough for a report."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    text = "".join(char if char.isprintable() else f"\\x{ord(char):02x}" for char in text)
+    text = printable(name)
     return text if len(text) <= 300 else f"{text[:297]}..."
 
 
@@ -179,11 +200,9 @@ def _below_top(name: str) -> str:
     return "/".join(parts[1:] if len(parts) > 1 else parts)
 
 
-def _destination(
-    name: str, root: str, rename: Mapping[str, str], prefix: tuple[str, ...]
-) -> tuple[tuple[str, ...], str | None]:
-    """Where an archive entry goes below ``root`` (its path below the archive's top folder,
-    renamed or under ``prefix``; a single-file archive keeps the file's name), or why not."""
+def _relative(name: str) -> tuple[tuple[str, ...], str | None]:
+    """An archive name's path below its top folder (a single-file archive keeps the file's
+    name), or why it cannot be one: a NUL, an absolute name, a ``..``."""
     if "\0" in name:
         return (), "name contains NUL"
     if name.startswith("/"):
@@ -191,22 +210,39 @@ def _destination(
     parts = tuple(part for part in name.split("/") if part not in ("", "."))
     if ".." in parts:
         return (), "name contains '..'"
-    relative = parts[1:] if len(parts) > 1 else parts
-    mapped = rename.get(_below_top(name))
-    host = tuple(mapped.split("/")) if mapped is not None else (*prefix, *relative)
-    if not host or any(part in ("", ".", "..") or "\0" in part for part in host):
-        return (), "not a plain relative name"
-    if any(len(os.fsencode(part)) > MAX_NAME_BYTES for part in host):
-        return (), f"a path component is longer than {MAX_NAME_BYTES} bytes"
-    if len(host) > MAX_DEPTH:
-        return (), f"deeper than {MAX_DEPTH} levels"
-    if len(os.fsencode(os.path.join(root, *host))) > MAX_HOST_PATH_BYTES:
-        return (), f"host path longer than {MAX_HOST_PATH_BYTES} bytes"
-    for part in host:
-        reason = hazard(part)
-        if reason is not None:
-            return (), reason
-    return host, None
+    return (parts[1:] if len(parts) > 1 else parts), None
+
+
+def _bounded(parts: tuple[str, ...], root: str) -> str | None:
+    """Why ``parts`` cannot be a path below ``root`` on the host (empty, too long, too deep)."""
+    if not parts or any(part in ("", ".", "..") or "\0" in part for part in parts):
+        return "not a plain relative name"
+    if any(len(os.fsencode(part)) > MAX_NAME_BYTES for part in parts):
+        return f"a path component is longer than {MAX_NAME_BYTES} bytes"
+    if len(parts) > MAX_DEPTH:
+        return f"deeper than {MAX_DEPTH} levels"
+    if len(os.fsencode(os.path.join(root, *parts))) > MAX_HOST_PATH_BYTES:
+        return f"host path longer than {MAX_HOST_PATH_BYTES} bytes"
+    return None
+
+
+def _destination(name: str, root: str, target: str) -> tuple[tuple[str, ...], str | None]:
+    """Where a file the harness reads goes below ``root``: ``target``, the name the harness
+    gave it, checked again as a second line of defence (some targets are built from a run
+    folder's records), or why not."""
+    _, problem = _relative(name)
+    host = tuple(target.split("/"))
+    problem = problem or _bounded(host, root)
+    for part in host if problem is None else ():
+        problem = problem or hazard(part)
+    return (host, None) if problem is None else ((), problem)
+
+
+def member_name(parts: Sequence[str], redactor: Redactor | None = None) -> str:
+    """A container's file's name as a member of a kept archive: printable (every other
+    character escaped as ``\\xNN``), masked, never absolute nor holding ``..``."""
+    text = printable("/".join(parts))
+    return redactor.redact(text) if redactor is not None else text
 
 
 def _open_dirs(root_fd: int, names: Sequence[str]) -> int:
@@ -288,6 +324,71 @@ def write_file(root_fd: int, parts: Sequence[str], pieces: Iterable[bytes]) -> i
             os.close(parent)
 
 
+class Keeper:
+    """A container's files kept as members of one tar archive on the host, never as files: no
+    tool that goes to a run folder afterwards (pytest, python, git, a shell) reads a member as
+    its configuration, whatever names it adds later. Members are regular files of mode 0644
+    under printable, masked names (:func:`member_name`), their content masked as it streams
+    and spooled (memory stays at :data:`SPOOL_BYTES`); the archive is written under a
+    temporary name and appears at ``path`` whole on :meth:`close`, only when it has a member."""
+
+    def __init__(self, path: Path, redactor: Redactor | None = None) -> None:
+        self.path = path
+        self.redactor = redactor
+        self.members = 0
+        self._temp = path.with_name(f".gaia2-copy-{os.getpid()}-{next(_temp_names)}.tmp")
+        self._out: IO[bytes] | None = None
+        self._archive: tarfile.TarFile | None = None
+
+    def add(self, parts: Sequence[str], pieces: Iterable[bytes]) -> int:
+        """One more member named ``parts``; its bytes as kept."""
+        if self._archive is None:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            self._out = os.fdopen(os.open(self._temp, flags, 0o644), "wb")
+            self._archive = tarfile.open(fileobj=self._out, mode="w", format=tarfile.PAX_FORMAT)
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+            for piece in masked(pieces, self.redactor):
+                spool.write(piece)
+            info = tarfile.TarInfo(member_name(parts, self.redactor))
+            info.size = spool.tell()
+            info.mode = 0o644
+            info.mtime = int(time.time())
+            spool.seek(0)
+            self._archive.addfile(info, spool)
+        self.members += 1
+        return info.size
+
+    def close(self) -> None:
+        """The archive at ``path``, whole (nothing when no member was added)."""
+        if self._archive is None or self._out is None:
+            return
+        try:
+            self._archive.close()
+            self._out.close()
+            os.replace(self._temp, self.path)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        """Nothing kept: the temporary archive goes (after :meth:`close`, nothing to do)."""
+        if self._out is not None:
+            self._out.close()
+            try:
+                os.unlink(self._temp)
+            except FileNotFoundError:
+                pass
+        self._archive = self._out = None
+
+    def __enter__(self) -> Keeper:
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.discard()
+
+
 def _write_problem(exc: OSError) -> str:
     if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.EEXIST):
         return "a file, folder or symlink is in the way on the host"
@@ -301,22 +402,25 @@ def extract(
     max_file_bytes: int,
     max_total_bytes: int,
     rename: Mapping[str, str] = NO_RENAME,
+    keep: Keeper | None = None,
     prefix: str = "",
     redactor: Redactor | None = None,
     wanted: Callable[[str], bool] | None = None,
     ignore_limit: int = 0,
 ) -> CopyReport:
-    """Write the regular files of a tar stream under ``dest``; everything else is listed as skipped.
+    """Write the files of a tar stream the harness reads under ``dest``, keep the rest in ``keep``.
 
-    A file's archive path below the top folder (``state/a/b.json`` -> ``a/b.json``) goes to
-    ``rename[path]`` when mapped, else to ``prefix/path``. Names are checked before anything
-    is written (no NUL, absolute path or ``..``; components, depth and host path bounded; never a
-    name a later tool would run or obey, see :func:`~pytest_gaia2.store.names.hazard`), and
-    folders are opened one by one with ``O_NOFOLLOW`` from ``dest``, so nothing lands outside
-    it. Files over ``max_file_bytes``, or over what is left of ``max_total_bytes``, are
-    skipped. Memory stays at a few chunks whatever the archive holds. Every file is masked
-    with ``redactor`` as it streams, in windows of :data:`COPY_CHUNK` bytes (see :func:`masked`).
-    A broken stream ends the copy with a note; what was written stays.
+    Only the files ``rename`` names become files: a file's archive path below the top folder
+    (``state/a/b.json`` -> ``a/b.json``) goes to ``rename[path]``, the name the harness gives
+    it. Every other regular file becomes a member ``prefix/path`` of ``keep``'s archive (with
+    no ``keep``, it is skipped): nothing else a container holds becomes a file a later tool
+    could read as its configuration, whatever names tools read now or later. Names are
+    checked before anything is written (no NUL, absolute path or ``..``; components, depth and
+    host path bounded), and folders are opened one by one with ``O_NOFOLLOW`` from ``dest``,
+    so nothing lands outside it. Files over ``max_file_bytes``, or over what is left of
+    ``max_total_bytes``, are skipped. Memory stays at a few chunks whatever the archive holds.
+    Every file is masked with ``redactor`` as it streams, in windows of :data:`COPY_CHUNK`
+    bytes (see :func:`masked`). A broken stream ends the copy with a note; what was written stays.
 
     The files ``rename`` names are the ones the harness needs: they are written whatever the
     total cap and however many entries came first (the file cap still holds). Past
@@ -350,16 +454,22 @@ def extract(
                     break
                 continue
             shown = _shown(member.name)
-            needed = _below_top(member.name) in rename
-            if needed:
+            target = rename.get(_below_top(member.name))
+            if target is not None:
                 report.met.add(_below_top(member.name))
-            host_parts, problem = _destination(member.name, root, rename, prefix_parts)
+                parts, problem = _destination(member.name, root, target)
+            else:
+                relative, problem = _relative(member.name)
+                parts = (*prefix_parts, *relative)
+                problem = problem or _bounded(parts, root)
+                if problem is None and keep is None:
+                    problem = "not a file the harness reads (nothing else of a container becomes a file)"
             problem = _type_problem(member) or problem
             if problem is None and member.size > max_file_bytes:
                 problem = f"{member.size} bytes, over the {max_file_bytes}-byte file cap"
-            if problem is None and not needed and count > MAX_ENTRIES:
+            if problem is None and target is None and count > MAX_ENTRIES:
                 problem = f"past the first {MAX_ENTRIES} archive entries"
-            if problem is None and not needed and report.total_bytes + member.size > max_total_bytes:
+            if problem is None and target is None and report.total_bytes + member.size > max_total_bytes:
                 problem = f"{member.size} bytes, over what is left of the {max_total_bytes}-byte total cap"
             if problem is not None:
                 report.skip(shown, problem)
@@ -367,11 +477,15 @@ def extract(
             source = archive.extractfile(member)
             assert source is not None  # a regular file
             try:
-                size = write_file(root_fd, host_parts, masked(_read_chunks(source), redactor))
+                if target is None and keep is not None:
+                    size = keep.add(parts, _read_chunks(source))
+                    report.kept.append((member_name(parts, redactor), size))
+                else:
+                    size = write_file(root_fd, parts, masked(_read_chunks(source), redactor))
+                    report.written.append(("/".join(parts), size))
             except OSError as exc:
                 report.skip(shown, _write_problem(exc))
                 continue
-            report.written.append(("/".join(host_parts), size))
             report.total_bytes += size
     except StreamBroken as exc:
         report.notes.append(f"the engine's archive stream broke, the copy is partial: {exc}")

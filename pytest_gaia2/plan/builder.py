@@ -55,7 +55,7 @@ def display(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime(DISPLAY_FORMAT)
 
 
-def _arg(name: str, value: Any) -> dict[str, Any]:
+def _arg(name: str, value: object) -> dict[str, Any]:
     """Stringify one argument the way ARE's JsonScenarioExporter does."""
     if value is None:
         return {"name": name, "value": None, "value_type": None}
@@ -235,12 +235,12 @@ class ScenarioBuilder:
         return path
 
 
-def dumps(data: Any) -> str:
+def dumps(data: object) -> str:
     """A scenario file's text: indented JSON, non-ASCII kept, one final newline."""
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dumps(data), encoding="utf-8")
 

@@ -96,7 +96,7 @@ class Scenario:
         return split_marker(self.split)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """A repr short enough for a one-line message."""
     text = repr(value)
     return text if len(text) <= 50 else f"{text[:50]}..."
@@ -110,7 +110,7 @@ def _definition_value(data: dict[str, Any], key: str) -> Any:
     return data.get(key)
 
 
-def arg_value(args: Any, name: str) -> Any:
+def arg_value(args: object, name: str) -> Any:
     """Arguments are a list of {name, value} in exports, or a dict in the legacy form."""
     if isinstance(args, dict):
         return args.get(name)
@@ -137,7 +137,7 @@ def find_task(data: dict[str, Any]) -> str:
     return ""
 
 
-def _number(path: Path, name: str, value: Any) -> float | None:
+def _number(path: Path, name: str, value: object) -> float | None:
     """A finite float: an infinite duration would make every timeout infinite."""
     if value is None:
         return None

@@ -15,7 +15,7 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 
-class ChainScheduling(LoadScopeScheduling):
+class ChainScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships no type information
     """Scope scheduling whose scope of a node id is its chain (any other test: itself)."""
 
     def __init__(self, config: pytest.Config, log: Any, scope_of: Callable[[str], str]) -> None:

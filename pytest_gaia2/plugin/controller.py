@@ -86,7 +86,7 @@ class Controller(RunContext):
         data = getattr(report, "gaia2_record", None)
         self.take_report(
             skipped if isinstance(skipped, dict) else None,
-            None if report.outcome == "rerun" else data,
+            None if str(report.outcome) == "rerun" else data,  # rerunfailures' own outcome
         )
 
     def worker_input(self, worker: str) -> dict[str, Any]:

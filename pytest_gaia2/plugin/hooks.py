@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,10 @@ from pytest_gaia2.plugin import joined_values, private_api, pytest_options
 
 if TYPE_CHECKING:
     from pytest_gaia2.plan.items import PlannedItem
+    from pytest_gaia2.plan.scenarios import Scenario
     from pytest_gaia2.plugin.controller import Controller
+    from pytest_gaia2.run.attempt import ScenarioAttempt
+    from pytest_gaia2.run.evidence import ScenarioResult
     from pytest_gaia2.run.interrupts import WindDown
 
 # Only what every pytest run needs is imported above: a project that never uses the plugin
@@ -289,7 +292,7 @@ def _marks(item: PlannedItem) -> list[pytest.MarkDecorator]:
     return marks
 
 
-def _allure_marks(config: pytest.Config) -> Any:
+def _allure_marks(config: pytest.Config) -> Callable[[PlannedItem], list[pytest.MarkDecorator]]:
     if getattr(config.option, "allure_report_dir", None):
         from pytest_gaia2.plugin.allure import marks
 
@@ -303,13 +306,15 @@ def gaia2_item(request: pytest.FixtureRequest) -> PlannedItem:  # pragma: no cov
 
 
 @pytest.fixture
-def gaia2_scenario(request: pytest.FixtureRequest, gaia2_item: PlannedItem) -> Any:
-    """The scenario of this item: id, split, path, duration, task, apps (bad files error here)."""
+def gaia2_scenario(request: pytest.FixtureRequest, gaia2_item: PlannedItem) -> Scenario:
+    """The scenario of this item: id, split, path, duration, task, apps (bad files error here).
+    Its type is public as ``pytest_gaia2.Scenario``."""
     from pytest_gaia2.run.verdict import Gaia2InfraError
 
     request.node.stash[ITEM_KEY] = gaia2_item
     if gaia2_item.error is not None:
         raise Gaia2InfraError("invalid_scenario", str(gaia2_item.error)) from None
+    assert gaia2_item.scenario is not None  # a planned item holds its scenario or its error
     return gaia2_item.scenario
 
 
@@ -321,7 +326,7 @@ def _active(config: pytest.Config) -> Controller:
 
 
 @pytest.fixture
-def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Iterator[Any]:
+def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> Iterator[ScenarioAttempt]:
     """One started, healthy attempt for this test (``.container``, ``.drive()``); always removed."""
     attempt = _active(request.config).runner.new_attempt(request.node.stash[ITEM_KEY])
     request.node.stash[ATTEMPT_KEY] = attempt
@@ -333,12 +338,13 @@ def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Iter
 
 
 @pytest.fixture
-def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Any:
-    """The scenario's verdict, record and files. Raises (as a setup error) on infrastructure errors."""
+def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> ScenarioResult:
+    """The scenario's verdict, record and files. Raises (as a setup error) on infrastructure errors.
+    Its type is public as ``pytest_gaia2.ScenarioResult``."""
     from pytest_gaia2.run.scenario_runs import NotStarted
     from pytest_gaia2.run.verdict import Gaia2InfraError
 
-    def keep(attempt: Any) -> None:
+    def keep(attempt: ScenarioAttempt) -> None:
         request.node.stash[ATTEMPT_KEY] = attempt
 
     try:
@@ -352,7 +358,9 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Any) -> Any:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     context = _context(item.config)
     if context:

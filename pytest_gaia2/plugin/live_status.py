@@ -76,7 +76,7 @@ class _LiveLines(io.TextIOBase):
         return self.original.fileno()
 
 
-def _own_copy(file: Any) -> TextIO:
+def _own_copy(file: TextIO) -> TextIO:
     """A new file object on a duplicate of ``file``'s descriptor (unaffected by fd capture)."""
     try:
         return open(

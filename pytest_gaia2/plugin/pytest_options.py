@@ -68,9 +68,12 @@ def config_file(config: pytest.Config) -> str | None:
     file has to be loaded before ``read`` can merge it."""
     option = BY_KEY["config"]
     given = config.getoption("gaia2_config")
-    if given:
-        return anchored(option, given, config.invocation_params.dir)
-    return anchored(option, config.getini("gaia2_config") or None, _ini_dir(config))
+    path: str | None = (
+        anchored(option, given, config.invocation_params.dir)
+        if given
+        else anchored(option, config.getini("gaia2_config") or None, _ini_dir(config))
+    )
+    return path
 
 
 def _ini_dir(config: pytest.Config) -> Path:

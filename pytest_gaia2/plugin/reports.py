@@ -8,7 +8,7 @@ text (longrepr with ``-l`` locals, captured output) is masked before anyone writ
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,7 +18,9 @@ from pytest_gaia2.store.redact import printable
 
 if TYPE_CHECKING:
     from pytest_gaia2.plan.items import PlannedItem
+    from pytest_gaia2.run.attempt import ScenarioAttempt
     from pytest_gaia2.run.context import RunContext
+    from pytest_gaia2.run.evidence import ScenarioResult
 
 
 def mask(context: RunContext, report: pytest.TestReport) -> None:
@@ -39,7 +41,11 @@ def mask(context: RunContext, report: pytest.TestReport) -> None:
 
 
 def _record(
-    context: RunContext, planned: PlannedItem, call: pytest.CallInfo[None], result: Any, attempt: Any
+    context: RunContext,
+    planned: PlannedItem,
+    call: pytest.CallInfo[None],
+    result: ScenarioResult | None,
+    attempt: ScenarioAttempt | None,
 ) -> AttemptRecord:
     """The item's record: its result's, its attempt's, its broken file's, or a harness error."""
     if result is not None:
@@ -63,8 +69,8 @@ def annotate(
     call: pytest.CallInfo[None],
     report: pytest.TestReport,
     planned: PlannedItem | None,
-    result: Any,
-    attempt: Any,
+    result: ScenarioResult | None,
+    attempt: ScenarioAttempt | None,
 ) -> None:
     """Mask the report; on the item's final report, attach the record and its JUnit properties."""
     if not context.active:

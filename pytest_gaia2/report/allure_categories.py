@@ -78,7 +78,7 @@ JUDGE_KINDS: tuple[tuple[str, str, str], ...] = (
 
 def categories() -> list[dict[str, Any]]:
     """categories.json: one failed group per kind of judge failure, a catch-all, and one group
-    per infrastructure error category (``verdict.CATEGORIES``, the README's table)."""
+    per infrastructure error category (``record.CATEGORIES``, the table docs/reference/categories.md shows)."""
     not_infra = f"(?!{_INFRA_TRACE})"
     groups = [
         {

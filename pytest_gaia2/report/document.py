@@ -97,7 +97,8 @@ class RunReport:
     problems_left_out: int = 0
     money: Money | None = None
     rejudges: tuple[rejudged.JudgeResult, ...] = ()
-    # issue 23: the run's name and tags, why it stopped (summary.json) and what ran per stratum
+    # the run's name and tags, why it stopped (summary.json) and what ran per stratum: a reader
+    # of a run stopped early sees what is missing and why before any rate
     facts: RunFacts | None = None
     coverage: dict[str, Any] | None = None
     plan: Plan | None = None

@@ -303,7 +303,7 @@ def dataset_card(configs: Sequence[str], split: str, metadata: Mapping[str, Any]
     """README.md with the YAML front matter upstream's ``generate_gaia2_dataset_readme`` writes: each
     config's data files and features. Scalars are JSON strings, which YAML reads as they are."""
 
-    def text(value: Any) -> str:
+    def text(value: object) -> str:
         return json.dumps(str(value), ensure_ascii=False)
 
     lines = ["---", "configs:"]
@@ -329,7 +329,7 @@ def dataset_card(configs: Sequence[str], split: str, metadata: Mapping[str, Any]
 # -- the validator ------------------------------------------------------------------------------
 
 
-def check_row(where: str, values: Any, config: str) -> list[str]:
+def check_row(where: str, values: object, config: str) -> list[str]:
     """Each way one row breaks upstream's format, naming the field."""
     if not isinstance(values, dict):
         return [f"{where}: not a JSON object"]
@@ -368,7 +368,7 @@ def check_row(where: str, values: Any, config: str) -> list[str]:
     return problems
 
 
-def check_report(report: Any, runs: Sequence[Scored]) -> list[str]:
+def check_report(report: object, runs: Sequence[Scored]) -> list[str]:
     """computed_stats.json's sections present, and every statistic equal to the one computed again
     from the rows (an edited rate or count is named); the timings only checked to be numbers."""
     if not isinstance(report, dict):
@@ -415,7 +415,7 @@ def _compare(where: str, found: Any, expected: Any) -> list[str]:
     return [] if same else [f"{STATS_FILE}: field {where!r} is {found!r:.60}, the rows say {expected!r:.60}"]
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     """A finite JSON number that fits a double (an integer of 4300 digits is none)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return False
@@ -425,7 +425,7 @@ def _number(value: Any) -> bool:
         return False
 
 
-def _close(found: Any, expected: float) -> bool:
+def _close(found: object, expected: float) -> bool:
     """Whether a number of the file equals the computed one; an integer past any double (JSON
     allows 4300 digits) is no statistic, not an OverflowError."""
     if not isinstance(found, (int, float)) or isinstance(found, bool):

@@ -63,7 +63,7 @@ def _outcome(record: Mapping[str, Any]) -> str:
     return outcome
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -98,7 +98,7 @@ def latest_rows(records: Iterable[Mapping[str, Any]]) -> list[ResultRow]:
 _PLANNED_KEY = re.compile(r"([^/]+)/(.+?)(?:/run_(\d+))?")
 
 
-def is_key(key: Any) -> bool:
+def is_key(key: object) -> bool:
     """Whether ``key`` (from any file) is a ``<split>/<scenario_id>[/run_<k>]`` key :func:`planned_keys` takes."""
     return isinstance(key, str) and _PLANNED_KEY.fullmatch(key) is not None
 

@@ -44,12 +44,12 @@ COUNT_MAX = 10**7
 HOURS_MAX = 1e6
 
 
-def text(value: Any, chars: int) -> str | None:
+def text(value: object, chars: int) -> str | None:
     """A string from an untrusted file, printable and at most ``chars`` long; None for anything else."""
     if not isinstance(value, str):
         return None
-    value = printable(value)
-    return value if len(value) <= chars else value[: chars - 1] + "…"
+    shown = printable(value)
+    return shown if len(shown) <= chars else shown[: chars - 1] + "…"
 
 
 def amount(value: float | None) -> str:
@@ -57,7 +57,7 @@ def amount(value: float | None) -> str:
     return "none" if value is None else usd_text(value)
 
 
-def started_at(value: Any) -> _dt.datetime | None:
+def started_at(value: object) -> _dt.datetime | None:
     """run_config.json's ``started_at`` (ISO 8601 with its offset) in UTC, None when it is not one
     or lies outside what a date holds in UTC (year 1 at +01:00 has no UTC date)."""
     if not isinstance(value, str) or len(value) > 64:
@@ -106,7 +106,7 @@ def not_run_files_of(document: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     return found
 
 
-def _count(value: Any, low: int) -> int | None:
+def _count(value: object, low: int) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= COUNT_MAX else None
 
 
@@ -138,7 +138,7 @@ def probe_of(document: Mapping[str, Any]) -> Projection | None:
     return Projection(planned, probed, hours=hours, workers=workers, chosen=_count(block.get("chosen"), 1), **checked)
 
 
-def keys_of(value: Any) -> tuple[str, ...] | None:
+def keys_of(value: object) -> tuple[str, ...] | None:
     """A list of planned keys from a file, checked: None unless it is a list of at most
     MAX_NOT_STARTED distinct, well-formed keys of at most KEY_CHARS (one bad key and the list is
     not believed, as a record with a bad field is not)."""
@@ -199,7 +199,7 @@ class Isolation:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> Isolation | None:
+    def from_json(cls, data: object) -> Isolation | None:
         """From run_config.json or the image-checks cache: None unless every field has its type."""
         if not isinstance(data, dict):
             return None
@@ -307,7 +307,7 @@ def config_of(path: Path) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
-def _summary_problem(path: Path, summary: Any) -> str | None:
+def _summary_problem(path: Path, summary: object) -> str | None:
     if not isinstance(summary, dict):
         there = os.path.lexists(path / store.SUMMARY_FILE)
         return "summary.json cannot be read" if there else "summary.json is missing"

@@ -242,7 +242,7 @@ def always_valid(differences: Sequence[float], level: float, baseline: str = "",
 
 BASELINE_MAX_KEYS = 800 * 32
 """The most scenario runs a baseline may hold: Gaia2's 800 scenarios at 32 repeats each (a
-pass@32 of the whole benchmark, some $14,000 at the $0.55 a run docs/scale.md measures). Each
+pass@32 of the whole benchmark, some $14,000 at the $0.55 a run docs/explanation/scale.md measures). Each
 costs the reader about 0.2 KB in every process that holds the baseline."""
 BASELINE_MAX_LINES = 8 * BASELINE_MAX_KEYS
 """The most results.jsonl lines read: one per attempt, so room for the lines retries and

@@ -32,7 +32,7 @@ MAX_KEYS = 400
 MAX_VALUE = 80
 
 
-def _walk(prefix: str, value: Any, depth: int) -> Iterator[tuple[str, Any]]:
+def _walk(prefix: str, value: object, depth: int) -> Iterator[tuple[str, Any]]:
     if isinstance(value, Mapping) and depth < MAX_DEPTH:
         for key in sorted(value, key=str)[:MAX_KEYS]:
             yield from _walk(f"{prefix}.{printable(' '.join(str(key).split()))[:MAX_VALUE]}", value[key], depth + 1)
@@ -40,7 +40,7 @@ def _walk(prefix: str, value: Any, depth: int) -> Iterator[tuple[str, Any]]:
         yield prefix, value
 
 
-def shown(name: str, value: Any) -> str:
+def shown(name: str, value: object) -> str:
     """One value as one short line; masked when its name (any part) looks secret."""
     if value is None:
         return "-"

@@ -31,6 +31,7 @@ from pytest_gaia2.report import run_facts, stats
 from pytest_gaia2.report.rows import natural_key, split_order
 from pytest_gaia2.report.summary import coverage
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.kept import CONTAINER_FILES, listing
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES
 from pytest_gaia2.store.names import spellings
 from pytest_gaia2.store.record import AttemptRecord
@@ -83,7 +84,7 @@ class PageBudget:
     def __init__(self, total: int = PAGE_BUDGET) -> None:
         self.left = total
 
-    def text(self, value: Any, cap: int = TEXT_CAP) -> str:
+    def text(self, value: object, cap: int = TEXT_CAP) -> str:
         """``value`` as shown text: strings as they are, None as nothing, the rest as JSON."""
         text = shown(value)
         keep = max(0, min(cap, self.left))
@@ -93,7 +94,7 @@ class PageBudget:
         return f"{text[:keep]}… [cut: {len(text) - keep} more characters in the raw file]"
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """How any JSON value reads on a page; the judge-matching test compares against this."""
     if value is None:
         return ""
@@ -112,7 +113,7 @@ def _objects(path: Path, limit: int) -> tuple[list[dict[str, Any]], bool]:
     return found[:limit], len(found) > limit
 
 
-def _items(value: Any, limit: int = MAX_ROWS) -> list[dict[str, Any]]:
+def _items(value: object, limit: int = MAX_ROWS) -> list[dict[str, Any]]:
     return [item for item in value[:limit] if isinstance(item, dict)] if isinstance(value, list) else []
 
 
@@ -124,7 +125,7 @@ def _read_dict(path: Path, max_bytes: int) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _seconds(value: Any) -> float | None:
+def _seconds(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
@@ -182,11 +183,11 @@ def turns(events: list[dict[str, Any]], budget: PageBudget) -> tuple[list[list[d
 # -- the judge ---------------------------------------------------------------------------------
 
 
-def _verdict(value: Any) -> str:
+def _verdict(value: object) -> str:
     return "PASS" if value is True else "FAIL" if value is False else "no verdict"
 
 
-def _turn_number(turn: Any, budget: PageBudget) -> str:
+def _turn_number(turn: object, budget: PageBudget) -> str:
     """The judge counts turns from 0, the page (like eventd's log) from 1."""
     return str(turn + 1) if isinstance(turn, int) and not isinstance(turn, bool) else budget.text(turn, 20)
 
@@ -302,6 +303,25 @@ def files(folder: Path) -> list[dict[str, Any]]:
     return found[:MAX_FILES]
 
 
+def kept_files(folder: Path, budget: PageBudget) -> dict[str, Any] | None:
+    """The members of the attempt's archive of its container's other files, when it has one:
+    names and sizes, and short UTF-8 members' text drawn on the page's budget."""
+    if not os.path.lexists(folder / CONTAINER_FILES):
+        return None
+    found = listing(folder / CONTAINER_FILES)
+    members = [
+        {"name": member.name, "size": member.size, "text": None if member.text is None else budget.text(member.text)}
+        for member in found.members
+    ]
+    return {
+        "name": CONTAINER_FILES,
+        "href": quote(CONTAINER_FILES),
+        "members": members,
+        "more": found.more,
+        "problem": found.problem,
+    }
+
+
 def judge_audit(folder: Path, budget: PageBudget) -> dict[str, Any] | None:
     """The judge's audit trail, when the attempt has one: its file, and its first lines' known fields."""
     for name in AUDIT_FILES:
@@ -361,6 +381,7 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "wire_calls": [wire_row(call, budget) for call in calls],
         "more_wire": more_wire,
         "files": files(folder),
+        "kept": kept_files(folder, budget),
         "missing": MISSING,
         "isolation": isolation_of(folder),
     }
@@ -454,7 +475,7 @@ def index_context(run_folder: Path) -> dict[str, Any]:
 
 
 def stop_context(run_folder: Path, records: list[AttemptRecord]) -> dict[str, Any]:
-    """What index.html shows of the plan (issue 23): planned and done, the run's name and tags,
+    """What index.html shows of the plan: planned and done, the run's name and tags,
     why it stopped (summary.json, read checked) and ran vs planned per stratum."""
     facts = run_facts.read(run_folder)
     plan = facts.plan(records)

@@ -122,7 +122,7 @@ class ScenarioAttempt:
         repeats: int,
         attempt: int,
         universe_position: int | None = None,
-        carried: tuple[tuple[str, bytes, int], ...] = (),
+        carried: tuple[tuple[str, FileContent, int], ...] = (),
     ) -> None:
         self.setup = setup
         self.universe_position = universe_position

@@ -2,8 +2,10 @@
 
 After each *judged* scenario of a chain, the agent's home and the app state its container
 left are copied out through the engine API into ``chains/<chain>/<position>/`` of the run
-folder (masked and bounded like every copy out; the folder appears only once complete). The
-next scenario's container receives the latest checkpoint before an earlier position: an
+folder (masked and bounded like every copy out; the folder appears only once complete), as
+members ``home/...`` and ``app_state/...`` of one archive (``container-files.tar``), never as
+files a later tool could obey. The next scenario's container receives the latest checkpoint
+before an earlier position, streamed from that archive: an
 errored scenario writes none, so it never advances the chain. A resumed run restarts each
 chain at its first scenario without a verdict, from the checkpoint before it, and runs the
 scenarios after it again (their verdicts came from the state it replaces).
@@ -15,13 +17,13 @@ init lays over the scenario's own initial state (the reference image does).
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from pytest_gaia2.engine.archive import ArchivedFile, FileContent, Keeper
 from pytest_gaia2.store.folder import inside
-from pytest_gaia2.store.safejson import JsonReadError, read_regular_file
+from pytest_gaia2.store.kept import CONTAINER_FILES, UNREADABLE, regular_members
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.container import Container
@@ -57,22 +59,26 @@ def checkpoint(
     final = checkpoint_dir(run_root, chain, position)
     partial = final.with_name(final.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
     budget = limits.max_collect_size
     problems: list[str] = []
-    for part, source, wanted in (("home", HOME, None), ("app_state", STATE, _app_state)):
-        report = container.copy_out(
-            source,
-            partial / part,
-            max_file_bytes=limits.max_file_size,
-            max_total_bytes=max(0, budget),
-            redactor=redactor,
-            wanted=wanted,
-            ignore_limit=limits.max_collect_size,
-        )
-        budget -= report.total_bytes
-        problems += [f"{source}: {name}: {why}" for name, why in report.skipped] + report.notes
-        if report.unlisted:
-            problems.append(f"{source}: {report.unlisted} more files not copied")
+    with Keeper(partial / CONTAINER_FILES, redactor) as keep:
+        for part, source, wanted in (("home", HOME, None), ("app_state", STATE, _app_state)):
+            report = container.copy_out(
+                source,
+                partial,
+                max_file_bytes=limits.max_file_size,
+                max_total_bytes=max(0, budget),
+                keep=keep,
+                prefix=part,
+                redactor=redactor,
+                wanted=wanted,
+                ignore_limit=limits.max_collect_size,
+            )
+            budget -= report.total_bytes
+            problems += [f"{source}: {name}: {why}" for name, why in report.skipped] + report.notes
+            if report.unlisted:
+                problems.append(f"{source}: {report.unlisted} more files not copied")
     shutil.rmtree(final, ignore_errors=True)
     partial.rename(final)
     return problems
@@ -106,23 +112,28 @@ def latest(run_root: Path, chain: str, position: int) -> Path | None:
     return None
 
 
-def carried_files(checkpoint: Path, max_file_bytes: int, max_total_bytes: int) -> list[tuple[str, bytes, int]]:
-    """The checkpoint's regular files as ``(container path, content, mode)`` for the next launch;
-    links and special files are left out, and the total stays within ``max_total_bytes``."""
-    files: list[tuple[str, bytes, int]] = []
+def carried_files(checkpoint: Path, max_file_bytes: int, max_total_bytes: int) -> list[tuple[str, FileContent, int]]:
+    """The checkpoint's kept files as ``(container path, content, mode)`` for the next launch,
+    each streamed from the checkpoint's archive when the container is made (never extracted);
+    members outside ``home/`` and ``app_state/`` or over ``max_file_bytes`` are left out, the
+    total stays within ``max_total_bytes``, and a damaged archive carries what was read of it."""
+    archive = checkpoint / CONTAINER_FILES
+    files: list[tuple[str, FileContent, int]] = []
     total = 0
-    for part, target in PARTS.items():
-        top = checkpoint / part
-        for folder, dirs, names in os.walk(top, followlinks=False):
-            dirs.sort()
-            for name in sorted(names):
-                path = Path(folder, name)
-                try:
-                    content = read_regular_file(path, max_bytes=max_file_bytes, follow_symlinks=False)
-                except JsonReadError:
+    try:
+        with regular_members(archive) as members:
+            for member, _ in members:
+                part, _, rest = member.name.partition("/")
+                relative = PurePosixPath(rest)
+                if part not in PARTS or not rest or relative.is_absolute() or ".." in relative.parts:
                     continue
-                total += len(content)
+                if member.size > max_file_bytes:
+                    continue
+                total += member.size
                 if total > max_total_bytes:
-                    return files
-                files.append((str(PurePosixPath(target, *path.relative_to(top).parts)), content, FILE_MODE))
+                    break
+                content = ArchivedFile(archive, member.offset_data, member.size)
+                files.append((str(PurePosixPath(PARTS[part], relative)), content, FILE_MODE))
+    except UNREADABLE:  # an absent archive (nothing was left to carry) or a damaged one
+        pass
     return files

@@ -513,7 +513,7 @@ class RunContext:
         }
         if self.values.probe:
             self.choose_probe([item for item in self.items() if item.key in chosen])
-        from pytest_gaia2.engine.client import EngineError
+        from pytest_gaia2.engine.errors import EngineError
         from pytest_gaia2.plan.scenarios import cache_dir
         from pytest_gaia2.run import preflight
 

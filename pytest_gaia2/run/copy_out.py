@@ -1,7 +1,10 @@
 """Collect: what an attempt keeps from its container, copied into the attempt folder.
 
 The state folder and the logs are streamed out with the per-file and per-scenario caps of
-:mod:`limits`, masked on the way, on every path (a verdict, a fault, an interrupt). Every
+:mod:`limits`, masked on the way, on every path (a verdict, a fault, an interrupt). Only the
+evidence files the harness reads become files, under the names it gives them; every other file
+is a member of one archive, ``container-files.tar`` (:mod:`~pytest_gaia2.store.kept`), named by
+its path in the container, so nothing a container plants is a file a later tool obeys. Every
 archive the engine makes costs a mount of the container's file system (about 35 ms), so
 the state folder and the logs come in one archive each; the files the harness needs (the
 state files and logs of :mod:`store`) are taken whatever came before them, and when an
@@ -17,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_gaia2.engine.archive import MAX_LISTED
+from pytest_gaia2.engine.archive import MAX_LISTED, Keeper
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.kept import CONTAINER_FILES
 from pytest_gaia2.store.limits import LOG_DIR_IGNORE_LIMIT, Limits
 from pytest_gaia2.store.redact import Redactor
 
@@ -35,14 +39,22 @@ def _the_file_itself(below_top: str) -> bool:
 
 
 def collect(container: Container | None, folder: Path, limits: Limits, redactor: Redactor) -> list[dict[str, Any]]:
-    """Copy the state folder, the logs and the container's output into ``folder``; the files
-    skipped and the cuts, at most :data:`MAX_LISTED` named per copy plus a count of the rest."""
+    """Copy the evidence files and the container's output into ``folder`` and keep the other
+    files of the state folder and the logs in its :data:`CONTAINER_FILES`; the files skipped
+    and the cuts, at most :data:`MAX_LISTED` named per copy plus a count of the rest."""
     if container is None:
         return []
+    with Keeper(folder / CONTAINER_FILES, redactor) as keep:
+        return _collect(container, folder, limits, redactor, keep)
+
+
+def _collect(
+    container: Container, folder: Path, limits: Limits, redactor: Redactor, keep: Keeper
+) -> list[dict[str, Any]]:
     budget = limits.max_collect_size
     skipped: list[dict[str, Any]] = []
 
-    def copy(path: str, rename: Mapping[str, str], prefix: str = "", **only: Any) -> CopyReport:
+    def copy(path: str, rename: Mapping[str, str], **only: Any) -> CopyReport:
         nonlocal budget
         report = container.copy_out(
             path,
@@ -50,7 +62,8 @@ def collect(container: Container | None, folder: Path, limits: Limits, redactor:
             max_file_bytes=limits.max_file_size,
             max_total_bytes=max(0, budget),
             rename=rename,
-            prefix=prefix,
+            keep=keep,
+            prefix=path.lstrip("/"),
             redactor=redactor,
             **only,
         )
@@ -76,14 +89,14 @@ def collect(container: Container | None, folder: Path, limits: Limits, redactor:
             if name not in report.met:
                 copy(f"{folder_path}/{name}", {name: target}, wanted=_the_file_itself)
 
-    state = copy(store.STATE_DIR, store.STATE_FILES, "state")
+    state = copy(store.STATE_DIR, store.STATE_FILES)
     if state.notes:
         fetch_missing(store.STATE_DIR, store.STATE_FILES, state)
     logs = copy(store.LOG_DIR, store.LOG_FILES, wanted=store.is_log_artifact, ignore_limit=LOG_DIR_IGNORE_LIMIT)
     if logs.gave_up or logs.notes:
         fetch_missing(store.LOG_DIR, store.LOG_FILES, logs)
         if logs.gave_up:
-            copy(f"{store.LOG_DIR}/{store.OPENCLAW_LOG_DIR}", {}, store.OPENCLAW_LOG_DIR)
+            copy(f"{store.LOG_DIR}/{store.OPENCLAW_LOG_DIR}", {})
     for reason in container.save_logs(folder / CONTAINER_LOG, max_bytes=limits.max_file_size, redactor=redactor):
         skipped.append({"path": CONTAINER_LOG, "reason": reason})
     return skipped

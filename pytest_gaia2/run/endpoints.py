@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 PING_SECONDS = 20.0
@@ -109,7 +109,7 @@ def _opener(url: str, proxy_env: Mapping[str, str], ca_bundle: Path | None) -> u
     )
 
 
-def _read(response: Any) -> bytes:
+def _read(response: IO[bytes]) -> bytes:
     return response.read(ANSWER_MAX_BYTES + 1)[:ANSWER_MAX_BYTES]
 
 

@@ -189,7 +189,7 @@ def status_in_container(container: Container) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def is_agent_action(event: Any) -> bool:
+def is_agent_action(event: object) -> bool:
     """A line of events.jsonl the agent wrote: the daemon stamps its ENV and user events with an ``event_id``."""
     return isinstance(event, dict) and not event.get("event_id")
 

@@ -58,21 +58,21 @@ SAME_STORM_S = 10.0
 """Provider errors this close together (or within one start interval) are one storm: one halving."""
 
 
-def _rate(value: Any) -> float | None:
+def _rate(value: object) -> float | None:
     """A rate from the file: a finite number in range (no slower than the pacer ever sets), or None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value) if MIN_RATE <= value <= RATE_MAX else None
 
 
-def _epoch(value: Any, now: float) -> float | None:
+def _epoch(value: object, now: float) -> float | None:
     """A time from the file: finite and not in a far future (a day), or None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value) if 0 <= value <= now + 86_400 else None
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**9 else 0
 
 
@@ -113,7 +113,7 @@ class PacerState:
         return 60.0 / effective if effective else 0.0
 
     @classmethod
-    def from_json(cls, data: Any, now: float) -> PacerState:
+    def from_json(cls, data: object, now: float) -> PacerState:
         """The state a file holds; anything out of range is left out (a damaged file: afresh)."""
         if not isinstance(data, dict):
             return cls()

@@ -24,9 +24,9 @@ from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.engine.client import pid_alive
 from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.engine.spec import plain_host
+from pytest_gaia2.report.run_facts import Isolation
 from pytest_gaia2.run import isolation
 from pytest_gaia2.run.endpoints import HOST_ALIAS, Endpoint, ping
-from pytest_gaia2.run.isolation import Isolation
 
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings

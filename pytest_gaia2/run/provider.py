@@ -65,7 +65,7 @@ class ProviderTrouble:
         )
 
 
-def kind_of(status: Any, text: str) -> str | None:
+def kind_of(status: object, text: str) -> str | None:
     """A model call's trouble from its HTTP status and the start of its body or error text."""
     code = status if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599 else None
     if code == 429:

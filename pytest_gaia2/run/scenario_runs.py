@@ -35,6 +35,7 @@ from pytest_gaia2.store.redact import Redactor
 
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
+    from pytest_gaia2.engine.archive import FileContent
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.plan.scenarios import Scenario
 
@@ -66,7 +67,7 @@ def retried(record: AttemptRecord, tried: int, retries: int) -> bool:
 def backoff(tried: int, jitter: Callable[[], float] = random.random) -> float:
     """Seconds to wait after the ``tried``-th attempt ended in provider trouble: doubling from
     BACKOFF_BASE_S up to BACKOFF_MAX_S, each between half and all of it so workers part ways."""
-    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (tried - 1)) * (0.5 + jitter() / 2)
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2.0 ** (tried - 1)) * (0.5 + jitter() / 2)
 
 
 def troubled(result: ScenarioResult) -> bool:
@@ -296,7 +297,7 @@ class ScenarioRunner:
             carried=self._carried_in(item),
         )
 
-    def _carried_in(self, item: PlannedItem) -> tuple[tuple[str, bytes, int], ...]:
+    def _carried_in(self, item: PlannedItem) -> tuple[tuple[str, FileContent, int], ...]:
         """A chained item's start: the chain's latest checkpoint before it, as files to put in."""
         if item.chain is None or item.position is None or self.folder is None:
             return ()

@@ -6,7 +6,7 @@ Layout (gaia2-runner's inside each run folder, so its viewer and a team's script
       latest -> 20261201T091500Z-3f2a9c1d       (the newest run folder)
       20261201T091500Z-3f2a9c1d/
         run_config.json  sessions.jsonl  results.jsonl  summary.json  manifest.json
-        <split>/<scenario_id>/            attempt 1: result.json, events.jsonl, logs, state/
+        <split>/<scenario_id>/            attempt 1: result.json, events.jsonl, logs, container-files.tar
         <split>/<scenario_id>/attempt_2/  a retry (or a resumed session's new attempt)
         run_<k>/<split>/<scenario_id>/    with --gaia2-repeat
 
@@ -71,8 +71,10 @@ STATE_FILES: dict[str, str] = {
     "daemon_status.json": "daemon_status.json",
     "user_details.json": "user_details.json",
     "notifications.jsonl": "notifications.jsonl",
+    "judge_decisions.jsonl": "judge_decisions.jsonl",
 }
-"""In-container state files and the names gaia2-runner gives them; the rest go under state/."""
+"""In-container state files the harness reads and the names gaia2-runner gives them (a judge's
+audit trail as it is named); the rest are kept in ``container-files.tar``, never as files."""
 LOG_DIR = "/tmp"
 LOG_FILES: dict[str, str] = {
     "gaia2-eventd.log": "eventd.log",
@@ -83,7 +85,7 @@ LOG_FILES: dict[str, str] = {
 }
 """Log files in LOG_DIR -> their names in the attempt folder."""
 OPENCLAW_LOG_DIR = "openclaw"
-"""A folder in LOG_DIR kept whole, under the same name."""
+"""A folder in LOG_DIR kept whole, in ``container-files.tar``."""
 
 
 def is_log_artifact(name: str) -> bool:
@@ -166,7 +168,7 @@ def write_text(path: Path, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: object) -> None:
     write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n")
 
 

@@ -48,11 +48,14 @@ def spellings(name: str) -> tuple[str, ...]:
 
 
 def hazard(name: str) -> str | None:
-    """Why a file or folder of this name from a container must not be written on the host, or
-    None. A run folder is where people and tools go afterwards: ``python`` there imports its
-    modules and native libraries, ``pytest`` there (or given a path in it) reads its
-    configuration, imports a ``conftest.py`` and runs test files and doctests, ``git status``
-    there obeys a ``.git/config``, a shell prompt may source an ``.envrc``."""
+    """Why a file or folder of this name must not be written into a run folder, or None. A run
+    folder is where people and tools go afterwards: ``python`` there imports its modules and
+    native libraries, ``pytest`` there (or given a path in it) reads its configuration, imports
+    a ``conftest.py`` and runs test files and doctests, ``git status`` there obeys a
+    ``.git/config``, a shell prompt may source an ``.envrc``. A container's files only become
+    files under names the harness gives (the rest are archive members, see
+    :mod:`~pytest_gaia2.store.kept`), so this is the second line of defence for those names:
+    no list of names can cover what tools will read later."""
     forms = spellings(name)
     if any(form.startswith(".") for form in forms):
         return "a hidden name: tools read such files as their configuration (.git, .envrc, .pytest.ini)"

@@ -63,15 +63,15 @@ class RecordError(ValueError):
         self.field = name
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _integer(value: Any) -> bool:
+def _integer(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-_TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+_TYPES: dict[str, tuple[str, Callable[[object], bool]]] = {
     "str": ("a string", lambda v: isinstance(v, str)),
     "bool": ("true or false", lambda v: isinstance(v, bool)),
     "int": ("an integer", _integer),
@@ -241,7 +241,7 @@ class AttemptRecord:
         return {**ordered, **data}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> AttemptRecord:
+    def from_json(cls, data: object) -> AttemptRecord:
         """A record read back (result.json, results.jsonl), every field type- and range-checked
         (a :class:`RecordError` names the first bad one); unknown keys are ignored and missing
         ones take their defaults, so files of earlier versions still read."""
@@ -285,7 +285,7 @@ class AttemptRecord:
 _ANNOTATIONS = {spec.name: str(spec.type) for spec in fields(AttemptRecord)}
 
 
-def verdict_of(data: Any) -> tuple[tuple[str, str, int], str]:
+def verdict_of(data: object) -> tuple[tuple[str, str, int], str]:
     """A record's (split, scenario id, repeat) and outcome from its JSON form, each checked and
     defaulted as :meth:`AttemptRecord.from_json` does (a :class:`RecordError` names a bad one);
     the other fields are left unread. What a comparison keeps of a record, at a fraction of the
@@ -293,7 +293,7 @@ def verdict_of(data: Any) -> tuple[tuple[str, str, int], str]:
     if not isinstance(data, Mapping):
         raise RecordError(None, f"expected a JSON object, got {type(data).__name__}")
 
-    def kept(name: str, default: Any) -> Any:
+    def kept(name: str, default: object) -> Any:
         return checked(name, _ANNOTATIONS[name], data[name]) if name in data else default
 
     scenario_id = kept("scenario_id", "unknown")
@@ -319,8 +319,8 @@ def is_judged(record: AttemptRecord | None) -> bool:
     return record is not None and record.success in (True, False)
 
 
-# Error categories: what happened, and where to look. The README's table and the
-# Allure categories are generated from this one table.
+# Error categories: what happened, and where to look. docs/reference/categories.md and the
+# Allure categories are generated from this one table, so they cannot disagree.
 CATEGORIES: dict[str, tuple[str, str]] = {
     "invalid_scenario": (
         "the scenario file cannot be run (bad JSON, missing field, duplicate id)",

@@ -10,7 +10,7 @@ holding the key can write it in (:func:`secret_forms`: reversed, rot13, fullwidt
 base32, base64 and base64 of base64, base85 and ascii85, at any alignment in a longer text, each
 letter optionally followed by a separator or zero-width character), and gzip+base64 blobs that
 hold it. The mask ``***`` is valid wherever the match was (inside a JSON string, a URL, HTML).
-No list of encodings is complete (docs/security.md says which are covered): a key the container
+No list of encodings is complete (docs/explanation/security.md says which are covered): a key the container
 never holds is the real protection.
 
 :func:`printable` is the other half: nothing from a container reaches a terminal (or a JUnit
@@ -32,7 +32,7 @@ import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, AnyStr, NamedTuple, TypeVar, cast
 
 MASK = "***"
 MIN_SECRET_LENGTH = 6
@@ -56,7 +56,7 @@ blobs costs at most twice its size to look into."""
 MAX_NESTING = 4
 """JSON strings inside JSON strings a JSON escape is recognised through: each level doubles the
 backslashes before it (a trace's ``raw_response`` holds ``\\\\u0073`` for ``\\u0073``)."""
-_MAX_BACKSLASHES = 2**MAX_NESTING
+_MAX_BACKSLASHES: int = 2**MAX_NESTING
 """The most backslashes an escape's form starts with (a backslash itself, ``MAX_NESTING`` deep)."""
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -196,7 +196,7 @@ class Forms(NamedTuple):
 
 
 def secret_forms(secret: str) -> Forms:
-    """Every form of ``secret`` the redactor masks (docs/security.md lists them)."""
+    """Every form of ``secret`` the redactor masks (docs/explanation/security.md lists them)."""
     data = secret.encode("utf-8", "surrogatepass")
     forms = Forms({secret}, {secret[::-1], codecs.encode(secret, "rot13"), secret.translate(_FULLWIDTH)}, set(), set())
     for codec in ("utf-16-le", "utf-16-be"):
@@ -354,6 +354,7 @@ _GZIP_TEXT = re.compile(_GZIP)
 _GZIP_BYTES = re.compile(_GZIP.encode())
 
 Span = tuple[int, int]
+_Json = TypeVar("_Json")
 
 
 @lru_cache(maxsize=32)
@@ -472,10 +473,11 @@ class Redactor:
         return joined
 
     @staticmethod
-    def _masked(data: Any, spans: list[Span], end: int) -> Any:
+    def _masked(data: AnyStr, spans: list[Span], end: int) -> AnyStr:
         """``data[:end]`` with every span replaced by the mask (a span may end after ``end``)."""
         mask = MASK if isinstance(data, str) else MASK.encode()
-        pieces, done = [], 0
+        pieces: list[AnyStr] = []
+        done = 0
         for begin, stop in spans:
             pieces += [data[done:begin], mask]
             done = stop
@@ -512,17 +514,19 @@ class Redactor:
             carry = data[done:]
         yield self.redact_bytes(carry)
 
-    def redact_obj(self, obj: Any) -> Any:
-        """A copy of a JSON-able structure with secrets masked in every string, keys included."""
+    def redact_obj(self, obj: _Json) -> _Json:
+        """A copy of a JSON-able structure, of the same shape, with secrets masked in every
+        string, keys included."""
+        copy: object = obj
         if isinstance(obj, str):
-            return self.redact(obj)
-        if isinstance(obj, dict):
-            return {self.redact_obj(key): self.redact_obj(value) for key, value in obj.items()}
-        if isinstance(obj, list):
-            return [self.redact_obj(item) for item in obj]
-        if isinstance(obj, tuple):
-            return tuple(self.redact_obj(item) for item in obj)
-        return obj
+            copy = self.redact(obj)
+        elif isinstance(obj, dict):
+            copy = {self.redact_obj(key): self.redact_obj(value) for key, value in obj.items()}
+        elif isinstance(obj, list):
+            copy = [self.redact_obj(item) for item in obj]
+        elif isinstance(obj, tuple):
+            copy = tuple(self.redact_obj(item) for item in obj)
+        return cast(_Json, copy)
 
 
 def stream_cut(data: bytes, cut: int, longest: int) -> int:

@@ -71,6 +71,6 @@ def test_a_redirect_is_never_followed(tmp_path: Path, image: str, loopback_servi
 
 def test_the_bound_is_the_clients_timeout_not_pytest_timeouts(tmp_path: Path, image: str) -> None:
     """A drip far slower than the whole bound: the scenario still ends within a few client timeouts
-    of its verdict (the issue's 340 s until pytest-timeout)."""
+    of its verdict (not the 340 s until pytest-timeout that an unbounded read would take)."""
     record = _passes_within_bounds(tmp_path, image, "drip", "--gaia2-timeout=600")
     assert record["wall_time_s"] < 6 * ADAPTER_TIMEOUT + 10, record["wall_time_s"]

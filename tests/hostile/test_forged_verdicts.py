@@ -25,7 +25,7 @@ def image() -> str:
 
 
 def test_a_forged_pass_with_no_judge_at_all_is_a_verdict_conflict(tmp_path: Path, image: str) -> None:
-    """The issue's case: /status says complete + success from its first answer, the judge is
+    """/status says complete + success from its first answer, the judge is
     killed at start (daemon_status.json running or absent, no judgments file)."""
     run = run_measured(tmp_path, f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", ONE, f"--gaia2-image={image}",
                        "--gaia2-env=HOSTILE=forge")

@@ -14,6 +14,7 @@ rejection the harness saw is final whatever the agent does to the files afterwar
 from __future__ import annotations
 
 import json
+import tarfile
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from pytest_gaia2.engine.client import Engine
 from pytest_gaia2.reference import build
 from pytest_gaia2.run import isolation
 from pytest_gaia2.store import names
+from pytest_gaia2.store.kept import CONTAINER_FILES
 
 ONE = "scenario_universe_21_7kww6e"
 JUDGE_FAIL = "scenario_universe_22_ygzpjz"
@@ -218,7 +220,7 @@ def test_every_forgery_fails_in_the_reference_images_privilege_model(tmp_path: P
 
 
 @pytest.mark.parametrize(("mode", "why"), [
-    ("forge", "the agent wrote no action"),  # the issue's case: 0 events, a self-consistent record
+    ("forge", "the agent wrote no action"),  # the forger's case: 0 events, a self-consistent record
     ("bom", "byte-order mark"),
     ("duplicate", "'judgment'"),
 ])
@@ -265,7 +267,8 @@ def test_require_isolation_lets_the_reference_images_model_run(tmp_path: Path, i
 def test_nothing_a_later_tool_would_obey_reaches_the_run_folder(tmp_path: Path, open_image: str) -> None:
     """The agent plants pytest.toml (pytest 9 reads it), conftest.py, pyproject.toml, .git/config
     and doctest files in its home and in the state folder; a one-scenario chain checkpoints the
-    home. None of them is written anywhere in the run folder; each is listed as skipped."""
+    home. None of them is written anywhere in the run folder: each is a member of the attempt's
+    or the checkpoint's archive (tests/hostile/test_planted_files.py goes further)."""
     sequence = tmp_path / "sequence.jsonl"
     chain = {"universe_id": "21", "cap": "search", "scenarios": [{"scenario_id": ONE}]}
     sequence.write_text(json.dumps(chain) + "\n", encoding="utf-8")
@@ -275,15 +278,16 @@ def test_nothing_a_later_tool_would_obey_reaches_the_run_folder(tmp_path: Path, 
     logs = (run_folders(tmp_path / "out")[0] / "search" / ONE / "entrypoint.log").read_text(encoding="utf-8")
     assert "hostile agent: plant /var/gaia2/state/pytest.toml: done" in logs  # the open image lets it
     [folder] = run_folders(tmp_path / "out")
-    homes = list((folder / "chains").rglob("home"))
-    assert homes, "no chain checkpoint of the home"
+    with tarfile.open(folder / "chains" / "search_universe_21" / "0000" / CONTAINER_FILES) as checkpoint:
+        assert "home/pytest.toml" in checkpoint.getnames(), "no chain checkpoint of the home"
     # everything copied out of the container (the harness's own files, such as .gaia2.lock, aside)
     written = [path.relative_to(folder) for top in ("search", "chains") for path in (folder / top).rglob("*")]
     obeyed = [path for path in written if any(names.hazard(part) for part in path.parts)]
     assert obeyed == [], obeyed
     assert not any(path.name in ("pytest.toml", "test_notes.txt") for path in written)
-    skipped = {entry["path"].rsplit("/", 1)[-1] for entry in record["skipped_files"]}
-    assert {"pytest.toml", "conftest.py", "pyproject.toml", "test_notes.txt"} <= skipped, skipped
+    with tarfile.open(folder / "search" / ONE / CONTAINER_FILES) as attempt:
+        kept = {name.rsplit("/", 1)[-1] for name in attempt.getnames()}
+    assert {"pytest.toml", "conftest.py", "pyproject.toml", "test_notes.txt"} <= kept, kept
     assert pytest_says(run, "failed"), run.text
 
 

@@ -7,7 +7,7 @@ in a JSON string, two levels deep), every events.jsonl line, every judgments lin
 daemon_status.json's failure reason carry it escaped the same way, and its log and output hold
 it URL-encoded, as HTML character references and as base64 (alone and inside a longer blob).
 Its log, its output and the judge's failure reason (so results.jsonl, result.json, the pages
-and the terminal) also hold it in every form docs/security.md lists (:data:`FORMS`: hex, base32,
+and the terminal) also hold it in every form docs/explanation/security.md lists (:data:`FORMS`: hex, base32,
 base64 in each variant and wrapping, base64 of base64, base85, ascii85, gzip+base64, UTF-16,
 reversed, rot13, fullwidth, with separators and zero-width characters).
 The judge's failure reason also carries terminal escapes: a window title, clear screen, a
@@ -42,7 +42,7 @@ SCENARIO = "scenario_universe_22_ygzpjz"
 
 FORMS = r'''
 def hostile_forms(key):
-    """The key in every form the harness promises to mask (docs/security.md)."""
+    """The key in every form the harness promises to mask (docs/explanation/security.md)."""
     import base64, codecs, gzip, textwrap
     raw = key.encode()
     b64 = base64.b64encode(raw)

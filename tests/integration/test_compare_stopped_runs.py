@@ -39,8 +39,8 @@ def baseline(path: Path, ids: list[str], outcome: str) -> Path:
 def test_compare_after_a_run_stopped_as_better_calls_it_better_and_the_gate_passes(
         pytester: pytest.Pytester, run_gaia2: Any) -> None:
     """The baseline failed all 40; the reference image passes each, so the stop decides after 8
-    (the rest of the scenarios in flight end too). compare used to count the 20-odd never-started
-    scenarios as failures of B: "B is worse", exit 1. The always-valid p-value is 1 / the largest
+    (the rest of the scenarios in flight end too). Counting the 20-odd never-started scenarios as
+    failures of B would say "B is worse", exit 1. The always-valid p-value is 1 / the largest
     mixture ratio, 2^n / (n + 1) after n one-way pairs."""
     ids = sorted(path.stem for path in (MANY / "search").glob("*.json"))
     base = baseline(pytester.path / "base", ids, "failed")
@@ -93,9 +93,10 @@ def test_compare_after_a_budget_halt_refuses_to_gate_unless_asked(pytester: pyte
 
 def test_compare_after_ctrl_c_refuses_to_gate_and_says_what_never_started(
         pytester: pytest.Pytester, start_gaia2: Any) -> None:
-    """Issue 31's mistake: Ctrl-C while the second of four scenarios runs (file order, serially),
-    then compare against a run that passed all four. It said "B is worse by 50 or more points ...
-    unlikely to be chance", and --fail-if-worse failed CI as if the agent had regressed."""
+    """A user's mistake: Ctrl-C while the second of four scenarios runs (file order, serially),
+    then compare against a run that passed all four. Reading the scenarios that never started as
+    failures would say "B is worse by 50 or more points ... unlikely to be chance", and
+    --fail-if-worse would fail CI as if the agent had regressed."""
     one = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
     quick, slow, after = "scenario_universe_21_7kww6e", "scenario_universe_25_slow", ["scenario_universe_27_after",
                                                                                       "scenario_universe_29_after"]

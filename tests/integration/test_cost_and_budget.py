@@ -187,9 +187,9 @@ def test_an_unknown_model_gives_tokens_and_one_warning_never_a_guessed_price(
 def test_a_resumed_session_its_halt_stops_at_once_says_why_on_every_page(
     pytester: pytest.Pytester, run_gaia2: Any, priced: Any
 ) -> None:
-    """Issue 23: a resumed session that the halt stops before any start (the run's spend already
-    over it) wrote no summary, so summary.json, the pages and the terminal kept the session before
-    it: a complete run, no stop. Now they say this session stopped at once, and why."""
+    """A resumed session that the halt stops before any start (the run's spend already over it)
+    still writes its summary: summary.json, the pages and the terminal say this session stopped at
+    once, and why, not the session before it (a complete run, no stop)."""
     first_id, second_id = _scenarios(pytester, 2)
     first = priced(run_gaia2, "-k", first_id)
     first.assert_outcomes(passed=1)
@@ -216,7 +216,7 @@ def test_a_resumed_session_its_halt_stops_at_once_says_why_on_every_page(
     resumed.stdout.fnmatch_lines([f"gaia2: stopped: {reason}", "gaia2: 1 not started (budget: *"])
     for page in ("report.md", "index.html"):
         assert "its halt is $1.00; no new scenario starts" in (folder / page).read_text(encoding="utf-8"), page
-    # Issue 24: the scenario that never started is named with its file and hash, for its apps on the pages.
+    # The scenario that never started is named with its file and hash, for its apps on the pages.
     (key, named), = summary["not_run_files"].items()
     file = pytester.path / "variants" / "search" / f"{second_id}.json"
     assert key == stop["not_started"][0]["key"] and named["scenario_file"] == str(file)

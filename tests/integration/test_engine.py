@@ -11,6 +11,7 @@ import os
 import re
 import resource
 import socket
+import tarfile
 import time
 import tracemalloc
 import uuid
@@ -23,10 +24,11 @@ import requests
 from gaia2_testing import SHIPPED, derived_image, engine_events
 
 from pytest_gaia2.engine import client as engine_mod
-from pytest_gaia2.engine.archive import CopyReport
+from pytest_gaia2.engine.archive import CopyReport, Keeper
 from pytest_gaia2.engine.client import CAPABILITIES, RUN_LABEL, Engine, connect
 from pytest_gaia2.engine.container import Container, LaunchSpec
 from pytest_gaia2.engine.errors import ContainerExited, EngineError
+from pytest_gaia2.store.kept import CONTAINER_FILES
 from pytest_gaia2.store.redact import Redactor
 
 MB = 1 << 20
@@ -143,8 +145,9 @@ def test_copy_out_of_a_hostile_state_folder_keeps_normal_files_and_lists_the_res
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
     try:
-        report = container.copy_out(STATE_DIR, dest, max_file_bytes=16 * MB, max_total_bytes=64 * MB,
-                                    rename=STATE_NAMES, prefix="state", redactor=REDACTOR)
+        with Keeper(dest / CONTAINER_FILES, REDACTOR) as keep:
+            report = container.copy_out(STATE_DIR, dest, max_file_bytes=16 * MB, max_total_bytes=64 * MB,
+                                        rename=STATE_NAMES, keep=keep, prefix="state", redactor=REDACTOR)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -164,12 +167,15 @@ def test_copy_out_of_a_hostile_state_folder_keeps_normal_files_and_lists_the_res
         "state/" + "d/" * 40 + "f": "deeper than 32 levels",
         wide[:297] + "...": "host path longer than 3800 bytes",  # names are shortened in reports
     }
-    assert tree(dest) == {
-        "daemon_status.json": 76, "events.jsonl": 9, kept: 2, "state/" + "n" * 250: 4, "state/with space": 5,
-        "state/new\nline": 2, 'state/quote"and$dollar`tick': 1, "state/été.json": 1,
-        "state/filesystem/docs/a.txt": 3, deep_ok: 4,
+    assert tree(dest).keys() == {"daemon_status.json", "events.jsonl", CONTAINER_FILES}  # the rest: members
+    with tarfile.open(dest / CONTAINER_FILES) as archive:
+        members = {member.name: member.size for member in archive.getmembers()}
+    assert members == {
+        kept: 2, "state/" + "n" * 250: 4, "state/with space": 5, "state/new\\x0aline": 2,
+        'state/quote"and$dollar`tick': 1, "state/été.json": 1, "state/filesystem/docs/a.txt": 3, deep_ok: 4,
     }
-    assert sorted(report.written) == sorted(tree(dest).items()) and report.notes == []
+    assert sorted(report.written) == [("daemon_status.json", 76), ("events.jsonl", 9)] and report.notes == []
+    assert sorted(report.kept) == sorted(members.items())
     assert json.loads((dest / "daemon_status.json").read_text())["status"] == "complete"
     assert peak < 16 * MB, f"Python peak {peak / MB:.1f} MiB while 1 GiB went by"
     assert rss_growth_kib < 64 * 1024, f"peak RSS grew by {rss_growth_kib / 1024:.0f} MiB"

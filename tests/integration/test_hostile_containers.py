@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from gaia2_testing import (
     run_folder,
     run_id_of,
 )
+
+from pytest_gaia2.store.kept import CONTAINER_FILES
 
 ONE = "scenario_universe_21_7kww6e"
 JUDGE_FAIL = "scenario_universe_22_ygzpjz"
@@ -106,16 +109,19 @@ def test_hostile_state_files_are_skipped_and_listed_and_the_verdict_kept(tmp_pat
     assert record["outcome"] == "passed"
     skipped = {Path(item["path"]).name: item["reason"] for item in record["skipped_files"]}
     assert {"passwd_link", "root_link", "pipe", "huge.bin"} <= skipped.keys(), skipped
-    state = run_folder(tmp_path / "out") / "search" / ONE / "state"
-    assert (state / ("n" * 250)).read_text() == "long\n"  # a legal long name is kept
-    assert not (state / "passwd_link").exists() and not (state / "root_link").exists()
-    assert not any(path.is_symlink() for path in state.rglob("*"))
-    # Nothing a later pytest would import or run lands on the host, and that pytest does not
-    # walk the run folder either.
+    attempt = run_folder(tmp_path / "out") / "search" / ONE
+    with tarfile.open(attempt / CONTAINER_FILES) as archive:
+        members = {member.name: member for member in archive.getmembers()}
+    assert all(member.isreg() for member in members.values())  # no link, FIFO or device is kept
+    assert "var/gaia2/state/" + "n" * 250 in members  # a legal long name is kept
+    assert "var/gaia2/state/odd name\\x0awith newline.txt" in members  # shown printable
+    assert not any(path.is_symlink() for path in attempt.rglob("*"))
+    # Nothing a later pytest would import or run lands on the host as a file (only as a member
+    # of the archive), and that pytest does not walk the run folder either.
     planted = {"conftest.py", "test_planted.py", "CONFTEST.PY", "test_doc.txt", "json.cpython-311-x86_64-linux-gnu.so",
                "pytest.ini", ".envrc", "conftest.py."}
-    assert planted <= skipped.keys(), skipped
-    attempt = state.parent
+    assert planted <= {name.rsplit("/", 1)[-1] for name in members}, sorted(members)
+    assert not planted & skipped.keys(), skipped
     assert not [path for path in attempt.rglob("*") if path.name in planted or path.name.casefold().endswith(".py")]
     later = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)

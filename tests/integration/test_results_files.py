@@ -92,7 +92,7 @@ def _latest(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_hand_checked_interval() -> None:
-    """The issue's hand-checked example, so the recount below is trusted."""
+    """A hand-checked example, so the recount below is trusted."""
     low, high = _wilson(103, 157)
     assert (_shown(low), _shown(high)) == ("57.9", "72.6")
 

@@ -165,9 +165,9 @@ def test_a_gate_that_cannot_pass_at_this_n_is_said_before_the_run(stored_run) ->
 def test_with_repeats_the_lower_bound_gate_counts_scenarios_not_runs(
         pytester: pytest.Pytester, stored_run, workers: tuple[str, ...]) -> None:
     """3 scenarios x 3 repeats, all passed: 9 of 9 results, but 3 scenarios' worth of evidence. A
-    bootstrap over the 3 scenarios gave a lower bound of 100%, so a 95% lower-bound gate was met,
-    while the warning before the run said it could not pass (Wilson's 9 of 9, 70.1%). Both are
-    now the scenario-clustered bound, 13.9% (Wilson's 3 of 3 with t on 2 df), serially and under xdist."""
+    bootstrap over the 3 scenarios gives a lower bound of 100% (a 95% lower-bound gate met), and
+    Wilson's 9 of 9 gives 70.1%: the gate and the warning before the run both use the
+    scenario-clustered bound, 13.9% (Wilson's 3 of 3 with t on 2 df), serially and under xdist."""
     result = stored_run(passed=3, failed=0, repeats=3)(
         *workers, "--gaia2-repeat=3", "--gaia2-min-pass-rate=0.95", "--gaia2-gate-on=lower-bound")
     result.assert_outcomes(passed=9)

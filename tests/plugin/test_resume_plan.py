@@ -1,7 +1,7 @@
 """What a resumed run planned, on every page: run_config.json keeps the first session's plan,
 summary.json the latest's. A resume with a larger selection plans more than the first session;
 report.md, report.html, the run's index.html and ``pytest-gaia2 list`` count the latest
-session's plan, as summary.json does (they used to count run_config.json's).
+session's plan, as summary.json does (not run_config.json's, the first session's).
 
 Verdicts are stored result.json files a ``--gaia2-resume`` reports again, and the scenarios
 without one are held back by the budget, so no container starts (the ``stored_run`` fixture).

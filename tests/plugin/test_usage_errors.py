@@ -147,8 +147,8 @@ MISTAKES: dict[str, tuple[tuple[str, ...], str]] = {
         "ERROR: -k 'scenario_universe_99' selects no scenario. Markers: *; nearest: 'scenario_universe_99' -> *",
     ),
 }
-"""The selection mistakes of issue 31, each found where the scenarios are collected (an xdist
-worker under -n) and reported once by the process that owns the run."""
+"""Selection mistakes users make, each found where the scenarios are collected (an xdist worker
+under -n) and reported once by the process that owns the run."""
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ package loads no container engine client (the names are imported when first used
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -28,6 +29,17 @@ def test_every_public_name_resolves_to_its_definition(name: str) -> None:
         assert value is record.CATEGORIES
     else:
         assert value.__name__ == name and getattr(sys.modules[value.__module__], name) is value
+
+
+@pytest.mark.parametrize(("fixture", "public"), [("gaia2_scenario", "Scenario"), ("gaia2_result", "ScenarioResult")])
+def test_a_public_fixture_is_annotated_with_a_public_type(fixture: str, public: str) -> None:
+    """Editors and type checkers read a fixture's type from its return annotation: it names the
+    type ``pytest_gaia2`` exports, which a user's test can import to annotate its argument."""
+    from pytest_gaia2.plugin import hooks
+
+    annotation = inspect.signature(getattr(hooks, fixture).__wrapped__).return_annotation
+    exported = {name: getattr(pytest_gaia2, name) for name in pytest_gaia2.__all__}
+    assert eval(annotation, exported) is getattr(pytest_gaia2, public)
 
 
 def test_a_private_name_is_not_served() -> None:

@@ -188,7 +188,7 @@ def table_runs(tmp_path: Path, both: int, only_a: int, only_b: int, neither: int
 
 def test_not_significant_gap_is_said_in_words_and_the_interval_gate_does_not_fail_on_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # The issue's comparison: 20 pairs, 6 passed in A only, 1 in B only: -25 points,
+    # 20 pairs, 6 passed in A only, 1 in B only: -25 points,
     # exact McNemar p = 2 * P(X <= 1 | 7, 1/2) = 2 * 8 / 128 = 0.125.
     a, b = table_runs(tmp_path, both=8, only_a=6, only_b=1, neither=5)
     needed = power.paired_pairs(-0.25, 7 / 20).pairs
@@ -381,9 +381,9 @@ def stopped_run(output: Path, letters: dict[str, str], planned: list[str], why: 
 
 def test_a_run_stopped_early_as_better_is_called_better_and_passes_the_gate(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The issue's case: a baseline of 100 scenarios (46 passed), B stopped by --gaia2-stop-when-decided
-    after 10, all passed, 8 of them failed in A. The strict table used to count B's 90 never-run
-    scenarios as failures: "B is worse by 36.0 points, p = 0.00000073", exit 1."""
+    """A baseline of 100 scenarios (46 passed), B stopped by --gaia2-stop-when-decided after 10,
+    all passed, 8 of them failed in A. A strict table that counted B's 90 never-run scenarios as
+    failures would say "B is worse by 36.0 points, p = 0.00000073", exit 1."""
     ids = [f"s{i}" for i in range(100)]
     a = write_run(tmp_path / "a", {sid: "P" if (i < 2 or i >= 56) else "F" for i, sid in enumerate(ids)})
     why = (f"decided: better than baseline {a}: 8 better, 0 worse of 10 judged pairs (sequential test at level 5.0%); "
@@ -418,8 +418,8 @@ def test_a_run_stopped_early_as_better_is_called_better_and_passes_the_gate(
 ])
 def test_gating_on_a_run_stopped_by_a_halt_or_ctrl_c_is_refused_unless_asked(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], why: str, kind: str) -> None:
-    """Issue 31's case: a complete run of 12 against one stopped after 4 (6 of 12 never started,
-    the 4 that ran all passed, as in A): it said "B is worse by 66.7 points"."""
+    """A complete run of 12 against one stopped after 4 (6 of 12 never started, the 4 that ran all
+    passed, as in A): counting the never-started as failures would say "B is worse by 66.7 points"."""
     ids = [f"s{i}" for i in range(12)]
     a = write_run(tmp_path / "a", dict.fromkeys(ids, "P"))
     b = stopped_run(tmp_path / "b", dict.fromkeys(ids[:4], "P"), [f"search/{sid}" for sid in ids], why)
@@ -444,7 +444,7 @@ def repeated_runs(tmp_path: Path, shapes: list[tuple[str, str]]) -> tuple[Path, 
 
 
 def test_with_repeats_the_scenario_is_the_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The issue's case: 30 scenarios x 3 repeats, B wins every repeat of 5 scenarios and A of 1.
+    """30 scenarios x 3 repeats, B wins every repeat of 5 scenarios and A of 1.
     Per run that is McNemar 15 vs 3, p = 0.0075; per scenario 5 vs 1, p = 0.22."""
     shapes = [("FFF", "PPP")] * 5 + [("PPP", "FFF")] + [("PPP", "PPP")] * 12 + [("FFF", "FFF")] * 12
     a, b = repeated_runs(tmp_path, shapes)
@@ -500,7 +500,7 @@ def test_twenty_zero_five_twenty_five_is_better_by_its_interval(
 
 def test_balanced_discordance_is_no_gap_only_with_its_interval(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """0/10/10/0 used to read "no gap" while the paired interval is about +-40 points."""
+    """0/10/10/0 is no "no gap": its paired interval is about +-40 points."""
     a, b = table_runs(tmp_path, both=0, only_a=10, only_b=10, neither=0)
     sentence = as_json(capsys, a, b)["sentences"][0]["strict"]
     assert sentence.startswith("B and A pass the same share of the 20 pairs on the strict rate (20 pairs disagree, "

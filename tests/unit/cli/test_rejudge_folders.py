@@ -30,9 +30,9 @@ def test_each_rejudge_gets_the_next_number_and_never_an_existing_folder(tmp_path
 
 
 def test_odd_or_forged_numbers_neither_overflow_nor_hide_the_next_rejudge(tmp_path: Path) -> None:
-    """Issue 24: a folder numbered 999999999 made the next re-judge ``1000000000-...``, a tenth digit
-    no reader takes for a re-judge: it and every later one were invisible to the report and to
-    ``compare --judge``. Past the highest number the re-judge is now refused, nothing written."""
+    """A folder numbered 999999999 would make the next re-judge ``1000000000-...``, a tenth digit
+    no reader takes for a re-judge: it and every later one would be invisible to the report and to
+    ``compare --judge``. Past the highest number the re-judge is refused, nothing written."""
     run = store.RunFolder(write_run(tmp_path, {"s1": "P"}))
     root = run.path / REJUDGE_DIR
     root.mkdir()

@@ -1,4 +1,4 @@
-"""The probe against the budget (issue 23): how many planned scenarios the halt or cap is
+"""The probe against the budget: how many planned scenarios the halt or cap is
 expected to complete, with the interval; a --gaia2-probe-only run ends as a projection."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.report.summary import PROBE_ONLY
 from pytest_gaia2.store.record import AttemptRecord
 
-# The issue's probe: 40 planned, about $309.12 (95% interval $198.72-$397.44), so $7.728 a scenario.
+# A probe of 5 of 40 planned: about $309.12 (95% interval $198.72-$397.44), so $7.728 a scenario.
 PROBE = dict(planned=40, probed=5, usd=309.12, low=198.72, high=397.44, hours=1.0, workers=2)
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_gaia2.engine import archive
-from pytest_gaia2.engine.archive import CopyReport, extract, tar_spool
+from pytest_gaia2.engine.archive import CopyReport, Keeper, extract, tar_spool
+from pytest_gaia2.store.kept import CONTAINER_FILES
 from pytest_gaia2.store.redact import Redactor
 
 MB = 1 << 20
@@ -68,11 +69,14 @@ def generated(members: Iterable[tuple[str, int]], chunk: int = MB) -> Iterator[b
 
 
 def copy(data: bytes | Iterable[bytes], dest: Path, **kwargs: object) -> CopyReport:
+    """Extract as an attempt does: the evidence files by name, the rest kept in dest's archive."""
     options: dict[str, object] = {"max_file_bytes": 64 * MB, "max_total_bytes": 256 * MB, "prefix": "state",
                                   "rename": STATE_NAMES}
     options.update(kwargs)
     stream = chunks(data) if isinstance(data, bytes) else data
-    return extract(stream, dest, **options)  # type: ignore[arg-type]
+    dest.mkdir(parents=True, exist_ok=True)
+    with Keeper(dest / CONTAINER_FILES, options.get("redactor")) as keep:  # type: ignore[arg-type]
+        return extract(stream, dest, keep=keep, **options)  # type: ignore[arg-type]
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -87,24 +91,62 @@ def tree(root: Path) -> dict[str, bytes]:
     return found
 
 
+def members(path: Path) -> dict[str, bytes]:
+    """A kept archive's members by name (empty when there is no archive)."""
+    if not path.exists():
+        return {}
+    with tarfile.open(path) as kept:
+        found = {}
+        for member in kept.getmembers():
+            assert member.isreg() and member.mode == 0o644, member
+            source = kept.extractfile(member)
+            assert source is not None
+            found[member.name] = source.read()
+        return found
+
+
+def everything(root: Path) -> dict[str, bytes]:
+    """The files under ``root`` and the members of its kept archive, which is no file of it."""
+    files = tree(root)
+    files.pop(CONTAINER_FILES, None)
+    return {**files, **members(root / CONTAINER_FILES)}
+
+
 def reasons(report: CopyReport) -> dict[str, str]:
     return dict(report.skipped)
 
 
-def test_known_files_get_top_level_names_and_the_rest_keeps_its_place_under_the_prefix(tmp_path: Path) -> None:
+def test_known_files_get_their_names_and_the_rest_is_kept_in_the_archive_under_the_prefix(tmp_path: Path) -> None:
     report = copy(files(("state/events.jsonl", b"e\n"), ("state/judgments.jsonl", b"j\n"),
                         ("state/filesystem/docs/a.txt", b"aaa"), ("state/contacts.json", b"{}")), tmp_path)
-    assert tree(tmp_path) == {"events.jsonl": b"e\n", "daemon_judgments.jsonl": b"j\n",
-                              "state/filesystem/docs/a.txt": b"aaa", "state/contacts.json": b"{}"}
-    assert sorted(report.written) == [("daemon_judgments.jsonl", 2), ("events.jsonl", 2),
-                                      ("state/contacts.json", 2), ("state/filesystem/docs/a.txt", 3)]
+    assert tree(tmp_path).keys() == {"events.jsonl", "daemon_judgments.jsonl", CONTAINER_FILES}
+    assert everything(tmp_path) == {"events.jsonl": b"e\n", "daemon_judgments.jsonl": b"j\n",
+                                    "state/filesystem/docs/a.txt": b"aaa", "state/contacts.json": b"{}"}
+    assert sorted(report.written) == [("daemon_judgments.jsonl", 2), ("events.jsonl", 2)]
+    assert sorted(report.kept) == [("state/contacts.json", 2), ("state/filesystem/docs/a.txt", 3)]
     assert (report.total_bytes, report.skipped, report.notes) == (9, [], [])
 
 
 def test_a_single_file_archive_is_named_by_the_map_or_kept_under_the_prefix(tmp_path: Path) -> None:
     copy(files(("gaia2-eventd.log", b"log")), tmp_path, rename={"gaia2-eventd.log": "eventd.log"}, prefix="")
-    copy(files(("trace.jsonl", b"t")), tmp_path, rename={}, prefix="logs")
-    assert tree(tmp_path) == {"eventd.log": b"log", "logs/trace.jsonl": b"t"}
+    copy(files(("trace.jsonl", b"t")), tmp_path / "other", rename={}, prefix="logs")
+    assert everything(tmp_path / "other") == {"logs/trace.jsonl": b"t"}
+    assert tree(tmp_path).keys() == {"eventd.log", f"other/{CONTAINER_FILES}"}
+
+
+def test_without_an_archive_nothing_but_the_files_the_harness_reads_is_written(tmp_path: Path) -> None:
+    report = extract(chunks(files(("out/a/status.json", b"{}"), ("out/a/conftest.py", b"x"), ("out/b.txt", b"y"))),
+                     tmp_path, max_file_bytes=MB, max_total_bytes=MB, rename={"a/status.json": "a/status.json"})
+    assert tree(tmp_path) == {"a/status.json": b"{}"}
+    assert set(reasons(report)) == {"out/a/conftest.py", "out/b.txt"}
+    assert all(why.startswith("not a file the harness reads") for why in reasons(report).values())
+
+
+def test_a_name_the_harness_gives_that_a_tool_would_obey_is_still_refused(tmp_path: Path) -> None:
+    """The block list stays a second line of defence for the names files are written under
+    (some are built from a run folder's records, as rejudge's are)."""
+    report = copy(files(("state/events.jsonl", b"e")), tmp_path, rename={"events.jsonl": "x/conftest.py"})
+    assert everything(tmp_path) == {} and list(reasons(report)) == ["state/events.jsonl"]
 
 
 def test_a_250_character_name_is_kept_and_a_300_byte_component_is_skipped(tmp_path: Path) -> None:
@@ -112,7 +154,7 @@ def test_a_250_character_name_is_kept_and_a_300_byte_component_is_skipped(tmp_pa
     too_long, accented_too_long = "x" * 300, "é" * 130  # 260 bytes, though 130 characters
     report = copy(files((f"state/{long_ok}", b"1"), (f"state/{accented_ok}", b"2"),
                         (f"state/{too_long}", b"3"), (f"state/d/{accented_too_long}/f", b"4")), tmp_path)
-    assert tree(tmp_path) == {f"state/{long_ok}": b"1", f"state/{accented_ok}": b"2"}
+    assert everything(tmp_path) == {f"state/{long_ok}": b"1", f"state/{accented_ok}": b"2"}
     assert list(reasons(report).values()) == ["a path component is longer than 255 bytes"] * 2
 
 
@@ -122,7 +164,7 @@ def test_deep_trees_and_long_host_paths_are_bounded(tmp_path: Path) -> None:
     too_long = "/".join(["p" * 200] * 20)  # 20 short-enough components, 4000 bytes in all
     report = copy(files((f"state/{deep_ok}/f", b"ok"), (f"state/{too_deep}/f", b"no"),
                         (f"state/{too_long}/f", b"no")), tmp_path)
-    assert tree(tmp_path) == {f"state/{deep_ok}/f": b"ok"}
+    assert everything(tmp_path) == {f"state/{deep_ok}/f": b"ok"}
     assert sorted(reasons(report).values()) == [f"deeper than {archive.MAX_DEPTH} levels",
                                                 f"host path longer than {archive.MAX_HOST_PATH_BYTES} bytes"]
 
@@ -145,7 +187,7 @@ def test_links_devices_and_fifos_are_skipped_and_nothing_lands_outside(tmp_path:
     assert reasons(report) == {"state/passwd": "symbolic link", "state/escape": "symbolic link",
                                "state/hard": "hard link", "state/fifo": "FIFO", "state/null": "device",
                                "state/sda": "device"}
-    assert tree(dest) == {"state/real.json": b"{}", "state/escape/pwned": b"x"}  # a plain folder
+    assert everything(dest) == {"state/real.json": b"{}", "state/escape/pwned": b"x"}  # a plain member
     assert list(outside.iterdir()) == []
 
 
@@ -156,7 +198,7 @@ def test_dot_dot_absolute_and_nul_names_are_skipped(tmp_path: Path) -> None:
     report = copy(tar_bytes((entry("state/../../escape", b"x"), b"x"), (entry("/etc/cron.d/x", b"x"), b"x"),
                             (entry("state/a/../../../up", b"x"), b"x"), (nul, b"x"),
                             (entry("state/ok", b"y"), b"y")), dest)
-    assert tree(tmp_path) == {"dest/state/ok": b"y"}
+    assert everything(dest) == {"state/ok": b"y"}
     assert sorted(reasons(report).values()) == ["absolute name", "name contains '..'", "name contains '..'",
                                                 "name contains NUL"]
     assert "state/a\\x00b" in reasons(report)  # shown printable
@@ -170,22 +212,27 @@ def test_symlinks_already_in_the_destination_are_never_followed(tmp_path: Path) 
     dest.mkdir()
     (dest / "state").symlink_to(outside)  # a folder on the way is a link
     (dest / "events.jsonl").symlink_to(outside / "victim")  # the target itself is a link
-    report = copy(files(("state/notes.json", b"x"), ("state/events.jsonl", b"new")), dest)
-    assert reasons(report) == {"state/notes.json": "a file, folder or symlink is in the way on the host"}
+    (dest / "sub").symlink_to(outside)
+    report = copy(files(("state/notes.json", b"x"), ("state/events.jsonl", b"new"), ("state/judgments.jsonl", b"j")),
+                  dest, rename={**STATE_NAMES, "judgments.jsonl": "sub/daemon_judgments.jsonl"})
+    assert reasons(report) == {"state/judgments.jsonl": "a file, folder or symlink is in the way on the host"}
+    assert members(dest / CONTAINER_FILES) == {"state/notes.json": b"x"}  # a member: no link on its way
     assert (outside / "victim").read_text() == "untouched" and list(outside.iterdir()) == [outside / "victim"]
     assert not (dest / "events.jsonl").is_symlink() and (dest / "events.jsonl").read_bytes() == b"new"
 
 
 def test_a_file_where_a_folder_is_needed_is_skipped(tmp_path: Path) -> None:
-    report = copy(files(("state/a", b"file"), ("state/a/b", b"under a file")), tmp_path)
-    assert tree(tmp_path) == {"state/a": b"file"}
-    assert reasons(report) == {"state/a/b": "a file, folder or symlink is in the way on the host"}
+    (tmp_path / "a").write_bytes(b"file")
+    report = copy(files(("state/events.jsonl", b"e"), ("state/x", b"member")), tmp_path,
+                  rename={"events.jsonl": "a/events.jsonl"})
+    assert everything(tmp_path) == {"a": b"file", "state/x": b"member"}  # as members, both a and a/b could be
+    assert reasons(report) == {"state/events.jsonl": "a file, folder or symlink is in the way on the host"}
 
 
 def test_file_and_total_caps(tmp_path: Path) -> None:
     report = copy(files(("state/big", b"b" * 101), ("state/one", b"1" * 60), ("state/two", b"2" * 60),
                         ("state/small", b"s" * 40)), tmp_path, max_file_bytes=100, max_total_bytes=100)
-    assert tree(tmp_path) == {"state/one": b"1" * 60, "state/small": b"s" * 40}  # a later small one still fits
+    assert everything(tmp_path) == {"state/one": b"1" * 60, "state/small": b"s" * 40}  # a later small one fits
     assert reasons(report) == {"state/big": "101 bytes, over the 100-byte file cap",
                                "state/two": "60 bytes, over what is left of the 100-byte total cap"}
     assert report.total_bytes == 100
@@ -200,7 +247,7 @@ def test_a_200_mb_file_over_the_cap_is_skipped_with_memory_bounded(tmp_path: Pat
     finally:
         tracemalloc.stop()
     assert reasons(report) == {"state/huge.bin": f"{200 * MB} bytes, over the {10 * MB}-byte file cap"}
-    assert tree(tmp_path) == {"state/after.json": bytes(3)}  # the stream went on past it
+    assert everything(tmp_path) == {"state/after.json": bytes(3)}  # the stream went on past it
     assert peak < 8 * MB, f"peak {peak / MB:.1f} MiB"
 
 
@@ -212,8 +259,9 @@ def test_a_large_file_within_the_caps_is_streamed_to_disk_with_memory_bounded(tm
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert report.written == [("state/large.bin", 64 * MB)]
-    assert (tmp_path / "state" / "large.bin").stat().st_size == 64 * MB
+    assert report.kept == [("state/large.bin", 64 * MB)]
+    with tarfile.open(tmp_path / CONTAINER_FILES) as kept:
+        assert kept.getmember("state/large.bin").size == 64 * MB
     # A quarter of the file: held whole it would be 64 MiB. tracemalloc counts every thread of
     # the process (an xdist worker's I/O thread too), 8.5 MiB once on a machine under load.
     assert peak < 16 * MB, f"peak {peak / MB:.1f} MiB"
@@ -266,7 +314,7 @@ def test_a_secret_across_a_real_chunk_boundary_of_a_large_file_is_masked(tmp_pat
     for boundary in (archive.COPY_CHUNK, 2 * archive.COPY_CHUNK):
         content[boundary - 7:boundary - 7 + len(secret)] = secret
     copy(files(("state/big.log", bytes(content))), tmp_path, redactor=REDACTOR)
-    written = (tmp_path / "state" / "big.log").read_bytes()
+    written = members(tmp_path / CONTAINER_FILES)["state/big.log"]
     assert secret not in written and written.count(b"***") == 2
     assert written == mask(bytes(content))
 
@@ -279,8 +327,9 @@ def test_a_broken_stream_keeps_what_was_written_and_says_so(tmp_path: Path) -> N
         raise ConnectionResetError("engine went away")
 
     report = copy(breaking(), tmp_path)
-    assert tree(tmp_path) == {"state/first.json": b"1" * 5000}  # and no temporary left
-    assert report.written == [("state/first.json", 5000)]
+    assert tree(tmp_path).keys() == {CONTAINER_FILES}  # and no temporary left
+    assert everything(tmp_path) == {"state/first.json": b"1" * 5000}
+    assert report.kept == [("state/first.json", 5000)]
     assert report.notes == ["the engine's archive stream broke, the copy is partial: "
                             "ConnectionResetError: engine went away"]
 
@@ -288,7 +337,7 @@ def test_a_broken_stream_keeps_what_was_written_and_says_so(tmp_path: Path) -> N
 def test_a_truncated_archive_keeps_what_was_written_and_says_so(tmp_path: Path) -> None:
     data = files(("state/first.json", b"1" * 5000), ("state/second.json", b"2" * 50_000))
     report = copy(data[:20_000], tmp_path)
-    assert tree(tmp_path) == {"state/first.json": b"1" * 5000}
+    assert everything(tmp_path) == {"state/first.json": b"1" * 5000}
     assert len(report.notes) == 1 and report.notes[0].startswith("the archive is unreadable, the copy is partial")
 
 
@@ -300,8 +349,8 @@ def test_past_the_entry_cap_only_the_needed_files_are_written_and_every_other_is
     monkeypatch.setattr(archive, "MAX_LISTED", 3)
     report = copy(files(*((f"state/a{i:02}", b"x") for i in range(20)), ("state/events.jsonl", b"e"),
                         ("state/judgments.jsonl", b"j")), tmp_path)
-    assert tree(tmp_path) == {**{f"state/a{i:02}": b"x" for i in range(5)},
-                              "events.jsonl": b"e", "daemon_judgments.jsonl": b"j"}
+    assert everything(tmp_path) == {**{f"state/a{i:02}": b"x" for i in range(5)},
+                                    "events.jsonl": b"e", "daemon_judgments.jsonl": b"j"}
     assert report.skipped == [(f"state/a{i:02}", "past the first 5 archive entries") for i in range(5, 8)]
     assert report.unlisted == 12 and report.notes == []
     assert report.met == {"events.jsonl", "judgments.jsonl"}
@@ -311,14 +360,14 @@ def test_reading_stops_after_the_scan_bound_with_a_note(tmp_path: Path, monkeypa
     monkeypatch.setattr(archive, "MAX_ENTRIES", 2)
     monkeypatch.setattr(archive, "MAX_SCANNED", 6)
     report = copy(files(*((f"state/a{i:02}", b"x") for i in range(10)), ("state/events.jsonl", b"e")), tmp_path)
-    assert len(report.written) == 2 and len(report.skipped) == 4 and "events.jsonl" not in report.met
+    assert len(report.kept) == 2 and len(report.skipped) == 4 and "events.jsonl" not in report.met
     assert report.notes == ["stopped reading after 6 archive entries: the rest was neither copied nor counted"]
 
 
 def test_the_needed_files_are_copied_whatever_the_total_cap_left(tmp_path: Path) -> None:
     report = copy(files(("state/filler", b"f" * 100), ("state/events.jsonl", b"e" * 60), ("state/other", b"o")),
                   tmp_path, max_file_bytes=100, max_total_bytes=100)
-    assert tree(tmp_path) == {"state/filler": b"f" * 100, "events.jsonl": b"e" * 60}
+    assert everything(tmp_path) == {"state/filler": b"f" * 100, "events.jsonl": b"e" * 60}
     assert reasons(report) == {"state/other": "1 bytes, over what is left of the 100-byte total cap"}
 
 
@@ -344,10 +393,10 @@ def test_one_archive_of_a_shared_folder_keeps_only_what_is_wanted(tmp_path: Path
 
     data = files(("tmp/gaia2-eventd.log", b"eventd"), ("tmp/agent-scratch.bin", b"x" * 1000),
                  ("tmp/openclaw/run.log", b"claw"), ("tmp/openclawish/other.log", b"no"))
-    report = extract(chunks(data), tmp_path, max_file_bytes=MB, max_total_bytes=MB, rename=store.LOG_FILES,
-                     wanted=store.is_log_artifact, ignore_limit=MB)
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
-        "eventd.log", "openclaw/run.log"]
+    with Keeper(tmp_path / CONTAINER_FILES) as keep:
+        report = extract(chunks(data), tmp_path, max_file_bytes=MB, max_total_bytes=MB, rename=store.LOG_FILES,
+                         keep=keep, prefix="tmp", wanted=store.is_log_artifact, ignore_limit=MB)
+    assert everything(tmp_path) == {"eventd.log": b"eventd", "tmp/openclaw/run.log": b"claw"}
     assert report.skipped == [] and not report.gave_up and report.total_bytes == 10
 
 
@@ -371,16 +420,39 @@ def test_too_much_unwanted_content_stops_the_read_early(tmp_path: Path) -> None:
     assert consumed < 4 * MB
 
 
-def test_files_a_later_tool_would_run_or_obey_are_never_written(tmp_path: Path) -> None:
+def test_files_a_later_tool_would_run_or_obey_are_never_written_but_kept_as_members(tmp_path: Path) -> None:
     """A run folder is where python, pytest, git and shells go afterwards: a container's
-    conftest.py, native library, pytest.ini or .git folder must not be there."""
-    hazards = ["state/conftest.py", "state/sub/test_planted.py", "state/CONFTEST.PY", "state/x.pyc",
-               "state/site.pth", "state/test_doc.txt", "state/Test_Doc.TXT", "state/json.cpython-311-x86_64-linux-gnu.so",
-               "state/pytest.ini", "state/.git/config", "state/.envrc", "state/conftest.py.", "state/a/.hidden/x.json"]
-    report = copy(files(*((name, b"import os\n") for name in hazards), ("state/events.jsonl", b"e\n"),
-                        ("state/notes.txt", b"n"), ("state/python.json", b"{}")), tmp_path)
-    assert tree(tmp_path) == {"events.jsonl": b"e\n", "state/notes.txt": b"n", "state/python.json": b"{}"}
-    assert reasons(report).keys() == set(hazards)
+    conftest.py, native library, pytest.toml, a name no tool reads yet, or .git folder must not
+    be a file there. Only the evidence file is; the rest are members of the archive."""
+    planted = ["state/conftest.py", "state/sub/test_planted.py", "state/CONFTEST.PY", "state/x.pyc",
+               "state/site.pth", "state/test_doc.txt", "state/json.cpython-311-x86_64-linux-gnu.so",
+               "state/pytest.ini", "state/pytest.toml", "state/.pytestrc.toml", "state/pytest.yaml",
+               "state/README.md", "state/.git/config", "state/.envrc", "state/conftest.py.", "state/a/.hidden/x.json"]
+    report = copy(files(*((name, b"import os\n") for name in planted), ("state/events.jsonl", b"e\n")), tmp_path)
+    assert tree(tmp_path).keys() == {"events.jsonl", CONTAINER_FILES}
+    assert everything(tmp_path) == {"events.jsonl": b"e\n", **{name: b"import os\n" for name in planted}}
+    assert report.skipped == []
+
+
+def test_member_names_are_printable_and_masked_and_contents_masked(tmp_path: Path) -> None:
+    report = copy(files(("state/a\x1b[31m\u202eb", b"x"), ("state/sk-live-0123456789abcdef.json", b"hunter22 here")),
+                  tmp_path, redactor=REDACTOR)
+    assert everything(tmp_path) == {"state/a\\x1b[31m\\x202eb": b"x", "state/***.json": b"*** here"}
+    assert [name for name, _ in report.kept] == ["state/a\\x1b[31m\\x202eb", "state/***.json"]
+    assert not any(secret in (tmp_path / CONTAINER_FILES).read_bytes() for secret in SECRETS)
+
+
+def test_an_archive_with_no_member_is_not_written_and_a_failed_copy_leaves_no_temporary(tmp_path: Path) -> None:
+    copy(files(("state/events.jsonl", b"e")), tmp_path)
+    assert tree(tmp_path) == {"events.jsonl": b"e"}
+
+    def breaking() -> Iterator[bytes]:
+        yield files(("state/first.json", b"1" * 5000))[:6000]
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        copy(breaking(), tmp_path / "second")
+    assert tree(tmp_path / "second") == {}
 
 
 def test_a_host_file_is_streamed_into_the_copy_in_archive_not_read_whole(tmp_path: Path) -> None:

@@ -181,9 +181,9 @@ def test_per_app_from_the_scenario_files_and_unknown_when_gone_or_changed(tmp_pa
 def test_a_planned_scenario_that_never_ran_shows_the_apps_of_its_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 24: a planned scenario that never started (a halt, Ctrl-C) went to ``apps unknown``
-    although the run knew its file. summary.json's ``not_run_files`` names it with its hash; the
-    report reads it (a regular file only, bounded) when the hash still matches."""
+    """A planned scenario that never started (a halt, Ctrl-C) is not ``apps unknown`` when the run
+    knew its file: summary.json's ``not_run_files`` names it with its hash; the report reads it (a
+    regular file only, bounded) when the hash still matches."""
     data = json.loads((SHIPPED / "search" / "scenario_universe_21_7kww6e.json").read_text(encoding="utf-8"))
     data["metadata"]["definition"]["scenario_id"] = "kept"
     kept = tmp_path / "kept.json"

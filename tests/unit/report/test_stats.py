@@ -254,8 +254,8 @@ def test_clustered_wilson_edges() -> None:
 
 
 def test_all_passed_with_repeats_is_never_a_lower_bound_of_100() -> None:
-    """The issue's case: 3 scenarios x 3 repeats, all passed. A bootstrap over 3 identical
-    scenarios gave 100% to 100%; the scenarios alone count: Wilson's 3 of 3 with t on 2 df."""
+    """3 scenarios x 3 repeats, all passed. A bootstrap over 3 identical scenarios gives 100% to
+    100%; the scenarios alone count: Wilson's 3 of 3 with t on 2 df."""
     low, high, deff = clustered_wilson([[(3, 3)]] * 3)
     assert deff == 3.0 and high == 1.0
     t = t_quantile(0.975, 2)

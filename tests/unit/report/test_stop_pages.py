@@ -1,4 +1,4 @@
-"""The stop on every page (issue 23): report.md, report.html and index.html show why the run
+"""The stop on every page: report.md, report.html and index.html show why the run
 stopped (a --gaia2-probe-only run: as its projection), its budget and spend (digits kept under a cent), the keys not started with why, ran vs
 planned per stratum, and the run's name and tags; summary.json and run_config.json are read as
 hostile files (checked, bounded, escaped).
@@ -341,7 +341,7 @@ def test_without_summary_jsons_plan_the_pages_fall_back_and_say_so(
 
 
 def test_a_run_config_plan_with_a_bad_key_is_no_plan(tmp_path: Path) -> None:
-    """One key that is no <split>/<scenario_id> and the list is not believed (it used to stop the pages)."""
+    """One key that is no <split>/<scenario_id> and the list is not believed; the pages are still written."""
     folder = _halted_folder(tmp_path, _stop(), {"planned": ["search/s_0", "no-split"]})
     (folder / store.SUMMARY_FILE).unlink()
     plan = run_facts.read(folder).plan(list(store.RunFolder(folder).records()))

@@ -201,6 +201,36 @@ def test_pages_a_browser_would_run_are_named_never_linked(attempt: Path) -> None
     assert html.count("(not linked: a page the browser would run)") == 4
 
 
+def test_the_containers_other_files_are_listed_from_their_archive_escaped_and_bounded(
+        attempt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The archive's members by name and size, short text shown escaped within the page's
+    budget, binary and large members by name only, past the bound only counted."""
+    from pytest_gaia2.engine.archive import Keeper
+    from pytest_gaia2.store import kept
+
+    monkeypatch.setattr(kept, "LISTED", 3)
+    with Keeper(attempt / kept.CONTAINER_FILES) as keep:
+        keep.add(["var", "gaia2", "state", f"{HOSTILE}.toml"], [HOSTILE.encode()])
+        keep.add(["tmp", "blob.bin"], [b"\xff\x00\xfe"])
+        keep.add(["tmp", "big.log"], [b"y" * (kept.SHOWN_BYTES + 1)])
+        keep.add(["tmp", "later.txt"], [b"x"])
+    html = write_trace(attempt).read_text(encoding="utf-8")
+    assert "<script>window" not in html and "<img src=x" not in html
+    rows = read_tables(attempt / "trace.html").tables["kept"]
+    assert rows == [[f"var/gaia2/state/{HOSTILE}.toml{HOSTILE}", str(len(HOSTILE.encode()))], ["tmp/blob.bin", "3"],
+                    ["tmp/big.log", str(kept.SHOWN_BYTES + 1)]]
+    assert "1 more members are in the archive" in html and "y" * 100 not in html
+    assert kept.CONTAINER_FILES in read_tables(attempt / "trace.html").hrefs
+
+
+def test_a_damaged_archive_is_named_not_fatal(attempt: Path) -> None:
+    from pytest_gaia2.store import kept
+
+    (attempt / kept.CONTAINER_FILES).write_bytes(b"\0" * 100 + b"garbage")
+    html = write_trace(attempt).read_text(encoding="utf-8")
+    assert "could not be read to its end" in html and read_tables(attempt / "trace.html").tables["kept"] == []
+
+
 def test_task_from_events_then_notifications_then_scenario(tmp_path: Path) -> None:
     folder = tmp_path / "a"
     scenario = tmp_path / "s.json"

@@ -77,7 +77,7 @@ def _record(endpoint: dict[str, Any] | None, on_file: dict[str, Any] | None, las
         (FAIL, FAIL, False, "failed", None),
         (None, FAIL, False, "failed", None),
         (FAIL, FAIL, None, "failed", None),            # a rejection needs no line: forging one gains nothing
-        # /status claims what the record does not say (the forged pass)
+        # /status claims what the record does not say (a forged pass)
         (PASS, RUNNING, None, "error", "verdict_conflict"),
         (PASS, None, None, "error", "verdict_conflict"),
         (PASS, FAIL, False, "error", "verdict_conflict"),

@@ -84,7 +84,7 @@ def test_redact_obj_masks_nested_strings_and_keys_without_mutating() -> None:
 
 
 def test_many_secrets_in_a_large_text() -> None:
-    """A run has a handful of secrets; each costs its forms' share of the pattern (docs/security.md)."""
+    """A run has a handful of secrets; each costs its forms' share of the pattern (docs/explanation/security.md)."""
     secrets = [f"secret-value-{index:05d}" for index in range(200)]
     text = " | ".join(secrets) * 20
     redacted = Redactor(secrets).redact(text)
@@ -268,7 +268,7 @@ FORMS: dict[str, Callable[[str, bytes], bytes]] = {
     "spaced": lambda key, data: " ".join(key).encode(),
     "dotted twice": lambda key, data: "..".join(key).encode(),
 }
-"""Every form docs/security.md promises to mask, as Python's own encoders write it (the encoded
+"""Every form docs/explanation/security.md promises to mask, as Python's own encoders write it (the encoded
 ones of the key inside other bytes: at any alignment)."""
 LONG_SECRETS = st.text(SECRET_CHARACTERS, min_size=12, max_size=24).filter(lambda key: len(key.encode()) >= 12)
 """Keys of 12 bytes and more: the encoded forms are promised at every alignment from there."""

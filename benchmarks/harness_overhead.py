@@ -19,9 +19,18 @@ run as its reference, and the goals are ratios:
   on PATH), or ``$PYTEST_GAIA2_RUNNER`` names its command installed that way; when it cannot be,
   the comparison is skipped with the reason. Both sides run as an
   install would: bytecode cached (in a cache of the benchmark's own), and pytest with only the
-  plugins pytest-gaia2 depends on (xdist, timeout), not a developer's test extras.
+  plugins pytest-gaia2 depends on (xdist, timeout), not a developer's test extras;
+- with ``--vs-runner --concurrency K [K ...]``: instead, N scenarios (``--vs-scenarios``) K at a
+  time, ``-n K`` vs ``--concurrency K``, rounds alternating (and which tool goes first), whole
+  process trees: wall (goal <= 0.9x), the CPU of every process the command started (goal <= 1.0x)
+  and the peak of the tree's summed PSS sampled every 0.1 s (goal <= 1.5x), with where each
+  tree's CPU and memory went by kind of process (main process, xdist workers, docker CLI calls).
 
-    .venv/bin/python benchmarks/harness_overhead.py [--image IMAGE] [--runs 5] [--files 800] [--vs-runner]
+    .venv/bin/python -P benchmarks/harness_overhead.py [--image IMAGE] [--runs 5] [--files 800] [--vs-runner]
+    .venv/bin/python -P benchmarks/harness_overhead.py --skip scenario throughput collection idle \\
+        --vs-runner --concurrency 4 8 --vs-scenarios 8 --runs 3
+
+(``-P``, Python >= 3.11: the folder's own statistics.py would otherwise shadow the standard library's.)
 
 The table is printed and appended, with the machine's description, to benchmarks/RESULTS.md.
 """
@@ -38,11 +47,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
@@ -348,33 +359,146 @@ def install_runner() -> Path:
 def whole_process(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, float]:
     """Wall seconds, host CPU seconds (user + sys, its children included) and peak RSS in MB of
     one whole process; one that failed measures nothing."""
+    tree = whole_tree(command, cwd, env, sample=False)
+    return tree.wall, tree.cpu, tree.root_rss_mb
+
+
+class Tree(NamedTuple):
+    """One command's process tree, measured whole."""
+
+    wall: float
+    cpu: float
+    """User + sys of every process it started (each reaped by its parent, so counted by wait4)."""
+    root_rss_mb: float
+    pss_mb: float
+    """Peak of the tree's summed PSS, sampled every ``SAMPLE_EVERY`` s."""
+    rss_mb: float
+    """Peak of the tree's summed RSS, at the same samples."""
+    roles: dict[str, tuple[int, float, float]]
+    """Per kind of process: how many, their CPU seconds as last sampled, the largest one's peak PSS in MB."""
+
+
+SAMPLE_EVERY = 0.1
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_table() -> dict[int, tuple[int, float]]:
+    """Every process: its parent and its own CPU seconds (user + sys, children not included)."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        table[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
+    return table
+
+
+def _memory_kb(pid: int) -> tuple[int, int]:
+    """PSS and RSS of one process in kB (0, 0 once it is gone)."""
+    pss = rss = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                pss = int(line.split()[1])
+            elif line.startswith("Rss:"):
+                rss = int(line.split()[1])
+    except OSError:
+        pass
+    return pss, rss
+
+
+def _role(pid: int, root: int) -> str:
+    """What a process of the tree is: the command itself, an xdist worker, a docker CLI call, else its program."""
+    if pid == root:
+        return "main process"
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "other"
+    text = b" ".join(argv).decode(errors="replace")
+    if "exec(eval(sys.stdin.readline()))" in text:
+        return "xdist worker"
+    return Path(argv[0].decode(errors="replace")).name or "other"
+
+
+class TreeSampler(threading.Thread):
+    """Samples a process tree every ``SAMPLE_EVERY`` s: summed PSS and RSS, and each process's CPU."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root, self.stop = root, threading.Event()
+        self.pss = self.rss = 0
+        self.cpu: dict[int, float] = {}
+        self.peak_pss: dict[int, int] = {}
+        self.role: dict[int, str] = {}
+
+    def run(self) -> None:
+        while not self.stop.wait(SAMPLE_EVERY):
+            table = _proc_table()
+            tree, frontier = {self.root}, [self.root]
+            children: dict[int, list[int]] = {}
+            for pid, (parent, _) in table.items():
+                children.setdefault(parent, []).append(pid)
+            while frontier:
+                for child in children.get(frontier.pop(), []):
+                    tree.add(child)
+                    frontier.append(child)
+            pss = rss = 0
+            for pid in tree & table.keys():
+                one_pss, one_rss = _memory_kb(pid)
+                pss, rss = pss + one_pss, rss + one_rss
+                self.cpu[pid] = table[pid][1]
+                self.peak_pss[pid] = max(self.peak_pss.get(pid, 0), one_pss)
+                if pid not in self.role:
+                    self.role[pid] = _role(pid, self.root)
+            self.pss, self.rss = max(self.pss, pss), max(self.rss, rss)
+
+    def roles(self) -> dict[str, tuple[int, float, float]]:
+        grouped: dict[str, tuple[int, float, float]] = {}
+        for pid, role in self.role.items():
+            count, cpu, peak = grouped.get(role, (0, 0.0, 0.0))
+            grouped[role] = (count + 1, cpu + self.cpu.get(pid, 0.0), max(peak, self.peak_pss.get(pid, 0) / 1024))
+        return grouped
+
+
+def whole_tree(command: list[str], cwd: Path, env: dict[str, str], sample: bool = True) -> Tree:
+    """One command's whole tree measured: wall, CPU of every process (wait4 counts each child its
+    parent reaped), and, sampled, the peak of the tree's summed PSS; one that failed measures nothing."""
     started = time.perf_counter()
     process = subprocess.Popen(
         command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
     )
+    sampler = TreeSampler(process.pid)
+    if sample:
+        sampler.start()
     output = process.stdout.read() if process.stdout else b""
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
+    sampler.stop.set()
+    if sample:
+        sampler.join()
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise SystemExit(
             f"benchmark: {command[0]} exited {process.returncode}; nothing recorded:\n"
             + "\n".join(output.decode(errors="replace").splitlines()[-30:])
         )
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return Tree(
+        seconds,
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_maxrss / 1024,
+        sampler.pss / 1024,
+        sampler.rss / 1024,
+        sampler.roles(),
+    )
 
 
-def vs_runner(image: str, runs: int, work: Path) -> list[tuple[str, str]]:
-    """2 scenarios serial: pytest-gaia2 and gaia2-runner, alternating, medians of whole processes."""
-    try:
-        runner = install_runner()
-    except Skip as exc:
-        print(f"benchmark: --vs-runner skipped: {exc}", file=sys.stderr)
-        return [("vs gaia2-runner", f"skipped: {exc}")]
-    files = copies(work / "vs" / "search", "v", 2)
-    cache = CACHE / "pycache"
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PYTHONPYCACHEPREFIX=str(cache), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+def commands(runner: Path, image: str, scenarios: Path, work: Path, concurrency: int) -> tuple[list[str], list[str]]:
+    """pytest-gaia2 and gaia2-runner on the same scenarios, ``concurrency`` at a time."""
     ours = [
         sys.executable,
         "-m",
@@ -383,17 +507,18 @@ def vs_runner(image: str, runs: int, work: Path) -> list[tuple[str, str]]:
         "-p",
         "no:cacheprovider",
         "-q",
-        "--gaia2-scenarios=vs",
+        f"--gaia2-scenarios={scenarios.parent.name}",
         f"--gaia2-image={image}",
         "--gaia2-output=out",
         "--gaia2-judge-provider=none",
         "--gaia2-judge-model=none",
+        *(["-n", str(concurrency)] if concurrency > 1 else []),
     ]
     theirs = [
         str(runner),
         "run-dataset",
         "--dataset",
-        str(files[0].parent),
+        str(scenarios),
         "--image",
         image,
         "--runtime",
@@ -404,7 +529,28 @@ def vs_runner(image: str, runs: int, work: Path) -> list[tuple[str, str]]:
         "none",
         "--output-dir",
         str(work / "runner-out"),
+        *(["--concurrency", str(concurrency)] if concurrency > 1 else []),
     ]
+    return ours, theirs
+
+
+def runner_env() -> dict[str, str]:
+    """Both tools as installed: bytecode cached, pytest with only the plugins pytest-gaia2 depends on."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPYCACHEPREFIX=str(CACHE / "pycache"), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    return env
+
+
+def vs_runner(image: str, runs: int, work: Path) -> list[tuple[str, str]]:
+    """2 scenarios serial: pytest-gaia2 and gaia2-runner, alternating, medians of whole processes."""
+    try:
+        runner = install_runner()
+    except Skip as exc:
+        print(f"benchmark: --vs-runner skipped: {exc}", file=sys.stderr)
+        return [("vs gaia2-runner", f"skipped: {exc}")]
+    files = copies(work / "vs" / "search", "v", 2)
+    env = runner_env()
+    ours, theirs = commands(runner, image, files[0].parent, work, 1)
     whole_process(ours, work, env)  # warm: bytecode, image checks, the scenario index
     whole_process(theirs, work, env)
     measured: dict[str, list[tuple[float, float, float]]] = {"ours": [], "theirs": []}
@@ -423,6 +569,61 @@ def vs_runner(image: str, runs: int, work: Path) -> list[tuple[str, str]]:
                 f"{a:.2f} {unit} / {b:.2f} {unit} = {a / b:.2f} x",
             )
         )
+    return rows
+
+
+CONCURRENT_GOALS = {"wall": 0.9, "tree CPU": 1.0, "tree PSS": 1.5, "tree RSS": None}
+LONG_RUN_CPU_GOAL = (40, 0.7)
+"""From this many scenarios the start-up is spread thinner, and the CPU goal is tighter."""
+
+
+def vs_runner_concurrent(image: str, runs: int, count: int, levels: list[int], work: Path) -> list[tuple[str, str]]:
+    """``count`` scenarios ``K`` at a time under both tools, side by side, rounds alternating
+    (which tool goes first alternates too); medians, the range, and where each tree's CPU and
+    memory went by kind of process."""
+    try:
+        runner = install_runner()
+    except Skip as exc:
+        print(f"benchmark: --vs-runner skipped: {exc}", file=sys.stderr)
+        return [("vs gaia2-runner", f"skipped: {exc}")]
+    files = copies(work / "conc" / "search", "k", count)
+    env = runner_env()
+    rows: list[tuple[str, str]] = []
+    for level in levels:
+        ours, theirs = commands(runner, image, files[0].parent, work, level)
+        whole_process(ours, work, env)  # warm: bytecode, image checks, the scenario index
+        shutil.rmtree(work / "runner-out", ignore_errors=True)
+        whole_process(theirs, work, env)
+        measured: dict[str, list[Tree]] = {"pytest-gaia2": [], "gaia2-runner": []}
+        for round_ in range(runs):
+            order = [("pytest-gaia2", ours), ("gaia2-runner", theirs)]
+            for tool, command in order if round_ % 2 == 0 else order[::-1]:
+                shutil.rmtree(work / "runner-out", ignore_errors=True)
+                measured[tool].append(whole_tree(command, work, env))
+                print(f"benchmark: K={level} {tool}: {measured[tool][-1]}", file=sys.stderr)
+        label = f"{count} scenarios, K={level}"
+        for what, goal in CONCURRENT_GOALS.items():
+            if what == "tree CPU" and count >= LONG_RUN_CPU_GOAL[0]:
+                goal = LONG_RUN_CPU_GOAL[1]
+            field = {"wall": "wall", "tree CPU": "cpu", "tree PSS": "pss_mb", "tree RSS": "rss_mb"}[what]
+            unit = "s" if field in ("wall", "cpu") else "MB"
+            a = [getattr(tree, field) for tree in measured["pytest-gaia2"]]
+            b = [getattr(tree, field) for tree in measured["gaia2-runner"]]
+            ratio = statistics.median(a) / statistics.median(b)
+            rows.append(
+                (
+                    f"{label}, {what}: pytest-gaia2 / gaia2-runner" + (f" (goal <= {goal})" if goal else ""),
+                    f"{statistics.median(a):.2f} {unit} ({min(a):.2f}-{max(a):.2f}) / "
+                    f"{statistics.median(b):.2f} {unit} ({min(b):.2f}-{max(b):.2f}) = {ratio:.2f} x",
+                )
+            )
+        for tool, trees in measured.items():
+            roles = trees[len(trees) // 2].roles
+            text = "; ".join(
+                f"{role} x{n}: {cpu:.2f} s CPU, largest {peak:.0f} MB PSS"
+                for role, (n, cpu, peak) in sorted(roles.items(), key=lambda kv: -kv[1][1])
+            )
+            rows.append((f"{label}, {tool} by process (a middle round)", text))
     return rows
 
 
@@ -452,7 +653,11 @@ def idle(runs: int, work: Path) -> list[tuple[str, str]]:
 
 
 def machine() -> str:
-    return f"{platform.node()}: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    return (
+        f"{platform.node()}: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load {load} at the end"
+    )
 
 
 def main() -> None:
@@ -466,6 +671,15 @@ def main() -> None:
     parser.add_argument("--wait", type=float, default=5.0, help="seconds each throughput scenario waits")
     parser.add_argument("--skip", nargs="*", default=[], choices=("scenario", "throughput", "collection", "idle"))
     parser.add_argument("--vs-runner", action="store_true", help="also compare with Meta's gaia2-runner (see above)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="K",
+        help="with --vs-runner: instead of 2 serial, N scenarios K at a time under both tools",
+    )
+    parser.add_argument("--vs-scenarios", type=int, default=8, metavar="N", help="scenarios for --concurrency")
     options = parser.parse_args()
     image = options.image
     if image is None:
@@ -485,7 +699,9 @@ def main() -> None:
             rows += collection(options.files, options.size_mb, options.runs, work)
         if "throughput" not in options.skip:
             rows += throughput(image, options.throughput_scenarios, options.wait, work)
-        if options.vs_runner:
+        if options.vs_runner and options.concurrency:
+            rows += vs_runner_concurrent(image, options.runs, options.vs_scenarios, options.concurrency, work)
+        elif options.vs_runner:
             rows += vs_runner(image, options.runs, work)
     width = max(len(label) for label, _ in rows)
     table = "\n".join(f"{label.ljust(width)}  {value}" for label, value in rows)

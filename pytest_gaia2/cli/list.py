@@ -4,23 +4,18 @@ and in ``OUTPUT/index.html``.
 That index.html is the command's own file: it carries a marker, a later ``list`` replaces it,
 and a file there without the marker (someone else's) is left alone. Nothing is written into a
 run folder, nor into an output folder that is itself a run folder (version 0.1's layout).
+:mod:`pytest_gaia2.report.run_list` reads the runs and writes the page; this module prints.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 from pathlib import Path
 
-from pytest_gaia2.cli.main import CommandError, enclosing_run
 from pytest_gaia2.report import run_list
+from pytest_gaia2.report.run_list import INDEX_FILE, write_index
 from pytest_gaia2.store import folder as store
-
-INDEX_FILE = "index.html"
-MARKER = "<!-- pytest-gaia2 list: written by `pytest-gaia2 list`; the next `list` replaces it -->"
-MARKER_BYTES = 4096
-"""How much of an existing index.html is read to find the marker (it is on the second line)."""
+from pytest_gaia2.store.console import CommandError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,33 +29,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "output", nargs="?", default="gaia2-results", type=Path, metavar="OUTPUT",
         help="the folder of run folders (--gaia2-output; default gaia2-results)",
     )  # fmt: skip
-
-
-def ours(path: Path) -> bool | None:
-    """Whether ``path`` is an index.html this command wrote (None: there is no file there). Only
-    a regular file that is no link counts, and only its head is read."""
-    if not os.path.lexists(path):
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return False
-    with os.fdopen(fd, "rb") as handle:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and MARKER.encode() in handle.read(MARKER_BYTES)
-
-
-def write_index(output: Path, found: list[run_list.RunRow]) -> str:
-    """Write OUTPUT/index.html when it is the command's to write; the line that says what happened."""
-    output = output.resolve()
-    run = enclosing_run(output)
-    if run is not None:
-        return f"{INDEX_FILE} not written: {output} is inside run folder {run}; list never writes into a run folder"
-    target = output / INDEX_FILE
-    if ours(target) is False:
-        return f"{INDEX_FILE} not written: {target} exists and was not written by pytest-gaia2 list"
-    html = run_list.render_html(found, f"Gaia2 runs in {run_list.shown(output.name)}", MARKER)
-    store.write_text(target, html)
-    return f"runs page: {target}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pytest_gaia2.cli.main import CommandError
 from pytest_gaia2.report.document import write_report
 from pytest_gaia2.report.plots import MissingLibrary
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.console import CommandError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ from pytest_gaia2.store.record import AttemptRecord
 
 WIRE_LOG = "wire.jsonl"
 """The gateway's log of an attempt's calls, in the attempt's folder."""
-WIRE_COUNTS = ("calls", "refused_calls", "rate_limited", "server_errors")
+WIRE_COUNTS = ("calls", "refused_calls", "rate_limited", "server_errors", "retried")
 TOKEN_KEYS = ("calls", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
 
 
@@ -86,8 +86,9 @@ def _tokens(records: Iterable[AttemptRecord]) -> dict[str, int]:
     return totals
 
 
-def summary(records: Iterable[AttemptRecord]) -> dict[str, Any] | None:
-    """Spend in total and per split: USD over the priced scenarios, how many were priced, tokens.
+def summary(records: Iterable[AttemptRecord], earlier: Iterable[AttemptRecord] = ()) -> dict[str, Any] | None:
+    """Spend in total and per split: USD over the priced scenarios, how many were priced, tokens;
+    with the gateway on, its figures, which count the ``earlier`` attempts a retry replaced too.
 
     None when no scenario left a trace (nothing to say, rather than $0).
     """
@@ -120,7 +121,7 @@ def summary(records: Iterable[AttemptRecord]) -> dict[str, Any] | None:
         **block(traced),
         "by_split": {split: block(group) for split, group in sorted(by_split.items())},
         "unknown_models": unknown,
-        **({"wire": wire_summary(traced)} if any(record.wire for record in traced) else {}),
+        **({"wire": wire_summary(traced, earlier)} if any(record.wire for record in traced) else {}),
     }
 
 
@@ -132,14 +133,23 @@ def _differs(wire: dict[str, Any]) -> bool:
     return bool(gap) or untold or int(wire.get("unseen_calls") or 0) > 0
 
 
-def wire_summary(records: Iterable[AttemptRecord]) -> dict[str, Any]:
-    """What the gateway measured over the attempts it served, and how far their traces are off."""
-    wires = [record.wire for record in records if record.wire]
-    totals = {key: sum(int(wire.get(key) or 0) for wire in wires) for key in (*WIRE_COUNTS, "unseen_calls")}
+def wire_summary(records: Iterable[AttemptRecord], earlier: Iterable[AttemptRecord] = ()) -> dict[str, Any]:
+    """What the gateway measured over the attempts it served (the final ones, and the ``earlier``
+    ones a retry replaced), and how far the final attempts' traces are off."""
+    served = [record for record in records if record.wire]
+    every = served + [record for record in earlier if record.wire]
+    wires = [record.wire for record in served if record.wire]
+    totals = {key: sum(int((record.wire or {}).get(key) or 0) for record in every) for key in WIRE_COUNTS}
     gaps = [wire["trace_minus_wire_usd"] for wire in wires if isinstance(wire.get("trace_minus_wire_usd"), float)]
+    priced = [record.cost_usd for record in every if record.cost_usd is not None]
     return {
         "scenarios": len(wires),
         **totals,
+        "unseen_calls": sum(int(wire.get("unseen_calls") or 0) for wire in wires),
+        "attempts": len(every),
+        "tokens": sum(int((record.usage or {}).get(key) or 0) for record in every for key in TOKEN_KEYS[1:3]),
+        "usd": round(sum(priced), 6),
+        "unpriced": len(every) - len(priced),
         "differ": sum(map(_differs, wires)),
         "untraced": sum(1 for wire in wires if not wire.get("trace_calls") and wire.get("calls")),
         "trace_minus_wire_usd": round(sum(gaps), 6),
@@ -156,12 +166,19 @@ def wire_lines(wire: dict[str, Any] | None) -> list[str]:
             ("refused_calls", "refused at a cap"),
             ("rate_limited", "rate-limited"),
             ("server_errors", "failed at the provider"),
+            ("retried", "retried"),
         )
         if wire.get(key)
     ]
-    line = f"gateway: {wire['calls']} model calls measured on the wire" + (
-        f" ({', '.join(troubles)})" if troubles else ""
+    money = f"${wire['usd']:.4f}" + (
+        f" and {wire['unpriced']} attempt(s) of unknown cost" if wire.get("unpriced") else ""
     )
+    reruns = wire.get("attempts", 0) - wire["scenarios"]
+    line = (
+        f"gateway: {wire['calls']} model calls measured on the wire"
+        + (f" in {wire['attempts']} attempts" if reruns > 0 else "")
+        + f", {wire['tokens']:,} tokens, {money}"
+    ) + (f" ({', '.join(troubles)})" if troubles else "")
     if not wire["differ"]:
         return [line + "; the agents' traces agree"]
     gap = wire["trace_minus_wire_usd"]

@@ -16,9 +16,12 @@ first 8 of each split of the pool of 800 with the same seed, byte for byte.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
+import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from pytest_gaia2.plan.builder import (
     ScenarioBuilder,
@@ -27,11 +30,13 @@ from pytest_gaia2.plan.builder import (
     contact,
     contacts_state,
     conversation,
+    dumps,
     email,
     email_state,
     message,
     messaging_state,
 )
+from pytest_gaia2.store.console import CommandError
 from pytest_gaia2.store.names import SPLITS
 
 PER_SPLIT = 160
@@ -47,6 +52,8 @@ PRICES = {"input": 3.0, "output": 15.0, "cached_input": 0.3}
 """USD per million tokens: about $0.07 a call, so $0.07 (search) to $0.34 a scenario."""
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _IDS = 36**6
+PRICE_FILE = "prices.toml"
+README = "README.md"
 
 FIRST = ("Aino", "Bram", "Chiara", "Dmitri", "Esme", "Farid", "Greta", "Hugo", "Ines", "Jasper", "Kemal", "Lucia")
 LAST = ("Korhonen", "Visser", "Galli", "Orlov", "Hart", "Nazari", "Berg", "Lemaire", "Sousa", "Quinn", "Arslan")
@@ -375,3 +382,69 @@ def pool(count: int = DEFAULT_COUNT, seed: int = 0) -> Iterator[tuple[str, Scena
     for split, share in shares(count).items():
         for j in range(share):
             yield split, scenario(seed, split, j)
+
+
+def commands(out: Path, count: int) -> list[str]:
+    """The rehearsal the README and the docs describe, for this pool."""
+    base = (
+        f"pytest -n 2 --gaia2-scenarios {shlex.quote(str(out))} --gaia2-env GAIA2_REF_USAGE={USAGE} "
+        f"--gaia2-price-file {shlex.quote(str(out / PRICE_FILE))} --gaia2-output rehearsal-results"
+    )
+    first, larger = min(40, count), min(160, count)
+    return [
+        f"{base} --gaia2-sample {first} --gaia2-budget-halt 3",
+        f"{base} --gaia2-sample {larger} --gaia2-budget-halt 30 --gaia2-resume",
+    ]
+
+
+def readme(out: Path, count: int, seed: int) -> str:
+    spread = ", ".join(f"{split} {share}" for split, share in shares(count).items())
+    lines = [
+        "# A rehearsal pool",
+        "",
+        f"Written by `pytest-gaia2 rehearsal --count {count} --seed {seed}`: {count} scenarios ({spread}) over "
+        f"the {len(UNIVERSES)} universes, for the reference image (no model is called).",
+        "",
+        f"Each oracle action is one simulated model call of `GAIA2_REF_USAGE={USAGE}` tokens "
+        f"(prompt, completion, cached), priced by `{PRICE_FILE}`, so budgets, probes and `plan` have money to "
+        "count. Rehearse N=40, halted by the budget, then resume to N=160 (no verdict is paid twice):",
+        "",
+        "```bash",
+        *commands(out, count),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _create(path: Path, data: bytes) -> None:
+    """A new file, created exclusively and never through a link."""
+    try:
+        path.parent.mkdir(exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot create it: {exc.strerror or exc}") from None
+
+
+def write(out: Path, given: Path, count: int, seed: int) -> int:
+    """The pool of ``count`` scenarios of ``seed``, its price file and README written into ``out``
+    (a new or empty folder the command checked; ``given`` is how the user named it); every file
+    created new. Returns how many scenarios were written."""
+    files = {
+        out / split / f"{built.scenario_id}.json": dumps(built.to_dict()).encode("utf-8")
+        for split, built in pool(count, seed)
+    }
+    try:
+        out.mkdir()
+    except FileExistsError:
+        pass  # the empty folder checked before
+    except OSError as exc:
+        raise CommandError(f"{given}: cannot create it: {exc.strerror or exc}") from None
+    for path, data in files.items():
+        _create(path, data)
+    prices = "".join(f"{key} = {value}\n" for key, value in PRICES.items())
+    _create(out / PRICE_FILE, f'["{MODEL}"]  # USD per million tokens\n{prices}'.encode())
+    _create(out / README, readme(out, count, seed).encode("utf-8"))
+    return len(files)

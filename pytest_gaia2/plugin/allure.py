@@ -32,6 +32,7 @@ from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.plan.items import ITEM_PARAMETER, PlannedItem
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES, Scenario, arg_value
 from pytest_gaia2.plugin import private_api
+from pytest_gaia2.plugin.item import planned_item
 from pytest_gaia2.report.allure_categories import CATEGORIES_FILE, categories
 from pytest_gaia2.report.allure_environment import judge_text, write_environment
 from pytest_gaia2.report.allure_flaky import RUN_PARAMETER, disagreeing, mark_flaky
@@ -216,12 +217,6 @@ def write_run_files(alluredir: Path, run_config: Mapping[str, Any]) -> None:
 
 
 # -- the plugin ------------------------------------------------------------------------------
-
-
-def planned_item(item: pytest.Item) -> PlannedItem | None:
-    callspec = getattr(item, "callspec", None)
-    planned = callspec.params.get(ITEM_PARAMETER) if callspec is not None else None
-    return planned if isinstance(planned, PlannedItem) else None
 
 
 def cost_parameters(record: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -180,7 +180,7 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     context = _context(config)
     if not context:
         return
-    from pytest_gaia2.plugin.allure import planned_item
+    from pytest_gaia2.plugin.item import planned_item
 
     planned = {id(item): found for item in items if (found := planned_item(item)) is not None}
     try:

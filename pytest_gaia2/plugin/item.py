@@ -6,7 +6,21 @@ needs no test file.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from pytest_gaia2.plan.items import ITEM_PARAMETER, PlannedItem
 from pytest_gaia2.run.evidence import ScenarioResult
+
+if TYPE_CHECKING:
+    import pytest
+
+
+def planned_item(item: pytest.Item) -> PlannedItem | None:
+    """The planned scenario a collected test runs, if it is one (here, not with the Allure code,
+    so an xdist worker's collection does not load that and jinja2)."""
+    callspec = getattr(item, "callspec", None)
+    planned = callspec.params.get(ITEM_PARAMETER) if callspec is not None else None
+    return planned if isinstance(planned, PlannedItem) else None
 
 
 def test_scenario(gaia2_result: ScenarioResult) -> None:

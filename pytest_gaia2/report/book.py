@@ -11,7 +11,7 @@ from pytest_gaia2.cost import projection as probe
 from pytest_gaia2.cost import spend
 from pytest_gaia2.cost.budget import STOPS, Budget, Ledger, usd_text
 from pytest_gaia2.cost.usage import shown_names
-from pytest_gaia2.report import stats
+from pytest_gaia2.report import stats, wire_figures
 from pytest_gaia2.report import summary as report
 from pytest_gaia2.report.gate import Gate, GateDecision, best_lower_bound, smallest_passing
 from pytest_gaia2.report.rates import percent
@@ -134,6 +134,12 @@ class ResultBook:
             self.budget.max_errors,
         )
 
+    def _cost(self) -> dict[str, Any] | None:
+        """The run's spend; the gateway's figures count the attempts a retry replaced too."""
+        records = list(self.records.values())
+        earlier = wire_figures.earlier_attempts(self.folder.path, records) if self.folder is not None else []
+        return spend.summary(records, earlier)
+
     def add(
         self, record: AttemptRecord, *, probe_keys: set[str] | frozenset[str] = frozenset(), workers: int = 1
     ) -> list[str]:
@@ -226,7 +232,7 @@ class ResultBook:
         lines += body
         if self.isolation is not None:
             lines.append(f"gaia2: {self.isolation.line()}")
-        lines += spend.summary_lines(spend.summary(self.records.values()), self._budget_text())
+        lines += spend.summary_lines(self._cost(), self._budget_text())
         lines += self.stop().lines()
         reused = sorted(record.key for record in self.records.values() if record.reused)
         if reused:
@@ -305,7 +311,7 @@ class ResultBook:
             extra = {
                 **extra,
                 "probe": self.projection.to_json() if self.projection else None,
-                "cost": spend.summary(self.records.values()),
+                "cost": self._cost(),
                 "persistent_errors": self.persistent(),
                 "stop": self.stop().to_dict(),
                 "not_run_files": {

@@ -24,7 +24,7 @@ from urllib.parse import quote
 from pytest_gaia2.cost import spend
 from pytest_gaia2.cost.budget import Ledger
 from pytest_gaia2.plan import scenarios
-from pytest_gaia2.report import plots, rejudged, run_facts, stats
+from pytest_gaia2.report import plots, rejudged, run_facts, stats, wire_figures
 from pytest_gaia2.report.allure_environment import environment
 from pytest_gaia2.report.markdown import code_span, plain
 from pytest_gaia2.report.plots import MissingLibrary, Plot
@@ -105,6 +105,8 @@ class RunReport:
     first_command: str = ""
     """The first session's command, when the latest session's differs."""
     """Where the planned keys came from (summary.json's plan, or why not)."""
+    wire: dict[str, Any] | None = None
+    """The model gateway's figures (:func:`wire_figures.run_page`), or that it was off."""
 
 
 def scenario_apps(
@@ -282,6 +284,7 @@ def build(folder: store.RunFolder, index: Path | None) -> RunReport:
         facts=facts,
         coverage=coverage(summary),
         plan=plan,
+        wire=wire_figures.run_page(run_config, records, wire_figures.earlier_attempts(folder.path, records)),
     )
 
 

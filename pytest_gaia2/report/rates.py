@@ -47,12 +47,14 @@ Cluster = Sequence[tuple[int, int]]
 
 
 def t_quantile(probability: float, df: int) -> float:
-    """Student's t quantile (scipy's), for the small-sample intervals over scenarios and universes."""
+    """Student's t quantile (scipy's), for the small-sample intervals over scenarios and universes.
+    ``scipy.special.stdtrit`` is ``scipy.stats.t.ppf`` without loading scipy.stats: at the end of
+    a run that saves the controller about 1.5 s of CPU and 50 MB, while the xdist workers still live."""
     if df < 1 or not 0.5 <= probability < 1:
         raise ValueError(f"t_quantile: need df >= 1 and 0.5 <= probability < 1, got {df} and {probability}")
-    from scipy.stats import t
+    from scipy.special import stdtrit
 
-    return float(t.ppf(probability, df))
+    return float(stdtrit(df, probability))
 
 
 def design_effect(sums: Sequence[float], trials: Sequence[int], per_trial_variance: float) -> float:

@@ -13,7 +13,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from pytest_gaia2.report.rates import Rate
 from pytest_gaia2.report.rows import natural_key
 from pytest_gaia2.store import folder as store
 
@@ -131,3 +133,62 @@ def read(run: Path, in_container: Mapping[str, bool]) -> list[JudgeResult]:
             if verdicts:
                 results.append(judge_result(name, judge, verdicts, in_container))
     return results
+
+
+def aggregate(
+    in_container: Mapping[str, bool],
+    verdicts: Mapping[str, Mapping[str, bool | None]],
+    reasons: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Each judge (by folder name) against the in-container verdicts and, with several judges, against each other.
+
+    ``verdicts`` maps judge -> key -> True/False, None when the judge gave no verdict (which
+    counts as not passed in rates, and as no vote in agreement: agreement is over the scenarios
+    the judge decided, its n); ``reasons`` maps judge -> key -> why it gave none.
+    """
+    keys = sorted(in_container)
+    n = len(keys)
+    out: dict[str, Any] = {
+        "scenarios": n,
+        "in_container": Rate.of(sum(in_container[k] for k in keys), n).to_dict(),
+        "judges": {},
+    }
+    for judge, by_key in verdicts.items():
+        judged = [k for k in keys if by_key.get(k) is not None]
+        agree = sum(by_key[k] == in_container[k] for k in judged)
+        out["judges"][judge] = {
+            "passed": sum(by_key.get(k) is True for k in keys),
+            "failed": sum(by_key.get(k) is False for k in keys),
+            "errors": n - len(judged),
+            "pass_rate": Rate.of(sum(by_key.get(k) is True for k in keys), n).to_dict(),
+            "agreement_with_in_container": Rate.of(agree, len(judged)).to_dict(),
+            "flipped_to_fail": [k for k in judged if in_container[k] and not by_key[k]],
+            "flipped_to_pass": [k for k in judged if not in_container[k] and by_key[k]],
+            "error_ids": [k for k in keys if by_key.get(k) is None],
+            "error_reasons": {
+                k: why for k in keys if by_key.get(k) is None and (why := (reasons or {}).get(judge, {}).get(k))
+            },
+        }
+    out["disagree_with_in_container"] = {
+        k: sorted(j for j, by_key in verdicts.items() if by_key.get(k) is not None and by_key[k] != in_container[k])
+        for k in keys
+    }
+    out["disagree_with_in_container"] = {k: v for k, v in out["disagree_with_in_container"].items() if v}
+    judges = list(verdicts)
+    if len(judges) > 1:
+        votes = {k: [verdicts[j].get(k) for j in judges] for k in keys}
+        pairs = [(a, b) for i, a in enumerate(judges) for b in judges[i + 1 :]]
+        both = [
+            (verdicts[a][k], verdicts[b][k])
+            for a, b in pairs
+            for k in keys
+            if verdicts[a].get(k) is not None and verdicts[b].get(k) is not None
+        ]
+        out["strict_all"] = Rate.of(sum(all(v is True for v in vs) for vs in votes.values()), n).to_dict()
+        out["majority"] = Rate.of(
+            sum(2 * sum(v is True for v in vs) > len(judges) for vs in votes.values()), n
+        ).to_dict()
+        out["agreement"] = Rate.of(sum(a == b for a, b in both), len(both)).to_dict()
+        out["unanimity"] = Rate.of(sum(None not in vs and len(set(vs)) == 1 for vs in votes.values()), n).to_dict()
+        out["disagreeing_judges"] = sorted(k for k, vs in votes.items() if len({v for v in vs if v is not None}) > 1)
+    return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import os
+import stat
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -23,6 +24,7 @@ from pytest_gaia2.report import run_facts, stats
 from pytest_gaia2.report.rates import Rate, percent, percent_number
 from pytest_gaia2.report.run_facts import RunFacts
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.console import enclosing_run
 from pytest_gaia2.store.redact import printable
 
 MAX_RUNS = 10_000
@@ -30,6 +32,11 @@ MAX_RUNS = 10_000
 MAX_SESSIONS = 10_000
 PAGES = ("report.html", "index.html")
 """A run's own pages, linked from the list when they are regular files in the run folder."""
+
+INDEX_FILE = "index.html"
+MARKER = "<!-- pytest-gaia2 list: written by `pytest-gaia2 list`; the next `list` replaces it -->"
+MARKER_BYTES = 4096
+"""How much of an existing index.html is read to find the marker (it is on the second line)."""
 
 
 @dataclass(frozen=True)
@@ -211,3 +218,30 @@ def render_html(found: list[RunRow], title: str, marker: str) -> str:
     )
     env.filters.update(rate=rate_text, started=started_text, cost=cost_text)
     return env.get_template("runs.html.j2").render(rows=found, title=title, marker=marker)
+
+
+def ours(path: Path) -> bool | None:
+    """Whether ``path`` is an index.html this command wrote (None: there is no file there). Only
+    a regular file that is no link counts, and only its head is read."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and MARKER.encode() in handle.read(MARKER_BYTES)
+
+
+def write_index(output: Path, found: list[RunRow]) -> str:
+    """Write OUTPUT/index.html when it is the command's to write; the line that says what happened."""
+    output = output.resolve()
+    run = enclosing_run(output)
+    if run is not None:
+        return f"{INDEX_FILE} not written: {output} is inside run folder {run}; list never writes into a run folder"
+    target = output / INDEX_FILE
+    if ours(target) is False:
+        return f"{INDEX_FILE} not written: {target} exists and was not written by pytest-gaia2 list"
+    html = render_html(found, f"Gaia2 runs in {shown(output.name)}", MARKER)
+    store.write_text(target, html)
+    return f"runs page: {target}"

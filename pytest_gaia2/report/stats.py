@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_gaia2.report.rates import Cluster, Rate, wilson
+from pytest_gaia2.report.rates import Cluster, Rate, t_quantile, wilson
 from pytest_gaia2.report.repeats import RepeatStats, repeat_stats
 from pytest_gaia2.report.rows import (
     NOT_RUN,
@@ -121,15 +121,13 @@ def cluster_robust(successes: Sequence[int], trials: Sequence[int]) -> tuple[flo
     so it averages 1 when clusters do not matter; None when p is 0 or 1 (no spread to compare).
     Needs at least 2 clusters and 2 results.
     """
-    from scipy.stats import t
-
     clusters, n = len(trials), sum(trials)
     if clusters < 2 or n < 2 or len(successes) != clusters:
         raise ValueError(f"cluster_robust: need 2 or more clusters and results, got {clusters} and {n}")
     p = sum(successes) / n
     residuals = sum((passed - count * p) ** 2 for passed, count in zip(successes, trials, strict=True))
     variance = clusters / (clusters - 1) * residuals / (n * n)
-    half = float(t.ppf(0.975, clusters - 1)) * math.sqrt(variance)
+    half = t_quantile(0.975, clusters - 1) * math.sqrt(variance)
     low, high = wilson(sum(successes), n)
     independent = p * (1 - p) / (n - 1)
     return (

@@ -27,7 +27,7 @@ import jinja2
 from pytest_gaia2.cost.spend import WIRE_LOG
 from pytest_gaia2.cost.usage import read_usage
 from pytest_gaia2.plan.scenarios import MAX_SCENARIO_BYTES, find_task
-from pytest_gaia2.report import run_facts, stats
+from pytest_gaia2.report import run_facts, stats, wire_figures
 from pytest_gaia2.report.rows import natural_key, split_order
 from pytest_gaia2.report.summary import coverage
 from pytest_gaia2.store import folder as store
@@ -270,8 +270,10 @@ def _usage(folder: Path, record: AttemptRecord | None) -> dict[str, Any] | None:
 
 def wire_row(call: Mapping[str, Any], budget: PageBudget) -> dict[str, str]:
     """One model call of wire.jsonl as a row: every cell a short text."""
-    note = " ".join(str(call[key]) for key in ("refused", "note") if call.get(key)) + (
-        " cut" if call.get("cut") else ""
+    note = (
+        " ".join(str(call[key]) for key in ("refused", "note") if call.get(key))
+        + (" cut" if call.get("cut") else "")
+        + (" retry" if call.get("retry") is True else "")
     )
     return {
         key: budget.text(call.get(key) if call.get(key) is not None else "", 80)
@@ -332,16 +334,9 @@ def judge_audit(folder: Path, budget: PageBudget) -> dict[str, Any] | None:
     return None
 
 
-RUN_DEPTH = 4
-"""An attempt folder lies at most this many folders below its run folder (split, id, run, attempt)."""
-
-
 def isolation_of(folder: Path) -> run_facts.Isolation | None:
     """Pre-flight's judge-isolation answer of the run that holds the attempt ``folder``."""
-    for parent in list(folder.parents)[:RUN_DEPTH]:
-        if store.holds_a_run(parent):
-            return run_facts.Isolation.from_json(run_facts.config_of(parent).get("judge_isolation"))
-    return None
+    return run_facts.Isolation.from_json(wire_figures.run_config_above(folder).get("judge_isolation"))
 
 
 def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str, Any]:
@@ -377,9 +372,9 @@ def trace_context(folder: Path, redact: Callable[[str], str] = str) -> dict[str,
         "audit": judge_audit(folder, budget),
         "status": budget.text(json.dumps(status, indent=2, ensure_ascii=False)) if status is not None else "",
         "usage": _usage(folder, record),
-        "wire": record.wire if record is not None and record.wire else None,
         "wire_calls": [wire_row(call, budget) for call in calls],
         "more_wire": more_wire,
+        "wire_check": wire_figures.trace_page(folder, record),
         "files": files(folder),
         "kept": kept_files(folder, budget),
         "missing": MISSING,
@@ -471,6 +466,9 @@ def index_context(run_folder: Path) -> dict[str, Any]:
         "image": budget.text(records[0].image if records else "", 300),
         "model": budget.text(records[0].model if records else "", 300),
         **stop_context(run_folder, records),
+        "wire_page": wire_figures.run_page(
+            run_facts.config_of(run_folder), records, wire_figures.earlier_attempts(run_folder, records)
+        ),
     }
 
 

@@ -1,5 +1,5 @@
-"""One run: its context (without pytest: the plugin's controller is its pytest half), pre-flight, a scenario's attempts in a container, the evidence copied out, the verdict rules, provenance and interrupts.
+"""One run: its context (without pytest: the plugin's controller is its pytest half), pre-flight, a scenario's attempts in a container, the evidence copied out, the verdict rules, provenance and interrupts; and the re-judge of a finished run's saved events in containers (``rejudge``), and one run folder merged from several (``merge``).
 
 May import: report, cost, plan, config, engine, store.
-The only room that starts containers for scenarios.
+The only room that starts containers, for scenarios and for re-judges.
 """

@@ -88,8 +88,9 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (
         EXIT_REFUSED,
         "pre-flight refused the run, before any container and before any run folder: the engine "
-        "does not answer, the image is missing or broken, a model endpoint is not ready, the run to resume "
-        "was made with other settings, the run folder is in use or cannot be created; plain lines saying "
+        "does not answer, the image is missing or broken, a model endpoint is not ready, the model gateway "
+        "cannot listen or no container reaches it, the run to resume was made with other settings, the run "
+        "folder is in use or cannot be created; plain lines saying "
         "why and what to do, the same serially and under `-n`",
     ),
 )
@@ -197,11 +198,13 @@ class RunContext:
         """The run's model gateway, on the controller (or the only process) while the run lasts."""
         self.gateway_access: dict[str, Any] | None = worker_input.get("gaia2_gateway")
         self.gateway_routes: dict[str, gateway_mod.Upstream] = {}
+        self.gateway_notes: list[str] = []
         if self.active:
             self.notes.extend([*self.settings.warnings, *self.engines.notes()])
             if not self.values.preflight_only:
                 settings_mod.validate(self.settings)
                 self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values.gateway)
+                self.gateway_notes = gateway_notes
                 self.notes.extend(gateway_notes)
                 for cap, value in (
                     ("scenario-cap", self.values.scenario_cap),
@@ -456,9 +459,11 @@ class RunContext:
                 ),
             )
             self.gateway.start()
-        except (gateway_mod.GatewayError, OptionError) as exc:
-            self.gateway = None
+        except OptionError as exc:
             raise OptionError(self.redactor.redact(str(exc))) from None
+        except gateway_mod.GatewayError as exc:  # this host's trouble, not the command's: refused as pre-flight is
+            self.gateway, self.stopped = None, self._stop(f"pytest-gaia2: {exc}; {gateway_mod.OFF_FIX}")
+            return
         self.gateway_access = self.gateway.access()
         routes = ", ".join(self.gateway_routes)
         self.notes.append(
@@ -652,7 +657,8 @@ class RunContext:
             keyword=self.invocation.keyword,
         )
         upstream = {"upstream_config": self.upstream_config} if self.upstream_config else {}
-        return self.redactor.redact_obj({**data, **upstream, **facts})
+        gateway = {"gateway": gateway_mod.run_fact(self.gateway_routes, self.gateway_notes)}
+        return self.redactor.redact_obj({**data, **upstream, **gateway, **facts})
 
     # -- the items' runs ---------------------------------------------------------------------
 

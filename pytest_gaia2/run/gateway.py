@@ -78,6 +78,10 @@ REFUSED_STATUS = 402
 """The answer to a call past a cap: an error no client retries, unlike 429 or 5xx."""
 
 
+OFF_FIX = "run with --gaia2-gateway=off (the containers then get the provider keys as environment variables)"
+"""The way out when the gateway cannot listen or be reached."""
+
+
 class GatewayError(Exception):
     """The gateway cannot start or a run process cannot reach it."""
 
@@ -171,6 +175,12 @@ def plan(settings: RunSettings, mode: str | None) -> tuple[dict[str, Upstream], 
     return found, []
 
 
+def run_fact(routes: Mapping[str, Upstream], notes: list[str]) -> dict[str, Any]:
+    """run_config.json's ``gateway``: whether it was on, for which routes, and, off, why (the
+    pages say a run with the gateway off gave its containers the keys and trusted their traces)."""
+    return {"on": bool(routes), "routes": sorted(routes), "off": "; ".join(notes) or None}
+
+
 @dataclass
 class Grant:
     """One attempt's token: where its calls are logged, its cap and what it has spent."""
@@ -185,6 +195,10 @@ class Grant:
     refused_calls: int = 0
     rate_limited: int = 0
     server_errors: int = 0
+    retried: int = 0
+    """Calls made after the attempt's previous call was refused or failed (429, 5xx, no answer):
+    the client's retries, as the wire sees them."""
+    failing: bool = False
     stopped: tuple[str, str] | None = None
     """``(category, message)`` once a cap ended the scenario."""
     sources: set[str] = field(default_factory=set)
@@ -211,6 +225,7 @@ class Grant:
             "refused_calls": self.refused_calls,
             "rate_limited": self.rate_limited,
             "server_errors": self.server_errors,
+            "retried": self.retried,
             "usage": self.usage.to_json(),
             "cost_usd": usd,
             "cost_source": source,
@@ -528,6 +543,8 @@ class Gateway:
             options = body.get("stream_options")
             body["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
         call.update(model=model if model and _PLAIN_MODEL.fullmatch(model) else None, stream=stream)
+        if grant.failing:
+            call["retry"] = True
         headers = {name: request.headers[name] for name in FORWARDED_HEADERS if name in request.headers}
         headers["content-type"] = "application/json"
         headers["accept-encoding"] = "identity"  # the answer is relayed and read as it comes, never compressed
@@ -608,6 +625,8 @@ class Gateway:
                 grant.unpriced = cost.source
             grant.rate_limited += status == 429
             grant.server_errors += status >= 500
+            grant.retried += bool(call.get("retry"))
+            grant.failing = status == 429 or status >= 500 or not status
         line = {
             **call,
             "status": status or None,

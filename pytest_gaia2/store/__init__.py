@@ -1,4 +1,4 @@
-"""The results store and the typed record: run folders, atomic masked writes, bounded JSON readers, names, limits, redaction, phases, the version.
+"""The results store and the typed record: run folders, atomic masked writes, bounded JSON readers, names, limits, redaction, phases, the version; the console command's error and the new files it writes outside every run folder (``console``).
 
 May import: nothing of the package: it is the floor.
 Every write's final bytes are masked here.

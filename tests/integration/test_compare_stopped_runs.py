@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from gaia2_testing import DATA, SHIPPED, BackgroundRun, gaia2_containers, run_folder, scenario_variant
 
-from pytest_gaia2.cli.compare import _p_text
 from pytest_gaia2.engine.client import SCENARIO_LABEL
+from pytest_gaia2.report.comparison import _p_text
 
 MANY = DATA / "scenarios" / "many"
 

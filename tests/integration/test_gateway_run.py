@@ -99,7 +99,7 @@ def test_calls_go_through_the_gateway_and_the_key_stays_on_the_host(
     )
     result.assert_outcomes(passed=2)
     assert "model gateway on at" in result.stdout.str()
-    result.stdout.fnmatch_lines(["gateway: 2 model calls measured on the wire; the agents' traces agree"])
+    result.stdout.fnmatch_lines(["gateway: 2 model calls measured on the wire, 30 tokens, $0.0400; the agents' traces agree"])
     output = pytester.path / "out"
     folder = run_folder(output)
     assert [request.authorization for request in server.requests] == [f"Bearer {REAL_KEY}"] * 2

@@ -21,8 +21,8 @@ from browser import headless_browser, open_page
 from gaia2_testing import run_folder, run_folders
 from test_fair_stop import USAGE, five_splits, price_file
 
-from pytest_gaia2.cli.list import MARKER
 from pytest_gaia2.report.rates import percent, percent_number
+from pytest_gaia2.report.run_list import MARKER
 
 COMMAND = Path(sys.executable).with_name("pytest-gaia2")
 INTERRUPTED = "interrupted (Ctrl-C, SIGTERM or a collection error) before they started"

@@ -31,7 +31,7 @@ from gaia2_testing import (
 )
 from llm_server import PING, chat_server
 
-from pytest_gaia2.cli.rejudge import REJUDGE_DIR, REJUDGMENTS_FILE
+from pytest_gaia2.report.rejudged import REJUDGE_DIR, REJUDGMENTS_FILE
 
 IMAGE = "pytest-gaia2-test/rejudge-oracle:1"
 NO_JUDGE_IMAGE = "pytest-gaia2-test/rejudge-nojudge-oracle:1"

@@ -41,9 +41,9 @@ from test_rejudge import (  # the scripted search run (three passes, one failure
     verdicts,
 )
 
-from pytest_gaia2.cli.rejudge_images import eventd_python
 from pytest_gaia2.engine.archive import tar_files
 from pytest_gaia2.reference import build
+from pytest_gaia2.run.rejudge_images import eventd_python
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -219,7 +219,7 @@ def test_upstream_judge_reproduces_the_daemon_on_every_shipped_split(
         assert [(r["turn"], r["success"]) for r in lines_of(judged / "judgments.jsonl")] == [
             (r["turn"], r["success"]) for r in lines_of(copy / key / "daemon_judgments.jsonl")], key
     assert "reference: 12 passed, 0 failed, 0 errors" in done.stdout
-    assert no_rejudge_containers()
+    assert no_rejudge_containers(done)
 
 
 def test_upstream_judge_fails_what_the_reference_judge_fails(
@@ -267,7 +267,7 @@ def test_model_judges_through_upstreams_litellm_engine(gaia2_cli_image: str, run
     leaks = [p for p in copy.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
     assert leaks == []
     assert CANARY not in done.stdout + done.stderr
-    assert no_rejudge_containers()
+    assert no_rejudge_containers(done)
 
 
 def test_a_model_that_cannot_answer_is_an_error_not_a_failed_check(
@@ -285,7 +285,7 @@ def test_a_model_that_cannot_answer_is_an_error_not_a_failed_check(
     assert {key: row["success"] for key, row in rows.items() if key != REWORDED} == {
         key: value for key, value in IN_CONTAINER.items() if key != REWORDED}
     assert CANARY not in rows[REWORDED]["error"] + done.stdout + done.stderr
-    assert no_rejudge_containers()
+    assert no_rejudge_containers(done)
 
 
 @pytest.mark.parametrize(("script", "python"), [

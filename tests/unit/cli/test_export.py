@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_compare import write_run
 
-from pytest_gaia2.cli import export as export_module
 from pytest_gaia2.cli import main as cli
-from pytest_gaia2.cli.export import check
+from pytest_gaia2.report import export as export_module
 from pytest_gaia2.report import leaderboard
+from pytest_gaia2.report.export import check
 from pytest_gaia2.report.stats import summarise
 from pytest_gaia2.store import folder as store
 

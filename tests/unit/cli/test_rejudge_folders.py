@@ -11,10 +11,12 @@ from test_compare import write_run
 
 from pytest_gaia2.cli import main as cli
 from pytest_gaia2.cli import rejudge
-from pytest_gaia2.cli.main import CommandError
-from pytest_gaia2.cli.rejudge import REJUDGE_DIR, new_rejudge_folder, parse_judge
+from pytest_gaia2.cli.rejudge import parse_judge
 from pytest_gaia2.report import rejudged
+from pytest_gaia2.report.rejudged import REJUDGE_DIR
+from pytest_gaia2.run.rejudge import judge_env, new_rejudge_folder
 from pytest_gaia2.store import folder as store
+from pytest_gaia2.store.console import CommandError
 
 
 def test_each_rejudge_gets_the_next_number_and_never_an_existing_folder(tmp_path: Path) -> None:
@@ -118,4 +120,4 @@ def test_upstream_judge_options_become_every_judges_settings() -> None:
         "GAIA2_JUDGE_EXTRA_BODY": '{"a":1,"reasoning_effort":"low"}',
         "X": "1",
     }
-    assert rejudge.judge_env(spec, None, "")["GAIA2_JUDGE_EXTRA_BODY"] == '{"a":1,"reasoning_effort":"low"}'
+    assert judge_env(spec, None, "")["GAIA2_JUDGE_EXTRA_BODY"] == '{"a":1,"reasoning_effort":"low"}'

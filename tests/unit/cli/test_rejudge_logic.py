@@ -16,17 +16,10 @@ from llm_server import chat_server
 from test_compare import write_run
 
 from pytest_gaia2.cli import main as cli
-from pytest_gaia2.cli.main import CommandError
-from pytest_gaia2.cli.rejudge import (
-    REFERENCE,
-    Job,
-    aggregate,
-    judge_env,
-    parse_judge,
-    summary_lines,
-    verdict_line,
-    verdict_row,
-)
+from pytest_gaia2.cli.rejudge import parse_judge, summary_lines, verdict_line
+from pytest_gaia2.report.rejudged import aggregate
+from pytest_gaia2.run.rejudge import REFERENCE, Job, judge_env, verdict_row
+from pytest_gaia2.store.console import CommandError
 from pytest_gaia2.store.record import AttemptRecord
 
 for _name in ("gaia2_ref_scenario", "gaia2_ref_runtime", "gaia2_ref_judge", "gaia2_ref_llm"):

@@ -48,7 +48,8 @@ def test_an_agent_without_a_trace_costs_what_the_wire_says() -> None:
 
 def record(key: int, wire: dict[str, Any] | None, usd: float | None) -> AttemptRecord:
     base = AttemptRecord.from_json({"scenario_id": f"s{key}", "split": "search", "success": True})
-    return replace(base, usage={"calls": 3} if usd is not None else None, cost_usd=usd, wire=wire)
+    usage = {"calls": 3, "input_tokens": 30, "output_tokens": 15}
+    return replace(base, usage=usage if usd is not None else None, cost_usd=usd, wire=wire)
 
 
 def test_the_summary_says_how_many_traces_differ_and_by_how_much() -> None:
@@ -68,7 +69,7 @@ def test_the_summary_says_how_many_traces_differ_and_by_how_much() -> None:
     assert wire["trace_minus_wire_usd"] == pytest.approx(-0.05)
     (line,) = spend.wire_lines(wire)
     assert line == (
-        "gateway: 9 model calls measured on the wire (3 refused at a cap); the agents' traces differ in "
+        "gateway: 9 model calls measured on the wire, 135 tokens, $0.1800 (3 refused at a cap); the agents' traces differ in "
         "2 scenario(s) by -$0.0500 in all, 1 with no trace"
     )
     assert spend.summary_lines(block, None)[-1] == line
@@ -78,6 +79,31 @@ def test_agreeing_traces_say_so_and_a_run_without_the_gateway_has_no_wire_line()
     agree = spend.wire_cost({**WIRE, "refused_calls": 0}, traced(3, 0.06))["wire"]
     block = spend.summary([record(1, agree, 0.06)])
     assert block is not None
-    assert spend.wire_lines(block["wire"]) == ["gateway: 3 model calls measured on the wire; the agents' traces agree"]
+    assert spend.wire_lines(block["wire"]) == [
+        "gateway: 3 model calls measured on the wire, 45 tokens, $0.0600; the agents' traces agree"
+    ]
     without = spend.summary([record(1, None, 0.06)])
     assert without is not None and "wire" not in without
+
+
+def test_retries_and_scenarios_of_unknown_cost_are_in_the_gateway_line() -> None:
+    retried = spend.wire_cost({**WIRE, "refused_calls": 0, "rate_limited": 2, "retried": 2}, traced(3, 0.06))["wire"]
+    block = spend.summary([record(1, retried, 0.06), replace(record(2, retried, 0.06), cost_usd=None)])
+    assert block is not None
+    assert block["wire"]["retried"] == 4 and block["wire"]["unpriced"] == 1
+    (line,) = spend.wire_lines(block["wire"])
+    assert line.startswith(
+        "gateway: 6 model calls measured on the wire, 90 tokens, $0.0600 and 1 attempt(s) of unknown cost "
+        "(4 rate-limited, 4 retried)"
+    )
+
+
+def test_the_attempts_a_retry_replaced_count_in_the_gateway_line() -> None:
+    final = replace(record(1, spend.wire_cost({**WIRE, "refused_calls": 0}, traced(3, 0.06))["wire"], 0.06), attempt=2)
+    refused = spend.wire_cost({**WIRE, "calls": 1, "refused_calls": 0, "rate_limited": 1}, traced(1, None))["wire"]
+    earlier = replace(record(1, refused, None), usage={"calls": 1})
+    block = spend.summary([final], [earlier])
+    assert block is not None and block["usd"] == 0.06  # the money of the final attempts; the ledger has every one
+    (line,) = spend.wire_lines(block["wire"])
+    assert line.startswith("gateway: 4 model calls measured on the wire in 2 attempts, 45 tokens, $0.0600 and "
+                           "1 attempt(s) of unknown cost (1 rate-limited)")

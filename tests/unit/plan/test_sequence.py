@@ -11,10 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_gaia2.config.values import OptionError
+from pytest_gaia2.engine.archive import Keeper
 from pytest_gaia2.plan import items as plan
 from pytest_gaia2.plan import sequence
 from pytest_gaia2.plan.scenarios import load_scenario
 from pytest_gaia2.run import chain
+from pytest_gaia2.store.kept import CONTAINER_FILES
 
 SEARCH = sorted((SHIPPED / "search").glob("*.json"))
 
@@ -92,25 +94,21 @@ def test_a_listed_scenario_that_is_not_selected_is_named() -> None:
 
 def test_a_scenario_starts_from_the_latest_checkpoint_before_it(tmp_path: Path) -> None:
     """An errored scenario writes no checkpoint: the one after it starts from the one before."""
-    for position in (0, 1):
-        home = chain.checkpoint_dir(tmp_path, "universe_21", position) / "home" / "notes"
-        home.mkdir(parents=True)
-        (home / "n.txt").write_text(f"after {position}", encoding="utf-8")
-    state = chain.checkpoint_dir(tmp_path, "universe_21", 1) / "app_state"
-    state.mkdir()
-    (state / "contacts.json").write_text("{}", encoding="utf-8")
-    (state / "link.json").symlink_to("/etc/passwd")
+    for position, members in ((0, [("home/notes/n.txt", b"after 0")]),
+                              (1, [("home/notes/n.txt", b"after 1"), ("app_state/contacts.json", b"{}")])):
+        folder = chain.checkpoint_dir(tmp_path, "universe_21", position)
+        folder.mkdir(parents=True)
+        with Keeper(folder / CONTAINER_FILES) as keep:
+            for name, content in members:
+                keep.add(name.split("/"), [content])
     assert chain.latest(tmp_path, "universe_21", 0) is None
     assert chain.latest(tmp_path, "universe_21", 2) == chain.checkpoint_dir(tmp_path, "universe_21", 1)
     assert chain.latest(tmp_path, "universe_21", 4) == chain.checkpoint_dir(tmp_path, "universe_21", 1)
     found = chain.latest(tmp_path, "universe_21", 1)
-    assert found is not None
-    assert chain.carried_files(found, 1000, 1000) == [("/home/agent/notes/n.txt", b"after 0", 0o644)]
+    assert found == chain.checkpoint_dir(tmp_path, "universe_21", 0)
+    assert [path for path, _, _ in chain.carried_files(found, 1000, 1000)] == ["/home/agent/notes/n.txt"]
     later = chain.carried_files(chain.checkpoint_dir(tmp_path, "universe_21", 1), 1000, 1000)
-    assert [(path, content) for path, content, _ in later] == [
-        ("/home/agent/notes/n.txt", b"after 1"),
-        ("/var/gaia2/carried_state/contacts.json", b"{}"),
-    ]  # the link is not followed
+    assert [path for path, _, _ in later] == ["/home/agent/notes/n.txt", "/var/gaia2/carried_state/contacts.json"]
     assert chain.carried_files(found, 1000, 3) == []  # over the total: nothing more is carried
 
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from gaia2_testing import DATA
 
-from pytest_gaia2.cli.export import check
 from pytest_gaia2.report import leaderboard
+from pytest_gaia2.report.export import check
 
 VERSION = "1.2.0"
 PACKAGES = [f"meta-agents-research-environments=={VERSION}", "numpy", "polars", "pyarrow"]

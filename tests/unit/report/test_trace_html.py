@@ -350,7 +350,7 @@ def test_the_gateways_calls_are_shown_beside_the_trace_and_escaped(attempt: Path
     assert rows[0] == ["2026-12-05T23:30:01.123+00:00", "agent", "m", "200", "812", "10 / 5", "0.02", ""]
     assert rows[1][1:4] == ["agent", shown(HOSTILE), "402"] and rows[1][-1] == "scenario_cap"
     assert len(rows) == 2 and "<script>window" not in html
-    assert "2 calls here, 1 in the trace, whose cost differs by -0.020000 USD" in html
+    assert "the agent left no priced trace: the wire&#39;s figure stands" in html
 
 
 def test_no_wire_log_no_wire_section(attempt: Path) -> None:

@@ -220,6 +220,17 @@ def test_provider_errors_are_relayed_and_counted(gateway: Gateway, provider: Cha
     assert wire(folder)[0]["usage_reported"] is False
 
 
+def test_a_call_after_a_failed_one_is_counted_as_a_retry(gateway: Gateway, provider: ChatServer, run_folder: Path) -> None:
+    token, folder = granted(gateway, run_folder)
+    auth = {"Authorization": f"Bearer {token}"}
+    statuses = [post(gateway, "/agent/chat/completions", chat(prompt=prompt), auth)[0] for prompt in
+                ("hello", "fail", "fail", "hello", "hello")]
+    assert statuses == [200, 503, 503, 200, 200]
+    assert [bool(line.get("retry")) for line in wire(folder)] == [False, False, True, True, False]
+    summary = client(gateway).revoke(token)
+    assert (summary["calls"], summary["server_errors"], summary["retried"]) == (5, 2, 2)
+
+
 def test_the_scenario_cap_stops_a_runaway_scenario_after_the_call_that_reached_it(
     gateway: Gateway, provider: ChatServer, run_folder: Path
 ) -> None:

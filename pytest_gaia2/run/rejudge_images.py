@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from pytest_gaia2.cli.main import CommandError
 from pytest_gaia2.engine import client as engine_mod
+from pytest_gaia2.store.console import CommandError
 
 REFERENCE_JUDGE = "/opt/gaia2_ref_rejudge.py"
 EVENTD = "/usr/local/bin/gaia2-eventd"
@@ -56,7 +56,7 @@ def offline_judge_of(engine: engine_mod.Engine, image: str, inbox: str) -> Offli
     scripts = engine.image_files(image, EVENTD, max_total_bytes=1 << 20)
     python = next((found for found in map(eventd_python, scripts.values()) if found), None)
     if python:
-        script = resources.files("pytest_gaia2.cli.judges").joinpath(GAIA2_CLI_JUDGE).read_bytes()
+        script = resources.files("pytest_gaia2.run.judges").joinpath(GAIA2_CLI_JUDGE).read_bytes()
         path = f"{inbox}/{GAIA2_CLI_JUDGE}"
         return OfflineJudge((python, path), ((path, script, 0o644),))
     raise CommandError(

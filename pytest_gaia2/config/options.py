@@ -2,7 +2,9 @@
 
 One table keeps the command line, the ini file, the upstream TOML mapping and the
 README in step: an option exists exactly once, here. The parsers it names are in
-:mod:`option_values`; reading ``--gaia2-x VALUE`` as ``--gaia2-x=VALUE`` is :mod:`joined_values`.
+:mod:`~pytest_gaia2.config.values`; registering and reading them with pytest is
+:mod:`pytest_gaia2.plugin.pytest_options`, and reading ``--gaia2-x VALUE`` as
+``--gaia2-x=VALUE`` is :mod:`pytest_gaia2.plugin.joined_values`.
 """
 
 from __future__ import annotations
@@ -11,14 +13,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-import pytest
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_gaia2.config.values import (
     FALSE_WORDS,
     TRUE_WORDS,
     OptionError,
+    Shard,
     boolean,
     copy_pair,
     engine_url,
@@ -41,6 +42,9 @@ from pytest_gaia2.config.values import (
     stripped_text,
     usd,
 )
+
+if TYPE_CHECKING:
+    from pytest_gaia2.engine.spec import EngineSpec
 
 GROUP = "gaia2"
 
@@ -452,27 +456,90 @@ OPTIONS: tuple[Option, ...] = (
 BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Register every option in the ``gaia2`` group and its matching ini key."""
-    group = parser.getgroup(GROUP, "Gaia2 benchmark scenarios")
-    for option in OPTIONS:
-        # argparse %-formats help texts (``%(default)s``): a literal "95%" must reach it as "95%%".
-        kwargs: dict[str, Any] = {"dest": f"gaia2_{option.key}", "help": option.help.replace("%", "%%")}
-        if option.flag:
-            kwargs.update(action="store_const", const=True, default=None)
-        elif option.bare:
-            kwargs.update(nargs="?", const=True, default=None, metavar="PATH")
-        elif option.multiple:
-            kwargs.update(action="append", default=None)
-        else:
-            kwargs.update(default=None)
-            if option.choices:
-                kwargs["choices"] = list(option.choices)
-        group.addoption(option.cli, **kwargs)
-        ini_type: Literal["linelist", "bool", "string"] = (
-            "linelist" if option.multiple else ("bool" if option.flag else "string")
-        )
-        parser.addini(option.ini, option.help, type=ini_type, default=[] if option.multiple else None)
+@dataclass(frozen=True)
+class Options:
+    """Every option's value for one run, parsed: one field per row of ``OPTIONS``, typed from the
+    row's kind (a test keeps the two in step), so a misspelt name is a type error, not a
+    ``KeyError`` in the middle of a paid run."""
+
+    scenarios: tuple[str, ...]
+    dataset: str | None
+    language: str | None
+    dataset_revision: str | None
+    splits: str | None
+    subset: str | None
+    ids_file: str | None
+    sample: int | None
+    seed: int
+    first_n: int | None
+    order: Literal["interleaved", "file"]
+    name: str | None
+    tag: tuple[str, ...]
+    shard: Shard | None
+    repeat: int
+    sequence: str | None
+    resume: bool | str
+    resume_mismatch: Literal["refuse", "warn"]
+    retries: int
+    config: str | None
+    image: str | None
+    engine: tuple[EngineSpec, ...]
+    network: Literal["bridge", "host"]
+    port_range: tuple[int, int]
+    env: tuple[tuple[str, str], ...]
+    env_file: str | None
+    copy_in: tuple[tuple[str, str], ...]
+    time_speed: float | None
+    notification_mode: Literal["message", "native"]
+    provider: str | None
+    model: str | None
+    base_url: str | None
+    api_key_env: str | None
+    thinking: Literal["off", "low", "medium", "high"]
+    judge_provider: str | None
+    judge_model: str | None
+    judge_base_url: str | None
+    judge_api_key_env: str | None
+    gateway: Literal["on", "off"] | None
+    timeout: float
+    duration_slack: float
+    health_timeout: float
+    judge_grace: float
+    stop_timeout: float
+    reap_grace: float
+    max_file_size: int
+    max_collect_size: int
+    memory: int
+    pids_limit: int
+    keep: bool
+    output: str
+    min_pass_rate: float | None
+    rate: Literal["strict", "judged"]
+    gate_on: Literal["point", "lower-bound"]
+    max_error_rate: float | None
+    allow_incomplete: bool
+    stop_when_decided: str | None
+    decision_level: float
+    require_isolation: bool
+    preflight_only: bool
+    skip_endpoint_check: bool
+    idle_timeout: float
+    smoke: bool
+    smoke_max_errors: int
+    max_starts_per_minute: float | None
+    pacing: Literal["adaptive", "off"]
+    stuck_loop_min_calls: int
+    progress_interval: float
+    report: bool
+    price_file: str | None
+    budget_halt: float | None
+    budget_cap: float | None
+    scenario_cap: float | None
+    scenario_token_cap: int | None
+    token_halt: int | None
+    max_errors: int | None
+    probe: int | None
+    probe_only: bool
 
 
 def _convert(option: Option, raw: object) -> Any:
@@ -489,7 +556,7 @@ def _convert(option: Option, raw: object) -> Any:
     return option.parse(option.name, raw if isinstance(raw, str) else str(raw))
 
 
-def resolve(cli: Mapping[str, Any], toml: Mapping[str, Any], ini: Mapping[str, Any]) -> dict[str, Any]:
+def resolve(cli: Mapping[str, Any], toml: Mapping[str, Any], ini: Mapping[str, Any]) -> Options:
     """Merge the sources (command line > TOML config > ini > default) and parse every value.
 
     Each mapping is keyed by ``Option.key``; missing or ``None``/empty values fall through.
@@ -506,86 +573,15 @@ def resolve(cli: Mapping[str, Any], toml: Mapping[str, Any], ini: Mapping[str, A
             values[option.key] = () if option.multiple else option.default
             continue
         values[option.key] = _convert(option, raw)
-    return values
+    return Options(**values)
 
 
-def read(config: pytest.Config, toml: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """All option values for this run, parsed, from a pytest config (and an optional TOML mapping).
-
-    A relative path is anchored where it was written, as pytest anchors its own: on the command
-    line, to the folder pytest was started in; in the ini file, to that file's folder (the
-    TOML config anchors its own to its folder). Defaults stay relative: see ``base_dir``.
-    """
-    here = config.invocation_params.dir
-    cli: dict[str, Any] = {}
-    ini: dict[str, Any] = {}
-    for option in OPTIONS:
-        cli[option.key] = _anchored(option, config.getoption(f"gaia2_{option.key}"), here)
-        value = _ini(config, option.ini)
-        if option.flag and value is False:
-            value = None  # an unset bool ini reads as False; let the default speak
-        ini[option.key] = _anchored(option, value if value not in ("", None) else None, _ini_dir(config))
-    return resolve(cli, toml or {}, ini)
-
-
-def _ini(config: pytest.Config, name: str) -> Any:
-    """An ini value; one pytest refuses (a bool's "invalid truth value") names its key."""
-    try:
-        return config.getini(name)
-    except pytest.UsageError as exc:
-        raise OptionError(f"{name}: {exc}") from None
-
-
-def config_file(config: pytest.Config) -> str | None:
-    """``--gaia2-config`` (else ``gaia2_config``), anchored as ``read`` anchors paths: the TOML
-    file has to be loaded before ``read`` can merge it."""
-    option = BY_KEY["config"]
-    given = config.getoption("gaia2_config")
-    path: str | None = (
-        _anchored(option, given, config.invocation_params.dir)
-        if given
-        else _anchored(option, config.getini("gaia2_config") or None, _ini_dir(config))
-    )
-    return path
-
-
-def _ini_dir(config: pytest.Config) -> Path:
-    return config.inipath.parent if config.inipath else config.rootpath
-
-
-def _anchored(option: Option, raw: object, folder: Path) -> Any:
+def anchored(option: Option, raw: object, folder: Path) -> Any:
     """A path option's raw value(s) joined to ``folder`` when relative (``~`` expanded); else ``raw``."""
     if not option.path or raw is None:
         return raw
     if isinstance(raw, (list, tuple)):
-        return [_anchored(option, item, folder) for item in raw]
+        return [anchored(option, item, folder) for item in raw]
     if not isinstance(raw, str) or (option.bare and raw.strip().lower() in TRUE_WORDS | FALSE_WORDS):
         return raw  # a bare --gaia2-resume, or its ini key's yes/no
     return os.path.normpath(folder / os.path.expanduser(raw.strip()))
-
-
-def base_dir(config: pytest.Config) -> Path:
-    """The folder the defaults live in: scenarios/, gaia2-results/ and .env at pytest's rootdir.
-
-    pytest's rootdir is only right for ``--gaia2-x VALUE`` (with a space) when
-    ``joined_values.rerun_with_joined_values`` runs first; the ``=`` form is always right.
-    """
-    return config.rootpath
-
-
-def may_collect(config: pytest.Config) -> bool:
-    """Whether this run can collect a scenario at all, decided without reading any: when not,
-    the plugin idles (registers its options and markers, imports nothing else)."""
-    for key in ("scenarios", "dataset", "config", "preflight_only"):
-        if config.getoption(f"gaia2_{key}") or _ini(config, f"gaia2_{key}"):
-            return True
-    return not explicit_test_paths(config) and (base_dir(config) / "scenarios").is_dir()
-
-
-def explicit_test_paths(config: pytest.Config) -> bool:
-    """Whether test paths were given (``pytest tests/unit``): then no scenario runs by default.
-
-    pytest decides ``args_source`` after every plugin's options are known, so the value of
-    ``--gaia2-output DIR`` never counts as a test path here (paths from ``addopts`` do).
-    """
-    return config.args_source == pytest.Config.ArgsSource.ARGS

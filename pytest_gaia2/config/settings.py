@@ -125,46 +125,45 @@ class RunSettings:
     @classmethod
     def from_options(
         cls,
-        values: Mapping[str, Any],
+        values: options.Options,
         *,
         rootdir: Path,
         environ: Mapping[str, str],
         reference_image: str,
     ) -> RunSettings:
-        """Resolve the settings from ``options.read`` values, the environment and the .env file."""
-        values = {**options.resolve({}, {}, {}), **values}  # the option defaults, stated once
+        """Resolve the settings from the run's option values, the environment and the .env file."""
         notes: list[str] = []
-        image = values["image"] or reference_image
+        image = values.image or reference_image
         # The reference image is an oracle replay whatever it is called; given a model, its agent
         # also asks that model once per action.
         if image == reference_image:
-            profile = REFERENCE_LLM if _clean(values["model"]) else ORACLE
+            profile = REFERENCE_LLM if _clean(values.model) else ORACLE
         else:
             profile = profile_for(image)
 
-        env_file = _env_file(values["env_file"], rootdir)
+        env_file = _env_file(values.env_file, rootdir)
         dotenv = envfile.DotEnv()
         if env_file is not None and env_file.is_file():
             dotenv = envfile.load(env_file)
         host = _merge_dotenv(environ, dotenv, env_file, notes)
-        extra = dict(values["env"])
+        extra = dict(values.env)
 
         def lookup(name: str) -> str:
             """A variable's value: the user's extra env first, then the host environment."""
             return (extra.get(name) or host.get(name) or "").strip()
 
-        provider = _clean(values["provider"])
+        provider = _clean(values.provider)
         agent_key, agent_source = "", None
         if profile.needs_llm:
-            agent_key, agent_source = _resolve_key(values["api_key_env"], provider or profile.default_provider, lookup)
+            agent_key, agent_source = _resolve_key(values.api_key_env, provider or profile.default_provider, lookup)
 
-        judge_provider = _clean(values["judge_provider"]) or lookup("GAIA2_JUDGE_PROVIDER")
-        judge_model = _clean(values["judge_model"]) or lookup("GAIA2_JUDGE_MODEL")
+        judge_provider = _clean(values.judge_provider) or lookup("GAIA2_JUDGE_PROVIDER")
+        judge_model = _clean(values.judge_model) or lookup("GAIA2_JUDGE_MODEL")
         placeholder_judge = image == reference_image and not (judge_provider or judge_model)
         if placeholder_judge:
             judge_provider = judge_model = REFERENCE_JUDGE_PLACEHOLDER
         judge_key, judge_source = resolve_judge_key(
-            values["judge_api_key_env"],
+            values.judge_api_key_env,
             judge_provider,
             lookup,
             agent_key,
@@ -189,29 +188,48 @@ class RunSettings:
             reference_image=reference_image,
             profile=profile,
             provider=provider,
-            model=_clean(values["model"]),
-            base_url=_clean(values["base_url"]),
-            thinking=values["thinking"],
-            notification_mode=values["notification_mode"],
-            time_speed=values["time_speed"],
+            model=_clean(values.model),
+            base_url=_clean(values.base_url),
+            thinking=values.thinking,
+            notification_mode=values.notification_mode,
+            time_speed=values.time_speed,
             judge_provider=judge_provider,
             judge_model=judge_model,
-            judge_base_url=_clean(values["judge_base_url"]) or lookup("GAIA2_JUDGE_BASE_URL") or None,
-            api_key_env=values["api_key_env"],
-            judge_api_key_env=values["judge_api_key_env"],
-            network=values["network"],
-            port_range=tuple(values["port_range"]),
-            limits=Limits.from_values(values),
-            output=_path(values["output"], rootdir),
+            judge_base_url=_clean(values.judge_base_url) or lookup("GAIA2_JUDGE_BASE_URL") or None,
+            api_key_env=values.api_key_env,
+            judge_api_key_env=values.judge_api_key_env,
+            network=values.network,
+            port_range=values.port_range,
+            limits=limits_of(values),
+            output=_path(values.output, rootdir),
             env_file=env_file,
             extra_env=tuple(extra.items()),
-            copy_in=tuple((_path(src, rootdir), dest) for src, dest in values["copy_in"]),
+            copy_in=tuple((_path(src, rootdir), dest) for src, dest in values.copy_in),
             host_base_url=(host.get("BASE_URL") or "").strip() or None,
             proxy_env=proxy_env,
             ca_bundle=ca_bundle,
             secrets=Secrets(agent_key, agent_source, judge_key, judge_source, frozenset(secret_set)),
             warnings=tuple(notes),
         )
+
+
+def limits_of(values: options.Options) -> Limits:
+    """The container and time limits among the run's option values."""
+    return Limits(
+        timeout=values.timeout,
+        duration_slack=values.duration_slack,
+        health_timeout=values.health_timeout,
+        judge_grace=values.judge_grace,
+        stop_timeout=values.stop_timeout,
+        reap_grace=values.reap_grace,
+        max_file_size=values.max_file_size,
+        max_collect_size=values.max_collect_size,
+        memory=values.memory,
+        pids_limit=values.pids_limit,
+        keep=values.keep,
+        idle_timeout=values.idle_timeout,
+        stuck_loop_min_calls=values.stuck_loop_min_calls,
+    )
 
 
 def _clean(value: object) -> str | None:

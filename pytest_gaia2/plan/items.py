@@ -20,8 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import pytest
-
+from pytest_gaia2.config.options import Options
 from pytest_gaia2.config.splits import SPLITS, split_marker
 from pytest_gaia2.config.values import Shard
 from pytest_gaia2.plan import selection, sequence
@@ -30,7 +29,7 @@ from pytest_gaia2.plan.sequence import Chain
 from pytest_gaia2.plan.shards import partition
 from pytest_gaia2.store import names
 from pytest_gaia2.store.folder import StoreError, safe_part
-from pytest_gaia2.store.limits import HARD_TIMEOUT_METHOD, Limits
+from pytest_gaia2.store.limits import Limits
 from pytest_gaia2.store.record import AttemptRecord, kept_task, scenario_key
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -80,18 +79,10 @@ class PlannedItem:
         return self.scenario.universe if self.scenario else None
 
     def marker_names(self) -> frozenset[str]:
-        """The names -m can select this item by among the markers the plugin owns (:meth:`marks`
-        without pytest-timeout's, which is not the plugin's to decide)."""
+        """The names -m can select this item by among the markers the plugin owns: ``gaia2``, the
+        split marker, the universe marker (the plugin adds pytest-timeout's ``hard_timeout``,
+        which is not the plugin's to select by)."""
         return frozenset(name for name in ("gaia2", self.split_marker, self.universe) if name)
-
-    def marks(self) -> list[Any]:
-        """``gaia2``, the split marker, the universe marker, and pytest-timeout's bound."""
-        marks: list[Any] = [pytest.mark.gaia2, getattr(pytest.mark, self.split_marker)]
-        if self.universe:
-            marks.append(getattr(pytest.mark, self.universe))
-        if self.hard_timeout:
-            marks.append(pytest.mark.timeout(self.hard_timeout, method=HARD_TIMEOUT_METHOD))
-        return marks
 
     def error_record(self, provenance: dict[str, Any]) -> AttemptRecord:
         """The record of a scenario file that could not run at all."""
@@ -191,13 +182,13 @@ def build(
     return items
 
 
-def filtered(scenarios: Sequence[Scenario], values: dict[str, Any], resolve: Any) -> selection.Selection:
+def filtered(scenarios: Sequence[Scenario], values: Options, resolve: Any) -> selection.Selection:
     """The filters that do not depend on -k/-m: splits, subset manifest, ids file."""
     return selection.select(
         scenarios,
-        splits=values["splits"] if not values["dataset"] else None,
-        subset=resolve(values["subset"]) if values["subset"] else None,
-        ids_file=resolve(values["ids_file"]) if values["ids_file"] else None,
+        splits=values.splits if not values.dataset else None,
+        subset=resolve(values.subset) if values.subset else None,
+        ids_file=resolve(values.ids_file) if values.ids_file else None,
     )
 
 

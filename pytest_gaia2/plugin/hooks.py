@@ -1,6 +1,7 @@
 """pytest hooks and fixtures for pytest-gaia2: they only wire; the run context does the work.
 
-Options live in ``config.options``, the run in ``run.context.RunContext``, each item's attempts
+Options live in ``config.options`` (read from pytest in ``plugin.pytest_options``), the run in
+``run.context.RunContext`` (its pytest half in ``plugin.controller.Controller``), each item's attempts
 in ``run.scenario_runs``, one attempt's life in ``run.attempt``, the records and the summary in
 ``report.book``, Allure in ``plugin.allure``; the hooks this plugin declares in ``plugin.newhooks``.
 An ``OptionError`` from below becomes pytest's usage error here (``ERROR: ...``, exit status 4).
@@ -17,22 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_gaia2.config import options
 from pytest_gaia2.config.splits import SPLITS
 from pytest_gaia2.config.values import OptionError
-from pytest_gaia2.plugin import joined_values, private_api
+from pytest_gaia2.plugin import joined_values, private_api, pytest_options
 
 if TYPE_CHECKING:
     from pytest_gaia2.plan.items import PlannedItem
     from pytest_gaia2.plan.scenarios import Scenario
+    from pytest_gaia2.plugin.controller import Controller
     from pytest_gaia2.run.attempt import ScenarioAttempt
-    from pytest_gaia2.run.context import RunContext
     from pytest_gaia2.run.evidence import ScenarioResult
     from pytest_gaia2.run.interrupts import WindDown
 
 # Only what every pytest run needs is imported above: a project that never uses the plugin
 # pays for its options and markers, not for the run's modules (imported in pytest_configure).
-CONTEXT_KEY = pytest.StashKey["RunContext | None"]()
+CONTEXT_KEY = pytest.StashKey["Controller | None"]()
 ITEM_KEY = pytest.StashKey["PlannedItem"]()
 WIND_DOWN_KEY: pytest.StashKey[WindDown] = pytest.StashKey()
 RESULT_KEY = pytest.StashKey[Any]()
@@ -65,7 +65,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    options.add_options(parser)
+    pytest_options.add_options(parser)
     if importlib.util.find_spec("allure_pytest") is None:
         from pytest_gaia2.plugin.allure import alluredir_fallback
 
@@ -78,7 +78,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
     return joined_values.rerun_with_joined_values(config)
 
 
-def _context(config: pytest.Config) -> RunContext | None:
+def _context(config: pytest.Config) -> Controller | None:
     """The run context, or None in a run that cannot collect a scenario (the plugin idles)."""
     return config.stash.get(CONTEXT_KEY, None)
 
@@ -89,13 +89,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gaia2: a Gaia2 scenario run in its own container")
     for split in SPLITS:
         config.addinivalue_line("markers", f"{split}_split: Gaia2 scenarios of the {split} split")
-    if not options.may_collect(config):
+    if not pytest_options.may_collect(config):
         return
     from pytest_gaia2.plan.items import extra_split_markers, universe_markers
-    from pytest_gaia2.run.context import RunContext
+    from pytest_gaia2.plugin.controller import Controller
 
-    context = RunContext(config)
-    context.mid_line = private_api.mid_line
+    context = Controller(config)
     config.stash[CONTEXT_KEY] = context
     config.pluginmanager.register(context, "gaia2-run")
     for marker in extra_split_markers(context.items()):
@@ -196,11 +195,11 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
-    if context.values["order"] == "interleaved" and not context.values["sequence"]:  # chains keep their order
+    if context.values.order == "interleaved" and not context.values.sequence:  # chains keep their order
         from pytest_gaia2.plan.items import reorder
 
-        items[:] = reorder(items, lambda item: planned.get(id(item)), context.values["seed"])
-    if context.values["probe"]:
+        items[:] = reorder(items, lambda item: planned.get(id(item)), context.values.seed)
+    if context.values.probe:
         from pytest_gaia2.cost.projection import probe_first
 
         key_of = {id(item): planned[id(item)].key for item in items if id(item) in planned}
@@ -208,7 +207,7 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
         items[:] = probe_first(items, keys, key_of)
 
 
-def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: RunContext) -> None:
+def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: Controller) -> None:
     """-m or -k that leaves no test at all of a run with scenarios is a usage error that says why."""
     from pytest_gaia2.plan.items import extra_split_markers, universe_markers
     from pytest_gaia2.plan.selection import nothing_selected
@@ -223,7 +222,7 @@ def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: 
             raise OptionError(nothing_selected(option, expression, markers, names if option == "-k" else []))
 
 
-def _refuse_selection(config: pytest.Config, context: RunContext, items: list[pytest.Item], exc: OptionError) -> None:
+def _refuse_selection(config: pytest.Config, context: Controller, items: list[pytest.Item], exc: OptionError) -> None:
     """A selection that cannot run stops the run as a usage error, with one message whatever
     the process layout: nothing is collected (so nothing is dealt out, and no pre-flight or run
     folder follows) and the message goes to the process that owns the run: it is that process
@@ -278,8 +277,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     extra = _allure_marks(metafunc.config)
     metafunc.parametrize(
         ITEM_PARAMETER,
-        [pytest.param(item, id=item.param_id if own else item.key, marks=item.marks() + extra(item)) for item in items],
+        [pytest.param(item, id=item.param_id if own else item.key, marks=_marks(item) + extra(item)) for item in items],
     )
+
+
+def _marks(item: PlannedItem) -> list[pytest.MarkDecorator]:
+    """``gaia2``, the split marker, the universe marker, and pytest-timeout's bound."""
+    from pytest_gaia2.store.limits import HARD_TIMEOUT_METHOD
+
+    names = ["gaia2", item.split_marker, *([item.universe] if item.universe else [])]
+    marks = [getattr(pytest.mark, name) for name in names]
+    if item.hard_timeout:
+        marks.append(pytest.mark.timeout(item.hard_timeout, method=HARD_TIMEOUT_METHOD))
+    return marks
 
 
 def _allure_marks(config: pytest.Config) -> Callable[[PlannedItem], list[pytest.MarkDecorator]]:
@@ -308,7 +318,7 @@ def gaia2_scenario(request: pytest.FixtureRequest, gaia2_item: PlannedItem) -> S
     return gaia2_item.scenario
 
 
-def _active(config: pytest.Config) -> RunContext:
+def _active(config: pytest.Config) -> Controller:
     """The context of a run that has scenario items (only those reach the fixtures below)."""
     context = _context(config)
     assert context is not None
@@ -331,12 +341,16 @@ def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Scenario) ->
 def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> ScenarioResult:
     """The scenario's verdict, record and files. Raises (as a setup error) on infrastructure errors.
     Its type is public as ``pytest_gaia2.ScenarioResult``."""
+    from pytest_gaia2.run.scenario_runs import NotStarted
     from pytest_gaia2.run.verdict import Gaia2InfraError
 
     def keep(attempt: ScenarioAttempt) -> None:
         request.node.stash[ATTEMPT_KEY] = attempt
 
-    result = _active(request.config).runner.result_for(request.node.stash[ITEM_KEY], keep)
+    try:
+        result = _active(request.config).runner.result_for(request.node.stash[ITEM_KEY], keep)
+    except NotStarted as exc:
+        pytest.skip(str(exc))
     request.node.stash[RESULT_KEY] = result
     if result.errored:
         raise Gaia2InfraError(result.record.error_category or "error", result.record.error or "error")
@@ -394,7 +408,7 @@ def pytest_report_from_serializable(
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With --gaia2-sequence and -n: each chain on one worker, in order (:mod:`~pytest_gaia2.plugin.chains`)."""
     context = _context(config)
-    if not context or not context.values["sequence"]:
+    if not context or not context.values.sequence:
         return None
     from pytest_gaia2.plugin.chains import ChainScheduling
 
@@ -407,7 +421,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return ChainScheduling(config, log, scope_of)
 
 
-def _planned(context: RunContext, node_ids: list[str]) -> list[str]:
+def _planned(context: Controller, node_ids: list[str]) -> list[str]:
     """Planned keys from collected node ids: the plugin's own items; else user tests
     parametrized with a scenario (``test_x[<split>/<id>]``)."""
     own = [
@@ -425,7 +439,7 @@ def _planned(context: RunContext, node_ids: list[str]) -> list[str]:
     )
 
 
-def _prepare(context: RunContext, ids: list[str], collect_only: bool = False) -> bool:
+def _prepare(context: Controller, ids: list[str], collect_only: bool = False) -> bool:
     """The run prepared once (pre-flight, run folder) and its live status started, on the
     process that owns the run. False when the run is stopped, by a usage
     error (exit status 4) or a pre-flight refusal: no test runs, and why is printed last
@@ -446,7 +460,7 @@ def _prepare(context: RunContext, ids: list[str], collect_only: bool = False) ->
     if context.prepared and not was_prepared and context.folder is not None:
         from pytest_gaia2.plugin.live_status import start_live_status
 
-        start_live_status(context.config, context.folder.path, context.book, context.values["progress_interval"])
+        start_live_status(context.config, context.folder.path, context.book, context.values.progress_interval)
     return not context.stopped
 
 
@@ -524,7 +538,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from pytest_gaia2.plugin.reports import add_junit_properties
 
     wind_down = session.config.stash.get(WIND_DOWN_KEY, None)
-    status = context.finish(int(exitstatus), signum=wind_down.first if wind_down is not None else None)
+    status: int | None = context.finish(int(exitstatus), signum=wind_down.first if wind_down is not None else None)
     add_junit_properties(session.config, context)
     if context.stopped is not None:
         status = context.stopped.code
@@ -533,7 +547,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     session.config.stash[EXIT_STATUS_KEY] = int(session.exitstatus)
 
 
-def _print_verdict(config: pytest.Config, context: RunContext) -> None:
+def _print_verdict(config: pytest.Config, context: Controller) -> None:
     """The run's verdict as the last lines of the output, after pytest's own short summary and
     counts (the gate's, or a run stopped short of its plan), green when the run exits 0 and red
     otherwise."""
@@ -547,7 +561,7 @@ def _print_verdict(config: pytest.Config, context: RunContext) -> None:
         reporter.write_line(printable(context.redactor.redact(line)), green=met, red=not met, bold=True)
 
 
-def _print_stop(config: pytest.Config, context: RunContext) -> None:
+def _print_stop(config: pytest.Config, context: Controller) -> None:
     """Why the run stopped before any test, after pytest's own summary, the same serially and
     under xdist: a usage error as pytest prints its own (``ERROR: ...`` on stderr), a refusal
     as plain lines, never pytest's ``Exit`` form."""

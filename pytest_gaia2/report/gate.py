@@ -8,10 +8,10 @@ the lower bound of 3 scenarios, not of 9 results (a bootstrap over them said 100
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pytest_gaia2.config.options import Options
 from pytest_gaia2.report.rates import Rate, counted, percent, percent_number, t_quantile
 from pytest_gaia2.report.stats import Summary
 
@@ -65,14 +65,14 @@ class Gate:
                 raise ValueError(f"{name} must be a fraction from 0 to 1, got {bar!r}")
 
     @classmethod
-    def from_options(cls, values: Mapping[str, Any]) -> Gate:
-        """From ``options.resolve`` output (keys min_pass_rate, rate, gate_on, max_error_rate)."""
+    def from_options(cls, values: Options) -> Gate:
+        """From the run's option values: the gate's own and --gaia2-smoke's error count."""
         return cls(
-            min_pass_rate=values.get("min_pass_rate"),
-            rate=values.get("rate") or "strict",
-            gate_on=values.get("gate_on") or "point",
-            max_error_rate=values.get("max_error_rate"),
-            max_errors=values.get("smoke_max_errors") if values.get("smoke") else None,
+            min_pass_rate=values.min_pass_rate,
+            rate=values.rate,
+            gate_on=values.gate_on,
+            max_error_rate=values.max_error_rate,
+            max_errors=values.smoke_max_errors if values.smoke else None,
         )
 
     @property

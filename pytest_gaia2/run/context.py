@@ -1,24 +1,25 @@
-"""One pytest run of pytest-gaia2: its values, settings, plan, engine, run folder and records.
+"""One run of pytest-gaia2: its values, settings, plan, engine, run folder and records.
 
-Created in ``pytest_configure`` and registered as a plugin (pytest-xdist's ``DSession`` is the
-model). The controller (or the only process) owns the run folder, the lock, pre-flight and the
-records; xdist workers get the session, the run and the folder through ``workerinput``.
+No pytest here: the plugin's :class:`~pytest_gaia2.plugin.controller.Controller` hands the run
+an :class:`Invocation` (what pytest was asked) and its option values, and turns what the run
+returns (an :class:`ExitStatus`, a :class:`RunStopped` or :class:`RunExit`) into pytest's terms.
+The controller process (or the only one) owns the run folder, the lock, pre-flight and the
+records; xdist workers get the session, the run and the folder handed over from it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 import functools
-import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import pytest
 
 from pytest_gaia2.config import options, splits
 from pytest_gaia2.config import settings as settings_mod
@@ -38,14 +39,27 @@ from pytest_gaia2.run.scenario_runs import ScenarioRunner, scenario_dir
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store import redact
 from pytest_gaia2.store.record import AttemptRecord
-from pytest_gaia2.store.redact import RedactingFilter, printable
+from pytest_gaia2.store.redact import printable
 from pytest_gaia2.store.version import PLUGIN_VERSION
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
 
-EXIT_REFUSED = 6
+
+class ExitStatus(enum.IntEnum):
+    """A run's exit status, numbered as pytest numbers its own (0 to 5) and the plugin's refusal (6)."""
+
+    OK = 0
+    TESTS_FAILED = 1
+    INTERRUPTED = 2
+    INTERNAL_ERROR = 3
+    USAGE_ERROR = 4
+    NO_TESTS_COLLECTED = 5
+    REFUSED = 6
+
+
+EXIT_REFUSED = int(ExitStatus.REFUSED)
 """The exit status of a run pre-flight refused (the engine does not answer, the image is missing,
 a model endpoint is not ready, the run to resume was made with other settings, its folder is in
 use): pytest's own codes end at 5, and its 3 means an internal error."""
@@ -96,12 +110,45 @@ class RunStopped(Exception):
         self.code = code
 
 
-class RunContext:
-    """Run-wide state and the once-per-run work; the plugin's hooks (:mod:`pytest_gaia2.plugin.hooks`) delegate here."""
+class RunExit(Exception):
+    """The run ends at once with exit status ``code``, ``message`` said as pytest says its own exits."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        worker_input = getattr(config, "workerinput", None) or {}
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the run needs of the process it runs in, as plain values the plugin reads from pytest."""
+
+    base: Path
+    """The folder the defaults live in (scenarios/, gaia2-results/, .env): pytest's rootdir."""
+    worker_input: Mapping[str, Any] = field(default_factory=dict)
+    """What the xdist controller handed this worker; empty on the controller or the only process."""
+    processes: int | None = None
+    """``-n``: the number of xdist workers asked for (None: no xdist)."""
+    explicit_test_paths: bool = False
+    """Test paths were given (``pytest tests/unit``): then no scenario runs by default."""
+    config_file: str | None = None
+    """``--gaia2-config``, anchored where it was written."""
+    command: str = ""
+    collect_only: bool = False
+    markexpr: str | None = None
+    keyword: str | None = None
+    alluredir: Path | None = None
+
+
+class RunContext:
+    """Run-wide state and the once-per-run work, without pytest: the plugin's controller
+    (:mod:`pytest_gaia2.plugin.controller`) calls it and writes, hooks and exits for it."""
+
+    def __init__(self, invocation: Invocation, read: Callable[[Mapping[str, Any]], options.Options]) -> None:
+        """``read``: the run's option values from the parsed TOML config's (the plugin merges its
+        command line and ini file in)."""
+        self.invocation = invocation
+        worker_input = self.handed_over = invocation.worker_input
         self.is_worker = bool(worker_input)
         self.worker = worker_input.get("workerid", "main")
         self.session_id: str = worker_input.get("gaia2_session_id") or uuid.uuid4().hex
@@ -110,42 +157,39 @@ class RunContext:
         started = worker_input.get("gaia2_started_at")
         self.started = _dt.datetime.fromisoformat(started) if started else _dt.datetime.now(_dt.timezone.utc)
         # Not PYTEST_XDIST_WORKER_COUNT: a run started from inside an xdist worker inherits the outer count.
-        self.workers = int(worker_input.get("workercount") or getattr(config.option, "numprocesses", None) or 1)
-        self.base = options.base_dir(config)
+        self.workers = int(worker_input.get("workercount") or invocation.processes or 1)
+        self.base = invocation.base
         self.notes: list[str] = []
         self.upstream_config: dict[str, Any] | None = None
         """The gaia2-runner TOML this run read and what of it was replaced (run_config.json)."""
         self.config_secrets: dict[str, str] = {}
-        self.values = self._read_values()
-        self.output = self.path(self.values["output"])
+        self.values = self._read_values(read)
+        self.output = self.path(self.values.output)
         self.active = self._is_active()
-        self.retries: int = self.values["retries"]
-        self.repeat: int = self.values["repeat"]
+        self.retries: int = self.values.retries
+        self.repeat: int = self.values.repeat
         folder = worker_input.get("gaia2_folder")
         self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
         self.book = ResultBook(
             Gate.from_options(self.values),
-            allow_incomplete=self.values["allow_incomplete"],
+            allow_incomplete=self.values.allow_incomplete,
             budget=self.budget,
             on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
         )
         self.prepared = False
         self.stopped: RunStopped | None = None
         """Why pre-flight ended the run before any scenario (the run then has no folder)."""
-        self.mid_line: Callable[[Any], bool] = lambda reporter: False
-        """Whether the terminal's last line is unfinished; the plugin sets the real test
-        (plugin.private_api.mid_line, a room above this one)."""
         self.probe_keys: set[str] = set()
         self.order: list[str] = []
         """The planned keys in start order, on every process: the sequence the stop-when-decided
         test reads its pairs in (:mod:`~pytest_gaia2.report.sequential`)."""
         self.engines = EnginePool.of_process(
-            self.values["engine"],
+            self.values.engine,
             worker_input,
             workers=self.workers,
             run_id=self.session_id,
             worker=self.worker,
-            distributed=bool(getattr(config.option, "numprocesses", None)),
+            distributed=bool(invocation.processes),
             owner_pid=self.owner_pid,
         )
         self._image_id: str | None = None
@@ -156,15 +200,18 @@ class RunContext:
         self.gateway_notes: list[str] = []
         if self.active:
             self.notes.extend([*self.settings.warnings, *self.engines.notes()])
-            if not self.values["preflight_only"]:
+            if not self.values.preflight_only:
                 settings_mod.validate(self.settings)
-                self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values["gateway"])
+                self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values.gateway)
                 self.gateway_notes = gateway_notes
                 self.notes.extend(gateway_notes)
-                for cap in ("scenario_cap", "scenario_token_cap"):
-                    if self.values[cap] is not None and not self.gateway_routes:
+                for cap, value in (
+                    ("scenario-cap", self.values.scenario_cap),
+                    ("scenario-token-cap", self.values.scenario_token_cap),
+                ):
+                    if value is not None and not self.gateway_routes:
                         raise OptionError(
-                            f"--gaia2-{cap.replace('_', '-')} needs the model gateway, which is off for this run "
+                            f"--gaia2-{cap} needs the model gateway, which is off for this run "
                             f"({'; '.join(gateway_notes) or 'no provider key is configured'})"
                         )
                 self._check_urls()
@@ -203,8 +250,8 @@ class RunContext:
         path = Path(os.path.expanduser(str(raw)))
         return path if path.is_absolute() else self.base / path
 
-    def _read_values(self) -> dict[str, Any]:
-        config_file = options.config_file(self.config)
+    def _read_values(self, read: Callable[[Mapping[str, Any]], options.Options]) -> options.Options:
+        config_file = self.invocation.config_file
         toml: dict[str, Any] = {}
         if config_file:
             from pytest_gaia2.config import upstream_config
@@ -214,29 +261,29 @@ class RunContext:
             self.notes.extend(loaded.notes)
             self.upstream_config = {"file": str(loaded.path), "replaced": loaded.replaced}
             self.config_secrets = loaded.secret_environ()
-        return options.read(self.config, toml)
+        return read(toml)
 
     def _is_active(self) -> bool:
         """Scenarios are collected when asked for, or by default when no test paths were given."""
-        if self.values["scenarios"] or self.values["dataset"]:
+        if self.values.scenarios or self.values.dataset:
             return True
-        return not options.explicit_test_paths(self.config) and (self.base / "scenarios").is_dir()
+        return not self.invocation.explicit_test_paths and (self.base / "scenarios").is_dir()
 
     def _roots(self) -> list[Path]:
-        language = self.values["language"]
-        if self.values["dataset"]:
+        language = self.values.language
+        if self.values.dataset:
             from pytest_gaia2.plan import dataset
 
             return dataset.materialise(
-                self.values["dataset"],
-                splits.split_names(self.values["splits"], language=language),
+                self.values.dataset,
+                splits.split_names(self.values.splits, language=language),
                 language=language,
-                revision=self.values["dataset_revision"],
+                revision=self.values.dataset_revision,
             )
-        for key in ("language", "dataset_revision"):
-            if self.values[key]:
-                raise OptionError(f"--gaia2-{key.replace('_', '-')} applies to --gaia2-dataset only")
-        given = [self.path(raw) for raw in self.values["scenarios"]]
+        for name, value in (("language", language), ("dataset-revision", self.values.dataset_revision)):
+            if value:
+                raise OptionError(f"--gaia2-{name} applies to --gaia2-dataset only")
+        given = [self.path(raw) for raw in self.values.scenarios]
         missing = [str(path) for path in given if not os.path.lexists(path)]
         if missing:
             raise OptionError(f"--gaia2-scenarios: no such file or folder: {', '.join(missing)}")
@@ -250,7 +297,7 @@ class RunContext:
         xdist workers get the controller's result through ``workerinput``."""
         from pytest_gaia2.plan import scenarios
 
-        shipment = (getattr(self.config, "workerinput", None) or {}).get("gaia2_discovered")
+        shipment = self.handed_over.get("gaia2_discovered")
         if shipment is not None:
             return scenarios.unshipped(shipment)
         return scenarios.discover(self._roots(), index_path=scenarios.index_path())
@@ -271,17 +318,17 @@ class RunContext:
 
     def _chains(self) -> list[sequence.Chain] | None:
         """--gaia2-sequence's chains, refused with the options that would break a chain apart."""
-        raw = self.values["sequence"]
+        raw = self.values.sequence
         if not raw:
             return None
         clashes = [
             option
             for option, given in (
                 ("--gaia2-repeat", self.repeat > 1),
-                ("--gaia2-sample", self.values["sample"] is not None),
-                ("--gaia2-first-n", self.values["first_n"] is not None),
-                ("--gaia2-shard", self.values["shard"] is not None),
-                ("--gaia2-smoke", self.values["smoke"]),
+                ("--gaia2-sample", self.values.sample is not None),
+                ("--gaia2-first-n", self.values.first_n is not None),
+                ("--gaia2-shard", self.values.shard is not None),
+                ("--gaia2-smoke", self.values.smoke),
             )
             if given
         ]
@@ -293,10 +340,10 @@ class RunContext:
     def baseline(self) -> Baseline | None:
         """--gaia2-stop-when-decided's run folder, read once on the controller (bounded, strict);
         xdist workers get the controller's through ``workerinput``."""
-        raw = self.values["stop_when_decided"]
+        raw = self.values.stop_when_decided
         if not raw:
             return None
-        shipment = (getattr(self.config, "workerinput", None) or {}).get("gaia2_baseline")
+        shipment = self.handed_over.get("gaia2_baseline")
         if shipment is not None:
             return Baseline.unshipped(shipment)
         try:
@@ -310,7 +357,7 @@ class RunContext:
         if self.baseline is None or self.folder is None:
             return None
         hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario is not None}
-        return self.baseline.decide(self.order, self.folder.records(), self.values["decision_level"], hashes)
+        return self.baseline.decide(self.order, self.folder.records(), self.values.decision_level, hashes)
 
     def _decided(self) -> str | None:
         decision = self.decision()
@@ -323,20 +370,21 @@ class RunContext:
     def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
         """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left; with
         --gaia2-smoke and neither, the midsmoke rung's stratified sample."""
-        sample = self.values["sample"]
-        if self.values["smoke"] and sample is None and self.values["first_n"] is None:
+        sample = self.values.sample
+        if self.values.smoke and sample is None and self.values.first_n is None:
             sample = selection.smoke_sample(len({item.name for item in planned if item.scenario}))
         return plan_mod.narrow(
             planned,
             sample=sample,
-            seed=self.values["seed"],
-            first_n=self.values["first_n"],
-            shard=self.values["shard"],
+            seed=self.values.seed,
+            first_n=self.values.first_n,
+            shard=self.values.shard,
         )
 
     def choose_probe(self, items: list[plan_mod.PlannedItem]) -> set[str]:
         """The --gaia2-probe scenarios among what will run: the same on every worker and the controller."""
-        self.probe_keys = plan_mod.probe_keys(items, self.values["probe"], self.values["seed"])
+        count = self.values.probe
+        self.probe_keys = plan_mod.probe_keys(items, count, self.values.seed) if count else set()
         return self.probe_keys
 
     def header_lines(self) -> list[str]:
@@ -349,23 +397,8 @@ class RunContext:
             f"{f' ({broken} files cannot run)' if broken else ''}, network {self.settings.network}, "
             f"output {self.output}"
         ]
-        notes = [*self.notes, *([selection.FIRST_N_WARNING] if self.values["first_n"] else [])]
+        notes = [*self.notes, *([selection.FIRST_N_WARNING] if self.values.first_n else [])]
         return [printable(self.redactor.redact(line)) for line in lines + [f"gaia2: {note}" for note in notes]]
-
-    def worker_input(self, worker: str) -> dict[str, Any]:
-        from pytest_gaia2.plan.scenarios import shipped
-
-        return {
-            "gaia2_session_id": self.session_id,
-            "gaia2_run_id": self.run_id,
-            "gaia2_owner_pid": self.owner_pid,
-            "gaia2_started_at": self.started.isoformat(),
-            "gaia2_folder": str(self.folder.path) if self.folder else "",
-            **self.engines.handover(worker),
-            "gaia2_discovered": shipped(*self.discovered) if self.active else None,
-            "gaia2_baseline": self.baseline.shipped() if self.active and self.baseline else None,
-            "gaia2_gateway": self.gateway_access,
-        }
 
     # -- once per run, on the controller -----------------------------------------------------
 
@@ -374,15 +407,9 @@ class RunContext:
         if not self.active:
             return
         redact.install(self.redactor)  # every file the store writes is masked with it (close uninstalls)
-        log_filter = RedactingFilter(self.redactor)
-        logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
-        for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler"):
-            handler = getattr(logging_plugin, name, None)
-            if isinstance(handler, logging.Handler):
-                handler.addFilter(log_filter)
-        if self.is_worker or self.values["preflight_only"] or self.config.option.collectonly:
+        if self.is_worker or self.values.preflight_only or self.invocation.collect_only:
             return
-        resume = self.values["resume"]
+        resume = self.values.resume
         try:
             if resume:
                 self.folder = store.RunFolder.find(self.output, None if resume is True else self.path(resume))
@@ -396,7 +423,7 @@ class RunContext:
             else:
                 self.folder = store.RunFolder(self.output / store.run_folder_name(self.run_id, self.started))
         except store.StoreError as exc:  # it names a folder from anywhere: no escape reaches the terminal
-            raise pytest.UsageError(printable(str(exc))) from None
+            raise OptionError(str(exc)) from None
         self.book.folder = self.folder
         self._start_gateway()
 
@@ -414,25 +441,25 @@ class RunContext:
         except EngineError:
             candidate = None  # pre-flight names the engine's trouble
         try:
-            prices = PriceBook.load(self.path(self.values["price_file"]) if self.values["price_file"] else None)
+            prices = PriceBook.load(self.path(self.values.price_file) if self.values.price_file else None)
             self.gateway = gateway_mod.Gateway(
                 self.gateway_routes,
                 prices=prices,
                 run_folder=self.folder.path,
                 bind_host=gateway_mod.listen_host(candidate),
-                run_cap=self.values["budget_cap"],
-                spent_before=Ledger(self.folder.path).total() if self.values["resume"] else 0.0,
+                run_cap=self.values.budget_cap,
+                spent_before=Ledger(self.folder.path).total() if self.values.resume else 0.0,
                 ca_bundle=self.settings.ca_bundle,
                 pacer=Pacer(
                     self.folder.path,
-                    self.values["max_starts_per_minute"],
-                    adaptive=self.values["pacing"] == "adaptive",
+                    self.values.max_starts_per_minute,
+                    adaptive=self.values.pacing == "adaptive",
                     workers=self.workers,
                 ),
             )
             self.gateway.start()
         except OptionError as exc:
-            raise pytest.UsageError(printable(self.redactor.redact(str(exc)))) from None
+            raise OptionError(self.redactor.redact(str(exc))) from None
         except gateway_mod.GatewayError as exc:  # this host's trouble, not the command's: refused as pre-flight is
             self.gateway, self.stopped = None, self._stop(f"pytest-gaia2: {exc}; {gateway_mod.OFF_FIX}")
             return
@@ -457,7 +484,7 @@ class RunContext:
             self.order = list(planned)
         if self.prepared or self.stopped or self.is_worker or collect_only:
             return
-        if not (planned or self.values["preflight_only"]):
+        if not (planned or self.values.preflight_only):
             return
         try:
             self._prepare(planned)
@@ -488,7 +515,7 @@ class RunContext:
             for item in self.items()
             if item.scenario is not None and item.key in chosen
         }
-        if self.values["probe"]:
+        if self.values.probe:
             self.choose_probe([item for item in self.items() if item.key in chosen])
         from pytest_gaia2.engine.errors import EngineError
         from pytest_gaia2.plan.scenarios import cache_dir
@@ -498,21 +525,21 @@ class RunContext:
             outcome = preflight.check(
                 self.engines,
                 self.settings,
-                preflight_only=self.values["preflight_only"],
+                preflight_only=self.values.preflight_only,
                 cache_dir=cache_dir(),
-                endpoint_check=not self.values["skip_endpoint_check"],
+                endpoint_check=not self.values.skip_endpoint_check,
                 gateway_port=self.gateway.port if self.gateway is not None else None,
                 scenario=self._first_scenario(planned),
-                require_isolation=self.values["require_isolation"],
+                require_isolation=self.values.require_isolation,
             )
         except preflight.IsolationRequired as exc:
-            pytest.exit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), returncode=pytest.ExitCode.USAGE_ERROR)
+            raise RunExit(printable(self.redactor.redact(f"pytest-gaia2: {exc}")), ExitStatus.USAGE_ERROR) from None
         except (EngineError, preflight.PreflightError) as exc:
             raise self._stop(f"pytest-gaia2: {exc}") from None
         self._image_id = outcome.image_id
         self.book.isolation = Isolation.from_json(outcome.facts.get("judge_isolation"))
-        write = self._writer()
-        if self.values["preflight_only"]:
+        write = self.write
+        if self.values.preflight_only:
             for line in outcome.lines:
                 write(printable(self.redactor.redact(line)))
             verdict = "ready to run" if outcome.ok else "not ready (see each [FAIL] above)"
@@ -525,7 +552,7 @@ class RunContext:
             write(self.redactor.redact(f"gaia2: {line}"))
         for warning in self.book.gate_warnings(planned):
             write(warning)
-        shard = f" (shard {self.values['shard']})" if self.values["shard"] else ""
+        shard = f" (shard {self.values.shard})" if self.values.shard else ""
         write(f"gaia2: {len(planned)} planned{shard}, run folder {self.folder.path if self.folder else '-'}")
 
     def _stop(self, text: str) -> RunStopped:
@@ -544,30 +571,23 @@ class RunContext:
                 continue
         return None
 
-    def _writer(self) -> Callable[[str], None]:
-        """A line of its own on the terminal: under xdist the progress dots leave
-        ``write_line``'s own newline check blind (no file path is printed), so a line written
-        mid-run would land after the dots."""
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return print
+    def write(self, line: str) -> None:
+        """A line of its own for the user (the plugin writes it on pytest's terminal)."""
+        print(line)
 
-        def write(line: str) -> None:
-            if self.mid_line(reporter):
-                reporter.write("\n")
-            reporter.write_line(line)
-
-        return write
+    def hook(self, name: str) -> Callable[..., Any]:
+        """A ``pytest_gaia2_*`` hook users implement; without pytest there is none."""
+        return lambda **kwargs: None
 
     def _open_folder(self, facts: dict[str, Any], planned: list[str]) -> None:
         """Create (or check and lock, when resuming) the run folder and write what it ran with."""
         assert self.folder is not None
         holder = {"session_id": self.session_id, "started_at": self.started.isoformat(timespec="seconds")}
-        if self.values["resume"]:
+        if self.values.resume:
             self.folder.lock(holder)
             self._check_resume()
             for problem in Ledger(self.folder.path).read().problems:  # once, on the controller
-                self._writer()(self.redactor.redact(f"gaia2: warning: spend ledger: {problem}"))
+                self.write(self.redactor.redact(f"gaia2: warning: spend ledger: {problem}"))
         else:
             self.folder = self.book.folder = store.RunFolder.create(self.output, self.run_id, self.started)
             self.folder.lock(holder)
@@ -577,7 +597,7 @@ class RunContext:
             self.redactor.redact_obj(
                 {
                     **holder,
-                    "command": provenance.command(self.config),
+                    "command": self.invocation.command,
                     "planned": len(planned),
                     "provenance": self.provenance(),
                 }
@@ -598,8 +618,8 @@ class RunContext:
         if not differences:
             return
         head = f"--gaia2-resume: {self.folder.path} was run with other settings:"
-        if self.values["resume_mismatch"] == "warn":
-            self._writer()(printable(self.redactor.redact(f"gaia2: warning: {head} {'; '.join(differences)}")))
+        if self.values.resume_mismatch == "warn":
+            self.write(printable(self.redactor.redact(f"gaia2: warning: {head} {'; '.join(differences)}")))
             return
         sessions = store.read_jsonl(self.folder.file(store.SESSIONS_FILE))
         earlier = next((str(s["command"]) for s in reversed(sessions) if s.get("command")), stored.get("command"))
@@ -618,7 +638,7 @@ class RunContext:
             run_id=self.run_id,
             session_id=self.session_id,
             image_id=self.image_id(),
-            shard=str(self.values["shard"]) if self.values["shard"] else None,
+            shard=str(self.values.shard) if self.values.shard else None,
         )
 
     def _run_config(self, facts: dict[str, Any], planned: list[str]) -> dict[str, Any]:
@@ -626,14 +646,14 @@ class RunContext:
         data = provenance.run_config(
             self.settings,
             self.values,
-            command=provenance.command(self.config),
+            command=self.invocation.command,
             started=self.started,
             workers=self.workers,
             planned=planned,
             session=self.provenance(),
-            dataset=self.values["dataset"] or (str(roots[0]) if len(roots) == 1 else None),
-            markexpr=self.config.option.markexpr or None,
-            keyword=self.config.option.keyword or None,
+            dataset=self.values.dataset or (str(roots[0]) if len(roots) == 1 else None),
+            markexpr=self.invocation.markexpr,
+            keyword=self.invocation.keyword,
         )
         upstream = {"upstream_config": self.upstream_config} if self.upstream_config else {}
         gateway = {"gateway": gateway_mod.run_fact(self.gateway_routes, self.gateway_notes)}
@@ -660,62 +680,61 @@ class RunContext:
             worker=self.worker,
             workers=self.workers,
             budget=self.budget,
-            only=self.probe_keys if self.values["probe_only"] else None,
+            only=self.probe_keys if self.values.probe_only else None,
             prices=self.prices,
-            container_env=functools.partial(
-                hooked_env.adjust, self.config.hook.pytest_gaia2_container_env, self.redactor
-            ),
-            max_starts_per_minute=self.values["max_starts_per_minute"],
+            container_env=functools.partial(hooked_env.adjust, self.hook("pytest_gaia2_container_env"), self.redactor),
+            max_starts_per_minute=self.values.max_starts_per_minute,
             decided=self._decided,
-            adaptive_pacing=self.values["pacing"] == "adaptive",
+            adaptive_pacing=self.values.pacing == "adaptive",
             gateway=gateway_mod.GatewayClient.of(self.gateway_access) if self.gateway_access else None,
-            scenario_cap=self.values["scenario_cap"],
-            token_cap=self.values["scenario_token_cap"],
+            scenario_cap=self.values.scenario_cap,
+            token_cap=self.values.scenario_token_cap,
         )
 
     @cached_property
     def prices(self) -> PriceBook:
         """--gaia2-price-file, read once per process at start-up (a bad file is a usage error)."""
-        raw = self.values["price_file"]
+        raw = self.values.price_file
         return PriceBook.load(self.path(raw) if raw else None)
 
     @property
     def budget(self) -> Budget:
         return Budget(
-            halt=self.values["budget_halt"],
-            cap=self.values["budget_cap"],
-            token_halt=self.values["token_halt"],
-            max_errors=self.values["max_errors"],
+            halt=self.values.budget_halt,
+            cap=self.values.budget_cap,
+            token_halt=self.values.token_halt,
+            max_errors=self.values.max_errors,
         )
 
     # -- the end of the run ------------------------------------------------------------------
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """On the controller: each final report's record becomes one results.jsonl line."""
-        skipped = getattr(report, "gaia2_not_started", None)
-        if isinstance(skipped, dict) and not self.is_worker:
-            self.book.note_not_started(str(skipped.get("key")), str(skipped.get("why")))
-        data = getattr(report, "gaia2_record", None)
-        if data is None or str(report.outcome) == "rerun" or self.is_worker:  # rerunfailures' own outcome
+    def take_report(self, not_started: Mapping[str, Any] | None, record: dict[str, Any] | None) -> None:
+        """On the controller: an item that did not start is noted, and a final report's record
+        becomes one results.jsonl line."""
+        if self.is_worker:
+            return
+        if not_started is not None:
+            self.book.note_not_started(str(not_started.get("key")), str(not_started.get("why")))
+        if record is None:
             return
         try:
-            notices = self.book.add(AttemptRecord.from_json(data), probe_keys=self.probe_keys, workers=self.workers)
+            notices = self.book.add(AttemptRecord.from_json(record), probe_keys=self.probe_keys, workers=self.workers)
         except store.StoreError as exc:
             notices = [f"gaia2: {exc}"]
         for notice in notices:
-            self._writer()(self.redactor.redact(notice))
+            self.write(self.redactor.redact(notice))
 
     def call_hook(self, name: str, **kwargs: Any) -> None:
         """A ``pytest_gaia2_*`` hook users implement (:mod:`pytest_gaia2.plugin.newhooks`): its
         failure is one warning line, never the end of a run that is spending money."""
         try:
-            getattr(self.config.hook, name)(**kwargs)
+            self.hook(name)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - a user's hook: any failure is reported, not raised
             text = f"gaia2: warning: {name} failed: {type(exc).__name__}: {str(exc)[:200]}"
-            self._writer()(printable(self.redactor.redact(text)))
+            self.write(printable(self.redactor.redact(text)))
 
     def summary_lines(self) -> list[str]:
-        if self.is_worker or not self.active or self.config.option.collectonly or self.stopped:
+        if self.is_worker or not self.active or self.invocation.collect_only or self.stopped:
             return []
         replaced = [
             printable(f"gaia2: {entry['key']} = {entry['configured']!r} was replaced: the run used {entry['used']}")
@@ -725,22 +744,23 @@ class RunContext:
             return [*replaced, "gaia2: no scenario ran"]
         return [self.redactor.redact(line) for line in [*replaced, *self.book.lines()]]
 
-    def finish(self, exitstatus: int, signum: int | None = None) -> int | None:
+    def finish_run(self, exitstatus: int, signum: int | None = None, *, workers: bool = False) -> ExitStatus | None:
         """Write results.jsonl, summary.json and the run's pages, remove what is left of the
         session, and let the gate decide the exit status.
 
         The files come first and are held against a further signal, and the sweep never raises
         out: a double Ctrl-C or an engine failure in the sweep still leaves the run's summary.
         An interrupted run first lets its xdist workers finish the records of the attempts they
-        were running, so every scenario in flight gets its line; ``signum``, the signal that
-        interrupted it, is forwarded to them first (a signal to the controller alone reaches none)."""
+        were running (``workers``: xdist's), so every scenario in flight gets its line; ``signum``,
+        the signal that interrupted it, is forwarded to them first (a signal to the controller
+        alone reaches none). None: the status the run already has stands."""
         if self.is_worker or not self.prepared:
             self._sweep()
             return None
-        if exitstatus == pytest.ExitCode.INTERRUPTED:
+        if exitstatus == ExitStatus.INTERRUPTED:
             self.book.end_reason = "interrupted (Ctrl-C, SIGTERM or a collection error) before they started"
         try:
-            if exitstatus == pytest.ExitCode.INTERRUPTED and self.config.pluginmanager.has_plugin("dsession"):
+            if exitstatus == ExitStatus.INTERRUPTED and workers:
                 if signum is not None:
                     self._forward(signum)
                 self._wait_for_workers()
@@ -748,7 +768,7 @@ class RunContext:
         finally:
             self._sweep()
 
-    def _write_run_files(self, exitstatus: int) -> int | None:
+    def _write_run_files(self, exitstatus: int) -> ExitStatus | None:
         from pytest_gaia2.run import interrupts
 
         with interrupts.held():
@@ -764,23 +784,22 @@ class RunContext:
             try:
                 decision = self.book.write(extra)
             except store.StoreError as exc:
-                self._writer()(f"gaia2: {exc}; the records already written are kept")
-                return pytest.ExitCode.INTERNAL_ERROR
+                self.write(f"gaia2: {exc}; the records already written are kept")
+                return ExitStatus.INTERNAL_ERROR
             if self.folder is not None:
                 from pytest_gaia2.report.pages import write_run_pages
 
-                allure = getattr(self.config.option, "allure_report_dir", None)
                 write_run_pages(
                     self.folder.path,
-                    report=self.values["report"],
-                    write=self._writer(),
-                    alluredir=self.config.invocation_params.dir / allure if allure else None,
+                    report=self.values.report,
+                    write=self.write,
+                    alluredir=self.invocation.alluredir,
                 )
-        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        if exitstatus in (ExitStatus.INTERRUPTED, ExitStatus.INTERNAL_ERROR, ExitStatus.USAGE_ERROR):
             return None
-        if decision is None:  # no gate: pytest's status, but a budget halt is no pass
-            return pytest.ExitCode.TESTS_FAILED if self.book.halted_short() else None
-        return pytest.ExitCode.OK if decision.met else pytest.ExitCode.TESTS_FAILED
+        if decision is None:  # no gate: the run's status, but a budget halt is no pass
+            return ExitStatus.TESTS_FAILED if self.book.halted_short() else None
+        return ExitStatus.OK if decision.met else ExitStatus.TESTS_FAILED
 
     def _forward(self, signum: int) -> None:
         """The controller's signal to the workers with an attempt in flight, as a terminal's Ctrl-C
@@ -800,7 +819,7 @@ class RunContext:
         while self.folder is not None and running(self.folder.path) and time.monotonic() < deadline:
             time.sleep(0.1)
         if self.folder is not None and running(self.folder.path):
-            self._writer()(
+            self.write(
                 f"gaia2: {WIND_DOWN_MISSED} {WORKER_WIND_DOWN:g} s after the interrupt; "
                 "their records are recovered from the attempt folders where written, their containers removed"
             )
@@ -822,10 +841,10 @@ class RunContext:
             if self.engines.connected or (self.prepared and not self.is_worker):
                 self.remove_worker_containers(self.worker if self.is_worker else None)
         except Exception as exc:  # noqa: BLE001 - the run's files are written; the reaper of the next run removes the rest
-            self._writer()(
+            self.write(
                 self.redactor.redact(
                     f"gaia2: warning: the session's containers could not all be removed ({type(exc).__name__}: "
-                    f"{str(exc)[:200]}); the next run removes them once they are {self.values['reap_grace']:g} s old"
+                    f"{str(exc)[:200]}); the next run removes them once they are {self.values.reap_grace:g} s old"
                 )
             )
 

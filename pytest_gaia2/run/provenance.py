@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
-
 from pytest_gaia2.config import settings as settings_mod
+from pytest_gaia2.config.options import Options
 from pytest_gaia2.store.record import PROVENANCE_KEYS, AttemptRecord
 from pytest_gaia2.store.redact import looks_secret
 from pytest_gaia2.store.version import PLUGIN_VERSION
@@ -35,8 +34,9 @@ def host_of(url: str | None) -> str | None:
     return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
 
 
-def command(config: pytest.Config) -> str:
-    return shlex.join([Path(sys.argv[0]).name, *config.invocation_params.args])
+def command(args: Sequence[str]) -> str:
+    """The command line that started this session, from the arguments pytest was given."""
+    return shlex.join([Path(sys.argv[0]).name, *args])
 
 
 def of_session(
@@ -148,7 +148,7 @@ def resume_command(command: str, folder: Path) -> str:
 
 def run_config(
     settings: settings_mod.RunSettings,
-    values: Mapping[str, Any],
+    values: Options,
     *,
     command: str,
     started: _dt.datetime,
@@ -176,39 +176,36 @@ def run_config(
         "timeout": limits.timeout,
         "health_timeout": limits.health_timeout,
         "concurrency": workers,
-        "limit": values["first_n"],
+        "limit": values.first_n,
         "dataset": dataset,
-        "splits": values["splits"],
-        "subset": values["subset"],
+        "splits": values.splits,
+        "subset": values.subset,
         "num_scenarios": len({key.split("/run_")[0] for key in planned}),
-        "total_runs": values["repeat"],
+        "total_runs": values.repeat,
         "plugin_version": PLUGIN_VERSION,
         "run_id": session["run_id"],
         "session_id": session["session_id"],
         "workers": workers,
-        "name": values["name"],
-        "tags": list(values["tag"]),
+        "name": values.name,
+        "tags": list(values.tag),
         "planned": list(planned),
         "provenance": dict(session),
         "settings": settings_mod.public_dict(settings),
         "selection": {
-            key: values[key]
-            for key in (
-                "scenarios",
-                "dataset",
-                "language",
-                "dataset_revision",
-                "splits",
-                "subset",
-                "ids_file",
-                "sample",
-                "seed",
-                "first_n",
-                "order",
-                "shard",
-                "repeat",
-                "retries",
-            )
+            "scenarios": values.scenarios,
+            "dataset": values.dataset,
+            "language": values.language,
+            "dataset_revision": values.dataset_revision,
+            "splits": values.splits,
+            "subset": values.subset,
+            "ids_file": values.ids_file,
+            "sample": values.sample,
+            "seed": values.seed,
+            "first_n": values.first_n,
+            "order": values.order,
+            "shard": values.shard,
+            "repeat": values.repeat,
+            "retries": values.retries,
         },
         "markexpr": markexpr,
         "keyword": keyword,

@@ -18,8 +18,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 from pytest_gaia2.config.settings import copy_in_problem
 from pytest_gaia2.cost.budget import NOT_INFRASTRUCTURE, Budget, Ledger, LedgerRead, usd_text
 from pytest_gaia2.cost.prices import PriceBook
@@ -134,6 +132,11 @@ def edited_verdict(record: AttemptRecord, evidence: Evidence) -> str | None:
     if record.outcome == "failed" and recorded is not None and recorded["success"]:
         return "it says failed, daemon_status.json beside it says pass"
     return None
+
+
+class NotStarted(Exception):
+    """The item is not started: not in the probe, or a limit stopped the run (the plugin reports
+    it as skipped, the message its reason)."""
 
 
 class ScenarioRunner:
@@ -337,7 +340,7 @@ class ScenarioRunner:
         ``--gaia2-retries`` times, each attempt in a folder of its own; a judgment never is. Each
         start waits for the pacer; provider trouble is told to it and retried after a backoff."""
         if self.only is not None and item.key not in self.only:
-            pytest.skip("--gaia2-probe-only: not in the probe")
+            raise NotStarted("--gaia2-probe-only: not in the probe")
         stored = stored_result(self.folder, item, self.session_id) if self.folder is not None else None
         if stored is not None and self._chain_unbroken(item):
             return stored
@@ -345,7 +348,7 @@ class ScenarioRunner:
         for tried in range(1, self.retries + 2):
             halted = self._halt_reason()
             if halted:
-                pytest.skip(halted)
+                raise NotStarted(halted)
             if self.pacer is not None:
                 self.pacer.wait_turn()
             attempt = self.new_attempt(item)

@@ -7,7 +7,6 @@ turns the parsed option values into one frozen object and derives the bounds fro
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,25 +46,6 @@ class Limits:
     """Seconds without a new daemon event before the attempt ends (0: none)."""
     stuck_loop_min_calls: int = 3
     """Model calls since the last turn boundary that make a daemon error the agent's loop (0: never)."""
-
-    @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> Limits:
-        """From ``options.read`` values (defaults already applied there)."""
-        return cls(
-            timeout=float(values["timeout"]),
-            duration_slack=float(values["duration_slack"]),
-            health_timeout=float(values["health_timeout"]),
-            judge_grace=float(values["judge_grace"]),
-            stop_timeout=float(values["stop_timeout"]),
-            reap_grace=float(values["reap_grace"]),
-            max_file_size=int(values["max_file_size"]),
-            max_collect_size=int(values["max_collect_size"]),
-            memory=int(values["memory"]),
-            pids_limit=int(values["pids_limit"]),
-            keep=bool(values["keep"]),
-            idle_timeout=float(values["idle_timeout"]),
-            stuck_loop_min_calls=int(values["stuck_loop_min_calls"]),
-        )
 
     def effective_timeout(self, duration: float | None) -> float:
         """The larger of the scenario duration + the slack and the configured timeout (upstream)."""

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -56,10 +57,12 @@ SOURCES = ("gaia2-cli/core", "gaia2-cli/cli")
 IMAGE = "pytest-gaia2-test/gaia2-cli-rejudge-oracle"
 COMMIT_LABEL = "org.pytest-gaia2-test.upstream-commit"
 BASE_LABEL = "org.pytest-gaia2-test.base-image"
-TAMPERED = {  # the same three edits, judged by both judges
-    "execution/scenario_universe_28_5zyiit": "Cannot match MessagingAppV2__send_message",
-    "time/scenario_universe_26_quwx1e": "time check failed (agent_relative=40s, oracle_relative=4s)",
-    "adaptability/scenario_universe_29_r5pzv7": "Tool count mismatch: agent={}, oracle={'MessagingAppV2__send_message': 1}",
+TAMPERED = {  # the same three edits, judged by both judges: the reason each gives, as a pattern
+    "execution/scenario_universe_28_5zyiit": re.escape("Cannot match MessagingAppV2__send_message"),
+    # 40 s after the first event, which the run itself placed a second either way of the turn's start
+    "time/scenario_universe_26_quwx1e": r"time check failed \(agent_relative=(39|40|41)s, oracle_relative=4s\)",
+    "adaptability/scenario_universe_29_r5pzv7": re.escape(
+        "Tool count mismatch: agent={}, oracle={'MessagingAppV2__send_message': 1}"),
 }
 
 
@@ -236,7 +239,8 @@ def test_upstream_judge_fails_what_the_reference_judge_fails(
     reference, upstream = judged[build.image_name()], judged[gaia2_cli_image]
     assert {k: r["success"] for k, r in upstream.items()} == {k: r["success"] for k, r in reference.items()}
     for key, reason in TAMPERED.items():
-        assert reason in upstream[key]["failure_reason"] and reason in reference[key]["failure_reason"], key
+        found = [re.search(reason, judged_by[key]["failure_reason"]) for judged_by in (upstream, reference)]
+        assert found[0] and found[1] and found[0][0] == found[1][0], key
 
 
 def test_model_judges_through_upstreams_litellm_engine(gaia2_cli_image: str, run: Path, tmp_path: Path) -> None:  # noqa: F811

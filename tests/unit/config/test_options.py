@@ -12,13 +12,14 @@ import pytest
 
 from pytest_gaia2.config import options
 from pytest_gaia2.config.values import OptionError
+from pytest_gaia2.plugin import pytest_options
 
 MiB = 1024**2
 GiB = 1024**3
 
 
 def value(key: str, raw: Any) -> Any:
-    return options.resolve({key: raw}, {}, {})[key]
+    return getattr(options.resolve({key: raw}, {}, {}), key)
 
 
 # --- numbers ----------------------------------------------------------------------------
@@ -67,9 +68,9 @@ def test_zero_means_no_container_limit() -> None:
 
 def test_limit_defaults() -> None:
     values = options.resolve({}, {}, {})
-    assert (values["max_file_size"], values["max_collect_size"]) == (256 * MiB, GiB)
-    assert (values["memory"], values["pids_limit"], values["keep"]) == (4 * GiB, 4096, False)
-    assert (values["allow_incomplete"], values["resume"], values["resume_mismatch"]) == (False, False, "refuse")
+    assert (values.max_file_size, values.max_collect_size) == (256 * MiB, GiB)
+    assert (values.memory, values.pids_limit, values.keep) == (4 * GiB, 4096, False)
+    assert (values.allow_incomplete, values.resume, values.resume_mismatch) == (False, False, "refuse")
 
 
 def test_resume_mismatch_choices() -> None:
@@ -90,23 +91,23 @@ def test_resume_mismatch_choices() -> None:
     (("--gaia2-resume=/abs/run", "--gaia2-output=~/out"), "/abs/run", "{home}/out"),
 ])
 def test_resume_forms(pytester: pytest.Pytester, args: tuple[str, ...], resume: Any, output: str) -> None:
-    values = options.read(pytester.parseconfig(*args))
+    values = pytest_options.read(pytester.parseconfig(*args))
     here = str(pytester.path)
-    assert values["resume"] == (resume.format(here=here) if isinstance(resume, str) else resume)
-    assert type(values["resume"]) is type(resume)
-    assert values["output"] == output.format(here=here, home=os.path.expanduser("~"))
+    assert values.resume == (resume.format(here=here) if isinstance(resume, str) else resume)
+    assert type(values.resume) is type(resume)
+    assert values.output == output.format(here=here, home=os.path.expanduser("~"))
 
 
 @pytest.mark.parametrize(("ini", "resume"), [("true", True), ("no", False), ("runs/one", "{here}/runs/one")])
 def test_resume_in_the_ini_file(pytester: pytest.Pytester, ini: str, resume: Any) -> None:
     pytester.makeini(f"[pytest]\ngaia2_resume = {ini}\n")
     expected = resume.format(here=pytester.path) if isinstance(resume, str) else resume
-    assert options.read(pytester.parseconfig())["resume"] == expected
+    assert pytest_options.read(pytester.parseconfig()).resume == expected
 
 
 def test_command_line_resume_wins_over_the_ini_file(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ngaia2_resume = runs/old\n")
-    assert options.read(pytester.parseconfig("--gaia2-resume=/runs/new"))["resume"] == "/runs/new"
+    assert pytest_options.read(pytester.parseconfig("--gaia2-resume=/runs/new")).resume == "/runs/new"
 
 
 def test_relative_paths_are_anchored_where_they_were_written(pytester: pytest.Pytester,
@@ -116,30 +117,30 @@ def test_relative_paths_are_anchored_where_they_were_written(pytester: pytest.Py
     monkeypatch.chdir(pytester.mkdir("sub"))
     config = pytester.parseconfig("--gaia2-scenarios=../data", "--gaia2-scenarios", "more",
                                   "--gaia2-subset=s.json")
-    values = options.read(config)
+    values = pytest_options.read(config)
     assert config.rootpath == pytester.path
-    assert values["scenarios"] == (str(pytester.path / "data"), str(pytester.path / "sub" / "more"))
-    assert values["subset"] == str(pytester.path / "sub" / "s.json")
-    assert (values["output"], values["env_file"]) == (str(pytester.path / "results"),
+    assert values.scenarios == (str(pytester.path / "data"), str(pytester.path / "sub" / "more"))
+    assert values.subset == str(pytester.path / "sub" / "s.json")
+    assert (values.output, values.env_file) == (str(pytester.path / "results"),
                                                       str(pytester.path / "keys" / ".env"))
-    assert options.config_file(config) is None
-    toml = options.config_file(pytester.parseconfig("--gaia2-config=run.toml"))
+    assert pytest_options.config_file(config) is None
+    toml = pytest_options.config_file(pytester.parseconfig("--gaia2-config=run.toml"))
     assert toml == str(pytester.path / "sub" / "run.toml")
 
 
 def test_base_dir_and_explicit_test_paths(pytester: pytest.Pytester) -> None:
     config = pytester.parseconfig("--gaia2-output", "out")
-    assert options.base_dir(config) == pytester.path
-    assert not options.explicit_test_paths(config)  # "out" is the option's value, not a test path
-    assert options.explicit_test_paths(pytester.parseconfig("--gaia2-output=out", "."))
+    assert pytest_options.base_dir(config) == pytester.path
+    assert not pytest_options.explicit_test_paths(config)  # "out" is the option's value, not a test path
+    assert pytest_options.explicit_test_paths(pytester.parseconfig("--gaia2-output=out", "."))
 
 
 def test_new_flags_on_the_command_line(pytester: pytest.Pytester) -> None:
     config = pytester.parseconfig("--gaia2-keep", "--gaia2-allow-incomplete", "--gaia2-memory=512M",
                                   "--gaia2-pids-limit=0", "--gaia2-resume-mismatch=warn")
-    values = options.read(config)
-    assert (values["keep"], values["allow_incomplete"]) == (True, True)
-    assert (values["memory"], values["pids_limit"], values["resume_mismatch"]) == (512 * MiB, 0, "warn")
+    values = pytest_options.read(config)
+    assert (values.keep, values.allow_incomplete) == (True, True)
+    assert (values.memory, values.pids_limit, values.resume_mismatch) == (512 * MiB, 0, "warn")
 
 
 @pytest.mark.parametrize("name", ["max-errors", "token-halt"])
@@ -151,10 +152,10 @@ def test_the_stops_refuse_what_is_not_a_positive_count(name: str, raw: str) -> N
 
 def test_the_stops_on_the_command_line_and_in_the_ini_file(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ngaia2_max_errors = 3\ngaia2_token_halt = 5000000\n")
-    values = options.read(pytester.parseconfig())
-    assert (values["max_errors"], values["token_halt"]) == (3, 5_000_000)
-    values = options.read(pytester.parseconfig("--gaia2-max-errors=1", "--gaia2-token-halt=10"))
-    assert (values["max_errors"], values["token_halt"]) == (1, 10)
+    values = pytest_options.read(pytester.parseconfig())
+    assert (values.max_errors, values.token_halt) == (3, 5_000_000)
+    values = pytest_options.read(pytester.parseconfig("--gaia2-max-errors=1", "--gaia2-token-halt=10"))
+    assert (values.max_errors, values.token_halt) == (1, 10)
 
 
 # --- help --------------------------------------------------------------------------------

@@ -106,12 +106,12 @@ def test_options_are_ready_for_resolve_and_the_command_line_wins(tmp_path: Path)
     """)
     toml = load(path, {}).options
     values = options.resolve({"timeout": "120"}, toml, {"timeout": "300", "seed": "4"})
-    assert values["dataset"] == "meta-agents-research-environments/gaia2-cli"
-    assert values["splits"] == "all"
-    assert values["first_n"] == 20
-    assert values["repeat"] == 2
-    assert values["timeout"] == 120.0
-    assert values["seed"] == 4
+    assert values.dataset == "meta-agents-research-environments/gaia2-cli"
+    assert values.splits == "all"
+    assert values.first_n == 20
+    assert values.repeat == 2
+    assert values.timeout == 120.0
+    assert values.seed == 4
 
 
 def test_limit_becomes_first_n_with_a_note(tmp_path: Path) -> None:
@@ -275,7 +275,7 @@ def test_sequences_run_as_the_sequence_option(tmp_path: Path) -> None:
 def test_upstream_shards_become_one_based_shard_options(shard: int, count: int, expected: str, tmp_path: Path) -> None:
     config = load(write_config(tmp_path, f"[run]\nshard_id = {shard}\nnum_shards = {count}\n"), {})
     assert config.options == {"shard": expected}
-    assert str(options.resolve({}, config.options, {})["shard"]) == expected
+    assert str(options.resolve({}, config.options, {}).shard) == expected
     assert "not gaia2-runner's round robin, so merge only shards run by pytest-gaia2" in config.notes[0]
 
 
@@ -352,8 +352,8 @@ def test_newer_judge_and_daemon_settings_reach_the_container(tmp_path: Path) -> 
         'GAIA2_JUDGE_EXTRA_BODY={"chat_template_kwargs":{"enable_thinking":true}}',
     ]
     resolved = options.resolve({}, config.options, {})  # the runner's own watches, from the host
-    assert (resolved["idle_timeout"], resolved["stuck_loop_min_calls"]) == (600.0, 5)
-    assert options.resolve({}, config.options, {})["env"][1] == (
+    assert (resolved.idle_timeout, resolved.stuck_loop_min_calls) == (600.0, 5)
+    assert options.resolve({}, config.options, {}).env[1] == (
         "GAIA2_JUDGE_EXTRA_BODY", '{"chat_template_kwargs":{"enable_thinking":true}}'
     )
     assert len(config.notes) == 2 and all("passed into containers as GAIA2_" in n for n in config.notes)
@@ -408,7 +408,7 @@ def test_volumes_become_copies(tmp_path: Path) -> None:
         f"{(tmp_path / 'conf' / 'fs').resolve()}:/opt/gaia2_filesystem",
         f"{(tmp_path / 'shared.json').resolve()}:/home/agent/shared.json",
     ]
-    assert options.resolve({}, config.options, {})["copy_in"][0][1] == "/opt/gaia2_filesystem"
+    assert options.resolve({}, config.options, {}).copy_in[0][1] == "/opt/gaia2_filesystem"
     assert config.notes == ["[agent].volumes are copied into each container before it starts "
                             "(--gaia2-copy-in), not mounted: changes made inside do not reach the host"]
 
@@ -474,7 +474,7 @@ def test_the_shipped_example_targets_the_shipped_scenarios() -> None:
     assert "image" not in config.options  # the reference oracle image
     assert config.secrets == {}
     values = options.resolve({}, config.options, {})
-    assert values["repeat"] == 1 and values["timeout"] == 600.0
+    assert values.repeat == 1 and values.timeout == 600.0
 
 
 # Upstream's example configs by their keys and shapes (gaia2-cli/runner/examples/), written here
@@ -610,6 +610,6 @@ def test_upstream_example_configs_load(name: str, tmp_path: Path) -> None:
     config = load(write_config(tmp_path, text), {"SCRATCH": str(tmp_path / "scratch"), "HOME": str(tmp_path)})
     assert {key: config.options.get(key) for key in expected} == expected
     resolved = options.resolve({}, config.options, {})  # every value the options accept
-    assert resolved["image"].startswith("localhost/gaia2-")
+    assert resolved.image.startswith("localhost/gaia2-")
     if "runtime" in text:
         assert [entry["key"] for entry in config.replaced] == ["[agent].runtime", "[agent].image_sif"]

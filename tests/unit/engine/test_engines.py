@@ -67,8 +67,8 @@ def test_bad_engine_urls_are_refused_naming_the_option(raw: str, why: str) -> No
 
 
 def test_the_ini_lines_and_the_default() -> None:
-    assert options.resolve({}, {}, {})["engine"] == ()
-    assert options.resolve({}, {}, {"engine": [" unix:///a.sock#2 ", "ssh://h"]})["engine"] == (
+    assert options.resolve({}, {}, {}).engine == ()
+    assert options.resolve({}, {}, {"engine": [" unix:///a.sock#2 ", "ssh://h"]}).engine == (
         EngineSpec("unix:///a.sock", 2), EngineSpec("ssh://h"))
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from gaia2_records import headline_records, record, repeated
 
+from pytest_gaia2.config import options
 from pytest_gaia2.report.gate import Gate, best_lower_bound, smallest_passing
 from pytest_gaia2.report.stats import Summary, summarise
 
@@ -142,7 +143,7 @@ def test_incomplete_repeats_are_counted_in_runs() -> None:
 
 def test_gate_from_resolved_options() -> None:
     values = {"min_pass_rate": 0.8, "rate": "judged", "gate_on": "lower-bound", "max_error_rate": None}
-    gate = Gate.from_options(values)
+    gate = Gate.from_options(options.resolve(values, {}, {}))
     assert gate == Gate(min_pass_rate=0.8, rate="judged", gate_on="lower-bound")
     assert gate.active
 

@@ -21,7 +21,15 @@ from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.plan.scenarios import load_scenario
 from pytest_gaia2.run.evidence import ScenarioResult
-from pytest_gaia2.run.scenario_runs import NOT_RETRIED, ScenarioRunner, retried, reusable, scenario_dir, stored_result
+from pytest_gaia2.run.scenario_runs import (
+    NOT_RETRIED,
+    NotStarted,
+    ScenarioRunner,
+    retried,
+    reusable,
+    scenario_dir,
+    stored_result,
+)
 from pytest_gaia2.run.verdict import Gaia2InfraError
 from pytest_gaia2.store.folder import RESULT_FILE, RunFolder
 from pytest_gaia2.store.record import CATEGORIES, AttemptRecord, outcome_of
@@ -321,7 +329,7 @@ def test_an_error_raised_before_any_record_is_not_retried(run: RunFolder, item: 
 def test_a_halted_budget_skips_before_the_next_attempt(run: RunFolder, item: PlannedItem) -> None:
     record_spend(run.path, "search/earlier", 1, 5.0)
     runner = ScriptedRunner(run, 2, [ERROR], Budget(halt=1.0))
-    with pytest.raises(pytest.skip.Exception, match="budget"):
+    with pytest.raises(NotStarted, match="budget"):
         runner.result_for(item, lambda attempt: None)
     assert runner.made == []
 
@@ -329,7 +337,7 @@ def test_a_halted_budget_skips_before_the_next_attempt(run: RunFolder, item: Pla
 def test_the_token_halt_skips_before_the_next_attempt(run: RunFolder, item: PlannedItem) -> None:
     record_spend(run.path, "search/earlier", 1, None, 1_500)  # a model without a price: tokens only
     runner = ScriptedRunner(run, 0, [PASS], Budget(token_halt=1_000))
-    with pytest.raises(pytest.skip.Exception, match="budget: the run has used 1,500 tokens, its token halt is 1,000"):
+    with pytest.raises(NotStarted, match="budget: the run has used 1,500 tokens, its token halt is 1,000"):
         runner.result_for(item, lambda attempt: None)
     assert runner.made == []
 
@@ -350,7 +358,7 @@ def test_max_errors_counts_this_sessions_errors_its_own_at_once(run: RunFolder, 
     runner = ScriptedRunner(run, 0, [make_record(None, session_id=NOW)], Budget(max_errors=2))
     assert runner.result_for(item, lambda attempt: None).record.outcome == "error"  # one error seen: it starts
     assert runner.own_errors == {item.key: "no_judgment"}
-    with pytest.raises(pytest.skip.Exception) as skipped:
+    with pytest.raises(NotStarted) as skipped:
         runner.result_for(item, lambda attempt: None)
     assert str(skipped.value) == (
         "errors: 2 infrastructure error(s) in this session (health_timeout 1, no_judgment 1) reached "

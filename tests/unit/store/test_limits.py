@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from pytest_gaia2.config import options
+from pytest_gaia2.config.settings import limits_of
 from pytest_gaia2.store.limits import Limits
 
 
 def _limits(**cli: str) -> Limits:
-    return Limits.from_values(options.resolve(cli, {}, {}))
+    return limits_of(options.resolve(cli, {}, {}))
 
 
 @pytest.mark.parametrize(

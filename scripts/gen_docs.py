@@ -68,7 +68,7 @@ passes and failures around them.
 EXIT_CODES_INTRO = """\
 # Exit status
 
-What `pytest` with the plugin exits with. A command that is refused (4 or 6) starts no container,
+What `pytest` with the plugin exits with. A command that is refused (4 or 10) starts no container,
 creates no run folder and leaves `latest` where it was, so a `--gaia2-resume` after it continues
 the run whose verdicts are paid for. The console commands (`pytest-gaia2 ...`) have their own
 codes: 0, 1 for a verdict they were asked to gate on, 2 for bad input ([Commands](commands.md)).

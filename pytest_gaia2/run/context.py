@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 
 class ExitStatus(enum.IntEnum):
-    """A run's exit status, numbered as pytest numbers its own (0 to 5) and the plugin's refusal (6)."""
+    """A run's exit status, numbered as pytest numbers its own (0 to 5); the plugin's refusal
+    (10) stays clear of the codes pytest adds (9.2 gives 6 to ``--max-warnings``)."""
 
     OK = 0
     TESTS_FAILED = 1
@@ -56,13 +57,13 @@ class ExitStatus(enum.IntEnum):
     INTERNAL_ERROR = 3
     USAGE_ERROR = 4
     NO_TESTS_COLLECTED = 5
-    REFUSED = 6
+    REFUSED = 10
 
 
 EXIT_REFUSED = int(ExitStatus.REFUSED)
 """The exit status of a run pre-flight refused (the engine does not answer, the image is missing,
 a model endpoint is not ready, the run to resume was made with other settings, its folder is in
-use): pytest's own codes end at 5, and its 3 means an internal error."""
+use): pytest's 3 means an internal error and its 6 too many warnings."""
 EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (
         0,

@@ -1,6 +1,6 @@
 """The model gateway on the real engine, past the happy path (test_gateway_run.py has that): a
 429 storm seen at the gateway and paced across xdist workers; a gateway that cannot listen or
-that no container reaches, refused before any scenario with one message, exit 6 and no run
+that no container reaches, refused before any scenario with one message, exit 10 and no run
 folder; calls from a container of the reference image, OpenAI-compatible and Anthropic-shaped,
 plain and streamed, forwarded and measured, and a foreign or revoked token refused; and no byte
 of the key in any container's environment or files. Only this host's addresses are contacted."""

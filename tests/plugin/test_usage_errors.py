@@ -1,6 +1,6 @@
 """Every usage error of docs/reference/options.md, and the selection mistakes users make, end the
 same way serially and at ``-n 2``: exit status 4, the same ``ERROR:`` lines naming the option, no
-INTERNALERROR, no run folder. (Pre-flight refusals, exit 6, are tested against the engine in
+INTERNALERROR, no run folder. (Pre-flight refusals, exit 10, are tested against the engine in
 test_preflight.py and tests/integration/test_refused_then_resume.py.)"""
 
 from __future__ import annotations
@@ -118,9 +118,9 @@ ANY_VALUE = {
     "name": "free text",
     "tag": "free text",
     "provider": "any provider name; the image's profile decides which settings it needs",
-    "model": "any model id; pre-flight asks the endpoint whether it serves it (exit 6)",
-    "judge-model": "any model id; pre-flight asks the endpoint whether it serves it (exit 6)",
-    "output": "any folder; one that cannot be created is a pre-flight refusal (exit 6, test_results_store.py)",
+    "model": "any model id; pre-flight asks the endpoint whether it serves it (exit 10)",
+    "judge-model": "any model id; pre-flight asks the endpoint whether it serves it (exit 10)",
+    "output": "any folder; one that cannot be created is a pre-flight refusal (exit 10, test_results_store.py)",
 }
 """Options with no value that is wrong at start-up, and why."""
 

@@ -35,16 +35,22 @@ DOCTEST_GLOB = "test*.txt"
 """pytest's default ``--doctest-glob``: text files its doctest plugin collects and runs."""
 
 
+NTFS_DATA = "::$DATA"
+"""The default data stream's suffix: NTFS opens ``a.py::$DATA`` as ``a.py``."""
+
+
 def spellings(name: str) -> tuple[str, ...]:
     """A name as this system and as Windows or macOS may resolve it, case-folded: also without
     the trailing dots and spaces Windows drops and the format characters (zero-width, direction
-    marks) HFS+ ignored, NFKC-normalised, and up to an NTFS stream (``a.py::$DATA`` is ``a.py``)."""
+    marks) HFS+ ignored, NFKC-normalised, and up to an NTFS stream (``a.py::$DATA`` is ``a.py``),
+    also when the name before the stream holds a colon itself (``:.py::$DATA``)."""
 
     def tidy(text: str) -> str:
         text = "".join(char for char in text if unicodedata.category(char) != "Cf").rstrip(". ")
         return unicodedata.normalize("NFKC", text).casefold()
 
-    return name.casefold(), tidy(name), tidy(name.split(":", 1)[0])
+    unstreamed = name[: -len(NTFS_DATA)] if name.casefold().endswith(NTFS_DATA.casefold()) else name
+    return name.casefold(), tidy(name), tidy(name.split(":", 1)[0]), tidy(unstreamed)
 
 
 def hazard(name: str) -> str | None:

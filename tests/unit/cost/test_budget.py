@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_gaia2.config.values import OptionError, usd
@@ -183,14 +183,20 @@ ENTRY_LINES = st.lists(st.tuples(st.text(min_size=1, max_size=30),
 
 @settings(max_examples=200, deadline=None)
 @given(ENTRY_LINES, st.integers(min_value=0, max_value=10_000))
+@example([("a", 1.0), ("a", 2.0)], 53)  # cut just before the last newline: that line is whole and counts
 def test_a_ledger_cut_anywhere_keeps_every_line_before_the_cut(lines: list[tuple[str, float]], cut: int) -> None:
-    data = b"".join(json.dumps({"entry": entry, "usd": usd}).encode() + b"\n" for entry, usd in lines)
+    encoded = [json.dumps({"entry": entry, "usd": usd}).encode() for entry, usd in lines]
+    data = b"".join(line + b"\n" for line in encoded)
     cut = min(cut, len(data))
     entries, damaged = parse_lines(data[:cut])
-    whole = data[:cut].count(b"\n")
     expected: dict[str, float] = {}
-    for entry, amount in lines[:whole]:
-        expected[entry] = max(amount, expected.get(entry, amount))
+    end = 0
+    for line, (entry, amount) in zip(encoded, lines, strict=True):
+        end += len(line)
+        if end > cut:
+            break
+        expected[entry] = max(amount, expected.get(entry, amount))  # a whole last line counts without its newline
+        end += 1
     assert {key: entries[key] for key in expected} == expected
     assert len(damaged) <= 1
 

@@ -11,7 +11,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_gaia2.plan import items as plan
@@ -144,6 +144,7 @@ HAZARDS = ["conftest.py", "test_doc.txt", "TEST_x.TXT", "__init__.py", "x.pyz", 
        st.sampled_from(importlib.machinery.SOURCE_SUFFIXES + importlib.machinery.BYTECODE_SUFFIXES
                        + importlib.machinery.EXTENSION_SUFFIXES + [".pth"]),
        st.lists(st.booleans(), min_size=40, max_size=40), st.sampled_from(["", ".", " ", ". ", "::$DATA", "\u200b"]))
+@example(":", ".py", [False] * 40, "::$DATA")  # a colon in the name before the stream
 def test_every_name_python_imports_is_a_hazard_however_a_system_spells_it(
         stem: str, suffix: str, upper: list[bool], tail: str) -> None:
     """Python's own list of the suffixes it imports from (sources, bytecode, this system's

@@ -17,7 +17,8 @@ import json, os, sys
 
 
 def pytest_unconfigure(config):
-    who = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    # Not PYTEST_XDIST_WORKER: a controller started by a test on an xdist worker inherits it.
+    who = getattr(config, "workerinput", {}).get("workerid", "controller")
     with open(os.path.join(str(config.rootpath), f"modules-{who}.json"), "w") as out:
         json.dump(sorted(sys.modules), out)
 """

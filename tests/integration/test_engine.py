@@ -344,18 +344,29 @@ def settled(container: Container, timeout: float = 30.0) -> Container:
     return container
 
 
+def said(container: Container, cmd: list[str], user: str = "") -> tuple[int, str]:
+    """An exec's exit code and output, asked again (up to three times) while the output is empty:
+    Podman 4.3's exec stream can close before a short command's output."""
+    answer = container.exec(cmd, user=user)
+    for _ in range(2):
+        if answer[1]:
+            break
+        answer = container.exec(cmd, user=user)
+    return answer
+
+
 def test_each_capability_is_what_one_init_step_needs(
     engine: Engine, sleeper: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     container = settled(launch(engine, sleeper))
     for name, command in CAPABILITY_CHECKS.items():
         assert container.exec(["bash", "-c", command]) == (0, ""), name
-    assert container.exec(["su", "-s", "/usr/bin/bash", "gaia2", "-c", "id -un"]) == (0, "gaia2\n")  # Meta's images
+    assert said(container, ["su", "-s", "/usr/bin/bash", "gaia2", "-c", "id -un"]) == (0, "gaia2\n")  # Meta's images
     engine.remove(container)
     for name, command in CAPABILITY_CHECKS.items():
         monkeypatch.setattr(engine_mod, "CAPABILITIES", tuple(cap for cap in CAPABILITIES if cap != name))
         container = settled(launch(engine, sleeper))
-        code, output = container.exec(["bash", "-c", command])
+        code, output = said(container, ["bash", "-c", command])
         assert code != 0 and re.search("not permitted|denied", output), (name, code, output)
         engine.remove(container)
 
@@ -369,11 +380,7 @@ def test_no_new_privileges_disables_the_setuid_tool_wrapper_of_agent_images(
     image = derived_image("pytest-gaia2-test/engine-setuid:1", "RUN cp /usr/bin/id /usr/local/bin/gaia2-id "
                           "&& chown gaia2:gaia2 /usr/local/bin/gaia2-id && chmod u+s /usr/local/bin/gaia2-id")
     container = launch(engine, image, no_new_privileges=no_new_privileges)
-    for _ in range(3):  # Podman 4.3's exec stream can close before a short command's output (rc 0, no text)
-        answer = container.exec(["/usr/local/bin/gaia2-id", "-un"], user="agent")
-        if answer[1]:
-            break
-    assert answer == (0, f"{effective_user}\n")
+    assert said(container, ["/usr/local/bin/gaia2-id", "-un"], user="agent") == (0, f"{effective_user}\n")
 
 
 def test_teardown_kills_at_once_unless_graceful_and_logs_are_saved_bounded_and_masked(
@@ -455,16 +462,17 @@ def test_files_go_in_as_one_archive_keeping_existing_folders_and_making_missing_
     since = time.time()
     container = launch(engine, reference, command=("-c", "exec sleep infinity"), files=(
         ("/var/gaia2/custom_scenario.json", b'{"x": 1}', 0o644),
-        ("/opt/new/deeper/tool.sh", b"#!/usr/bin/bash\necho hi\n", 0o755)))
+        ("/opt/new/deeper/tool.sh", b"#!/usr/bin/bash\nexit 7\n", 0o755)))
     identity = container.id
     try:
-        code, out = container.exec(["stat", "-c", "%U %a %n", "/var/gaia2", "/var/gaia2/custom_scenario.json",
+        code, out = said(container, ["stat", "-c", "%U %a %n", "/var/gaia2", "/var/gaia2/custom_scenario.json",
                                     "/opt/new/deeper/tool.sh"])
         assert code == 0, out
         owner, mode, _ = out.splitlines()[0].split()
         assert (owner, mode) == ("gaia2", "700"), out  # as the Dockerfile made it: the judge's alone
         assert out.splitlines()[1].split()[1] == "644" and out.splitlines()[2].split()[1] == "755"
-        assert container.exec(["/opt/new/deeper/tool.sh"]) == (0, "hi\n")
+        # It runs: its exit code, not its output (Podman 4.3 can lose a short exec's output).
+        assert container.exec(["/opt/new/deeper/tool.sh"])[0] == 7
     finally:
         engine.remove(container)
     if podman_version(client) is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import html
 import re
 import unicodedata
@@ -80,18 +81,22 @@ def _base64_decodings(text: str, size: int = 0) -> Iterable[bytes]:
     the four group alignments and in both alphabets (a secret encoded inside a longer blob is
     found whole at one of them)."""
     for run in _BASE64_RUN.findall(text):
-        if len(run) < size * 4 // 3:
-            continue
-        for start in range(4):
-            part = run[start:]
-            groups = part[:len(part) - len(part) % 4]
-            padded = part[:len(part) - (len(part) % 4 == 1)]
-            for whole in {groups, padded + "=" * (-len(padded) % 4)}:
-                for alphabet in (whole.translate(str.maketrans("-_", "+/")), whole):
-                    try:
-                        yield base64.b64decode(alphabet, validate=False)
-                    except (binascii.Error, ValueError):
-                        continue
+        if len(run) >= size * 4 // 3:
+            yield from _base64_run(run)
+
+
+def _base64_run(run: str) -> Iterator[bytes]:
+    """What one run of base64 characters decodes to, at each alignment and in both alphabets."""
+    for start in range(4):
+        part = run[start:]
+        groups = part[:len(part) - len(part) % 4]
+        padded = part[:len(part) - (len(part) % 4 == 1)]
+        for whole in {groups, padded + "=" * (-len(padded) % 4)}:
+            for alphabet in (whole.translate(str.maketrans("-_", "+/")), whole):
+                try:
+                    yield base64.b64decode(alphabet, validate=False)
+                except (binascii.Error, ValueError):
+                    continue
 
 
 def _gunzipped(data: bytes) -> bytes:
@@ -101,25 +106,41 @@ def _gunzipped(data: bytes) -> bytes:
         return b""
 
 
-def _binary_decodings(text: str, size: int) -> Iterator[bytes]:
-    """The bytes every run of hex, base32, base64, base85 or ascii85 characters long enough to
-    hold ``size`` bytes decodes to at each alignment; base64 also inside base64 and gzip
-    inflated."""
+@functools.lru_cache(maxsize=1 << 16)
+def _run_holds(kind: int, run: str, needles: tuple[bytes, ...]) -> bool:
+    """Whether a run of an encoding's characters (``kind``: an index into :data:`_RUNS`, or -1
+    for base64) decodes to bytes holding one of ``needles`` at any alignment: base64 also inside
+    base64 and gzip inflated. Remembered: the decodings of one file (each escape undone, each
+    separator dropped) hold the same runs again and again, and decoding them is the cost."""
+    size = len(needles[0])
+    if kind < 0:
+        found: Iterable[bytes] = (
+            form for data in _base64_run(run)
+            for form in (data, _gunzipped(data), *_base64_decodings(data.decode("latin-1"), size)))
+        return any(needle in data for data in found for needle in needles)
+    _, group, _, decode = _RUNS[kind]
+    for start in range(group):
+        for end in range(group):  # a partial last group, and what follows the form
+            try:
+                data = decode(run[start:len(run) - end])
+            except (binascii.Error, ValueError):
+                continue
+            if any(needle in data for needle in needles):
+                return True
+    return False
+
+
+def _binary_holds(text: str, needles: tuple[bytes, ...]) -> bool:
+    """Whether the bytes of some run of hex, base32, base64, base85 or ascii85 characters in
+    ``text`` long enough to hold the first needle hold one of ``needles`` at some alignment."""
+    size = len(needles[0])
     for plain in {text, _LINE_BREAKS.sub("", text)}:
-        for data in _base64_decodings(plain, size):
-            yield data
-            yield _gunzipped(data)
-            yield from _base64_decodings(data.decode("latin-1"), size)
-        for pattern, group, ratio, decode in _RUNS:
-            for run in pattern.findall(plain):
-                if len(run) < size * ratio:
-                    continue
-                for start in range(group):
-                    for end in range(group):  # a partial last group, and what follows the form
-                        try:
-                            yield decode(run[start:len(run) - end])
-                        except (binascii.Error, ValueError):
-                            continue
+        if any(_run_holds(-1, run, needles) for run in _BASE64_RUN.findall(plain) if len(run) >= size * 4 // 3):
+            return True
+        for kind, (pattern, _, ratio, _) in enumerate(_RUNS):
+            if any(_run_holds(kind, run, needles) for run in pattern.findall(plain) if len(run) >= size * ratio):
+                return True
+    return False
 
 
 def _apart(text: str, secret: str) -> str:
@@ -147,8 +168,7 @@ def holds(data: bytes | str, secret: str) -> bool:
             if secret in view:
                 return True
         for view in (decoded, _apart(decoded, secret)):
-            if any(needle in found or any(form in found for form in wide)
-                   for found in _binary_decodings(view, len(needle))):
+            if _binary_holds(view, (needle, *wide)):
                 return True
     return False
 

@@ -1,6 +1,9 @@
 """``pytest-gaia2 list`` on an output folder of five runs of the reference image (one halted, one
 interrupted, one resumed, two named), on the terminal and in a real headless browser.
 
+Each run plans two scenarios (two splits): enough for a halt to leave one not run and for a
+resume to reuse one, and the five runs follow each other, so each scenario more is waited for five times.
+
 Four runs are real; the interrupted one is a copy of a real run folder whose run_config.json
 plans two more scenarios and whose summary.json says it was interrupted (as a Ctrl-C leaves it).
 Every scenario costs $1.20 (a fixed usage priced from a price file), so the halt's moment is known.
@@ -52,7 +55,7 @@ def _interrupted_copy(output: Path, source: Path) -> Path:
     (copy / "run_config.json").write_text(json.dumps(config), encoding="utf-8")
     summary = json.loads((copy / "summary.json").read_text(encoding="utf-8"))
     summary.update(planned=summary["planned"] + len(missing), not_run=missing, not_run_count=len(missing), complete=False)
-    summary["stop"] = {"stopped": True, "reason": INTERRUPTED, "halt_usd": None, "cap_usd": None, "spent_usd": 6.0,
+    summary["stop"] = {"stopped": True, "reason": INTERRUPTED, "halt_usd": None, "cap_usd": None, "spent_usd": 2.4,
                        "spent_at_stop_usd": None, "not_started": [{"key": key, "why": INTERRUPTED} for key in missing]}
     (copy / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     return copy
@@ -63,16 +66,17 @@ def test_list_shows_five_runs_newest_first_on_the_terminal_and_in_a_browser(
     pytester: pytest.Pytester, run_gaia2: Any
 ) -> None:
     five_splits(pytester.path / "five", 1)
-    args = ("--gaia2-scenarios=five", price_file(pytester), *USAGE, "--gaia2-seed=7")
+    args = ("--gaia2-scenarios=five/search", "--gaia2-scenarios=five/time", price_file(pytester), *USAGE,
+            "--gaia2-seed=7")
     output = pytester.path / "out"
-    run_gaia2(*args, "--gaia2-name=baseline", "--gaia2-tag=nightly", "--gaia2-tag=ref").assert_outcomes(passed=5)
+    run_gaia2(*args, "--gaia2-name=baseline", "--gaia2-tag=nightly", "--gaia2-tag=ref").assert_outcomes(passed=2)
     baseline = run_folder(output)
-    run_gaia2(*args, "--gaia2-budget-halt=2.0").assert_outcomes(passed=2, skipped=3)
+    run_gaia2(*args, "--gaia2-budget-halt=1.0").assert_outcomes(passed=1, skipped=1)
     halted = run_folder(output)
-    run_gaia2(*args, "--gaia2-budget-halt=1.0").assert_outcomes(passed=1, skipped=4)
-    run_gaia2(*args, "--gaia2-resume").assert_outcomes(passed=5)  # one of them reused
+    run_gaia2(*args, "--gaia2-budget-halt=1.0").assert_outcomes(passed=1, skipped=1)
+    run_gaia2(*args, "--gaia2-resume").assert_outcomes(passed=2)  # one of them reused
     resumed = run_folder(output)
-    run_gaia2(*args, "--gaia2-name=candidate", "--gaia2-tag=ref").assert_outcomes(passed=5)
+    run_gaia2(*args, "--gaia2-name=candidate", "--gaia2-tag=ref").assert_outcomes(passed=2)
     candidate = run_folder(output)
     interrupted = _interrupted_copy(output, baseline)
     assert len(run_folders(output)) == 5
@@ -89,14 +93,14 @@ def test_list_shows_five_runs_newest_first_on_the_terminal_and_in_a_browser(
     assert rows[baseline.name].split()[1:3] == ["baseline", "nightly,ref"]
     assert rows[candidate.name].split()[1:3] == ["candidate", "ref"] and rows[halted.name].split()[1:3] == ["-", "-"]
     assert " 2 " in rows[resumed.name] and " 1 " in rows[halted.name]  # sessions: the resumed run has two
-    assert "5/5 " in rows[resumed.name] and "2/5 " in rows[halted.name] and "5/7 " in rows[interrupted.name]
+    assert "2/2 " in rows[resumed.name] and "1/2 " in rows[halted.name] and "2/4 " in rows[interrupted.name]
     for folder in (baseline, halted, resumed, candidate):
         assert _strict(summaries[folder]) in rows[folder.name]
-    assert "5/7 = 71.4% [" in rows[interrupted.name]
-    assert rows[baseline.name].endswith("$6.00") and rows[halted.name].endswith("$2.40")
+    assert "2/4 = 50.0% [" in rows[interrupted.name]
+    assert rows[baseline.name].endswith("$2.40") and rows[halted.name].endswith("$1.20")
     assert status[baseline.name] == status[resumed.name] == status[candidate.name] == "complete"
     assert status[halted.name] == f"incomplete: {summaries[halted]['stop']['reason']}"
-    assert status[halted.name].startswith("incomplete: budget: the run has spent $2.40, its halt is $2.00")
+    assert status[halted.name].startswith("incomplete: budget: the run has spent $1.20, its halt is $1.00")
     assert status[interrupted.name] == f"incomplete: {INTERRUPTED}"
     assert lines[-1] == f"pytest-gaia2 list: runs page: {output.resolve() / 'index.html'}"
     assert {folder: _files(folder) for folder in run_folders(output)} == before  # no run folder touched
@@ -114,14 +118,14 @@ def test_list_shows_five_runs_newest_first_on_the_terminal_and_in_a_browser(
             assert cells["status"] == status[folder.name]
             assert cells["strict"] in rows[folder.name] and cells["cost"] in rows[folder.name]
             assert element.get_attribute("class") == ("complete" if cells["status"] == "complete" else "incomplete")
-            assert cells["done"] == {halted: "2/5", interrupted: "5/7"}.get(folder, "5/5")
+            assert cells["done"] == {halted: "1/2", interrupted: "2/4"}.get(folder, "2/2")
             assert (cells["name"], cells["tags"]) == {
                 baseline: ("baseline", "nightlyref"), candidate: ("candidate", "ref")}.get(folder, ("", ""))
             link = element.find_element(By.CSS_SELECTOR, ".folder a")
             assert Path(link.get_attribute("href").removeprefix("file://")) == (folder / "index.html").resolve()
         driver.find_element(By.CSS_SELECTOR, f'tr[data-folder="{halted.name}"] .folder a').click()
         assert "stopped" in driver.find_element(By.ID, "incomplete").text.lower()
-        assert driver.find_element(By.ID, "stop-budget").text.startswith("budget: halt $2.00, cap none, spent $2.40")
+        assert driver.find_element(By.ID, "stop-budget").text.startswith("budget: halt $1.00, cap none, spent $1.20")
 
     assert _list(output).returncode == 0  # its own index.html is replaced, nothing else
 

@@ -1,7 +1,8 @@
 """The run's numbers agree everywhere: terminal summary, results.jsonl, summary.json,
 run_config.json and JUnit, and with this test's own recount.
 
-The shipped scenarios, a judge failure and an unreadable file run on two workers; then the
+The first shipped scenario of each split, a judge failure and an unreadable file run on two
+workers (every split, at less than half the containers of all twelve shipped ones); then the
 run is resumed with one more scenario whose daemon errors, so the final session holds
 passes, a failure and errors of two categories, most of them reused.
 """
@@ -21,6 +22,7 @@ import docker
 import pytest
 from gaia2_testing import (
     DATA,
+    FIRST_OF_EACH_SPLIT,
     SHIPPED,
     gaia2_containers,
     results_of,
@@ -35,7 +37,7 @@ Z95 = 1.959963984540054
 JUDGE_FAIL = "scenario_universe_22_ygzpjz"
 DAEMON_ERROR = "scenario_universe_23_wuprci"
 INVALID = "not_json"
-SHIPPED_IDS = {path.stem: path.parent.name for path in SHIPPED.glob("*/*.json")}
+SHIPPED_IDS = {path.stem: path.parent.name for path in FIRST_OF_EACH_SPLIT}
 EXPECTED: dict[str, tuple[str, str, str | None]] = {  # id -> split, outcome, error category
     **{sid: (split, "passed", None) for sid, split in SHIPPED_IDS.items()},
     JUDGE_FAIL: ("search", "failed", None),
@@ -58,7 +60,8 @@ class Run:
 
 def _resumed_run(folder: Path) -> Run:
     started = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    scenarios = [f"--gaia2-scenarios={SHIPPED}", f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}",
+    scenarios = [*(f"--gaia2-scenarios={path}" for path in FIRST_OF_EACH_SPLIT),
+                 f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}",
                  f"--gaia2-scenarios={DATA / 'scenarios' / 'malformed' / 'not_json.json'}"]
     first = run_pytest(folder, "-n", "2", *scenarios)
     first.assert_outcomes(passed=len(SHIPPED_IDS), failed=1, errors=1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 from filelock import FileLock
 from gaia2_testing import (
+    FIRST_OF_EACH_SPLIT,
     REPO,
     SHIPPED,
     engine_events,
@@ -40,7 +42,6 @@ CLUSTER = REPO / "scripts" / "start-slurm-cluster.sh"
 SUBMIT = REPO / "examples" / "slurm" / "submit.sh"
 CANNOT_HOST = 77  # the cluster script's exit code for "this machine cannot host the cluster"
 SLURM_LOCK = Path(tempfile.gettempdir()) / "pytest-gaia2-tests-slurm.lock"
-SHIPPED_IDS = sorted(path.stem for path in SHIPPED.glob("*/*.json"))
 COUNTS = ("planned", "done", "not_run_count", "complete", "total", "passed", "failed", "errors")
 
 
@@ -121,17 +122,28 @@ def _counts(summary: dict[str, Any]) -> dict[str, Any]:
             "judged": summary["judged"]["value"], "errors_by_category": summary["errors_by_category"]}
 
 
+def _one_per_split(root: Path) -> list[str]:
+    """FIRST_OF_EACH_SPLIT copied under ``root``: five scenarios, which two shards hold three
+    and two of. Their ids, sorted."""
+    for path in FIRST_OF_EACH_SPLIT:
+        (root / path.parent.name).mkdir(parents=True)
+        shutil.copy(path, root / path.parent.name)
+    return sorted(path.stem for path in FIRST_OF_EACH_SPLIT)
+
+
 @pytest.mark.slow
 def test_array_of_two_shards_and_merge_equal_a_serial_run(slurm: list[str], tmp_path: Path) -> None:
     """The serial run starts alongside the array: on 2 cores the node runs both shards at once."""
+    scenarios = tmp_path / "scenarios"
+    ids = _one_per_split(scenarios)
     with (tmp_path / "serial.log").open("wb") as serial_log:
         serial = subprocess.Popen(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gaia2-output=serial",
-             f"--gaia2-scenarios={SHIPPED}"],
+             f"--gaia2-scenarios={scenarios}"],
             cwd=tmp_path, stdout=serial_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     started = time.monotonic()
     shared = tmp_path / "shared"
-    array, merge, merged = _submit(slurm, tmp_path, "--shards", "2", "--shared", str(shared), "--scenarios", str(SHIPPED))
+    array, merge, merged = _submit(slurm, tmp_path, "--shards", "2", "--shared", str(shared), "--scenarios", str(scenarios))
     _wait_ended([array, merge], timeout=400)
     sharded_s = time.monotonic() - started
     assert serial.wait(timeout=400) == 0, (tmp_path / "serial.log").read_text()
@@ -142,17 +154,17 @@ def test_array_of_two_shards_and_merge_equal_a_serial_run(slurm: list[str], tmp_
     assert _states(merge) == ["COMPLETED"], _logs(shared)
     pieces = [sorted(r["scenario_id"] for r in results_of(shared / f"shard-{k}")) for k in (1, 2)]
     assert pieces[0] and pieces[1] and not set(pieces[0]) & set(pieces[1]), pieces
-    assert sorted(pieces[0] + pieces[1]) == SHIPPED_IDS
+    assert sorted(pieces[0] + pieces[1]) == ids
     for k in (1, 2):
         output = shared / f"shard-{k}"
         assert {r["shard"] for r in results_of(output)} == {f"{k}/2"}
         assert gaia2_containers(run_id_of(output)) == []
 
     serial_summary = _summary(run_folder(tmp_path / "serial"))
-    assert serial_summary["total"] == len(SHIPPED_IDS)
+    assert serial_summary["total"] == len(ids) == 5
     assert _counts(_summary(merged)) == _counts(serial_summary)
     merged_ids = sorted(json.loads(line)["scenario_id"] for line in (merged / "results.jsonl").read_text().splitlines())
-    assert merged_ids == SHIPPED_IDS
+    assert merged_ids == ids
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """``pytest-gaia2 report`` on a real run, looked at in a real headless browser and in Allure.
 
-The shipped scenarios run on the reference image with a judge failure (an oracle the judge
-rejects) and an unreadable scenario file (an ``invalid_scenario`` error), on two workers; then
+The first shipped scenario of each split runs on the reference image with a judge failure (an
+oracle the judge rejects) and an unreadable scenario file (an ``invalid_scenario`` error), on two workers; then
 the report command writes the report and adds it to the run's Allure results.
 """
 
@@ -20,6 +20,7 @@ import pytest
 from browser import broken_images, headless_browser, open_page
 from gaia2_testing import (
     DATA,
+    FIRST_OF_EACH_SPLIT,
     SHIPPED,
     gaia2_containers,
     run_folder,
@@ -29,7 +30,7 @@ from gaia2_testing import (
 
 from pytest_gaia2.report.rates import percent, percent_number
 
-SHIPPED_COUNT = len(list(SHIPPED.glob("*/*.json")))
+SHIPPED_COUNT = len(FIRST_OF_EACH_SPLIT)
 JUDGE_FAIL = "scenario_universe_22_ygzpjz"
 INVALID = "not_json"  # tests/data/scenarios/malformed/not_json.json: never reaches a container
 PLOTS = {"pass_rates", "errors", "wall_times"}  # no cost plot: the oracle leaves no trace
@@ -163,7 +164,8 @@ def _check_allure(folder: Path, name: str) -> None:
 @pytest.mark.slow
 def test_report_of_a_real_run_renders_in_a_browser_and_in_allure(tmp_path: Path) -> None:
     result = run_pytest(
-        tmp_path, "-n", "2", f"--gaia2-scenarios={SHIPPED}", f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}",
+        tmp_path, "-n", "2", *(f"--gaia2-scenarios={path}" for path in FIRST_OF_EACH_SPLIT),
+        f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}",
         f"--gaia2-scenarios={DATA / 'scenarios' / 'malformed' / 'not_json.json'}", "--alluredir=allure",
     )
     result.assert_outcomes(passed=SHIPPED_COUNT, failed=1, errors=1)

@@ -279,7 +279,7 @@ def test_pytest_timeout_bound_ends_a_stuck_test_and_still_removes_its_container(
     ran.error("interrupted", "stopped before a verdict by Failed: Timeout (>10.0s) from pytest-timeout",
               "container.log")
     ran.files(*EARLY)
-    assert ran.record["wall_time_s"] < 30
+    assert ran.record["wall_time_s"] < 60 and not ran.record["timed_out"]  # pytest-timeout's 10 s, not the 60 s
 
 
 QUICK = ("scenario_universe_21_7kww6e", "scenario_universe_27_057i6s")
@@ -351,4 +351,6 @@ def test_container_removed_from_outside_is_a_harness_error_with_a_result(
     assert (record["outcome"], record["error_category"]) == ("error", "harness_error"), record
     assert "stopped before a verdict by NotFound" in record["error"]
     assert results_of(run.output) == [record]
-    assert record["wall_time_s"] < 30  # found at the next polls, not at the 60 s timeout
+    # Found at the next polls, not at the 60 s timeout: the bound is that timeout, as a shorter one
+    # would count the container's start on a loaded machine too.
+    assert record["wall_time_s"] < 60 and not record["timed_out"]

@@ -1,0 +1,128 @@
+"""Several scenarios in flight per pytest process (``--gaia2-in-flight K``), on the real engine and
+reference image: the same outcomes and one record each as one at a time, several containers of
+one process alive at once, and no container left however the run ends (Ctrl-C, a budget halt)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from gaia2_testing import (
+    SHIPPED,
+    BackgroundRun,
+    engine_events,
+    gaia2_containers,
+    record_engine_events,
+    results_of,
+    run_folder,
+    run_id_of,
+    scenario_variant,
+)
+
+from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL, WORKER_LABEL
+
+SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
+SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
+SLOW_JUDGE = "--gaia2-env=GAIA2_FAULT_JUDGE_DELAY=3"  # each scenario lasts long enough to overlap
+HANG = "--gaia2-env=GAIA2_FAULT_HANG=1"  # containers stay up until the run is interrupted
+
+
+@pytest.fixture(autouse=True)
+def _recording() -> None:
+    record_engine_events()
+
+
+def most_alive_per_process(since: float, run_id: str) -> dict[str, int]:
+    """From the engine's own events: the most scenario containers of the run alive at once, per
+    worker (pre-flight's probe containers left out)."""
+    changes: dict[str, list[tuple[int, int]]] = {}
+    for action, step in (("start", 1), ("die", -1)):
+        for event in engine_events(since, label=f"{RUN_LABEL}={run_id}", event=action):
+            labels = event["Actor"]["Attributes"]
+            if labels.get(SCENARIO_LABEL) not in SEARCH_IDS:
+                continue
+            worker = labels[WORKER_LABEL]
+            changes.setdefault(worker, []).append((int(event["timeNano"]), step))
+    most: dict[str, int] = {}
+    for worker, steps in changes.items():
+        alive = 0
+        for _, step in sorted(steps, key=lambda change: (change[0], change[1])):  # a death first at a tie
+            alive += step
+            most[worker] = max(most.get(worker, 0), alive)
+    return most
+
+
+@pytest.mark.parametrize(("layout", "processes"), [((), {"main"}), (("-n", "2"), {"gw0", "gw1"})],
+                         ids=["serial", "n2"])
+def test_the_search_split_in_flight_has_the_same_outcomes_one_record_each_and_overlaps(
+    pytester: pytest.Pytester, run_gaia2: Any, layout: tuple[str, ...], processes: set[str]
+) -> None:
+    since = time.time()
+    result = run_gaia2(*layout, *SEARCH, "--gaia2-in-flight=3", SLOW_JUDGE)
+    result.assert_outcomes(passed=len(SEARCH_IDS))
+    assert result.ret == pytest.ExitCode.OK
+    output = pytester.path / "out"
+    records = results_of(output)
+    assert sorted(r["scenario_id"] for r in records) == SEARCH_IDS, "one record per scenario"
+    assert all(r["outcome"] == "passed" and r["attempt"] == 1 for r in records), records
+    assert {r["worker"] for r in records} == processes
+    run_id = run_id_of(output)
+    assert gaia2_containers(run_id) == []
+    most = most_alive_per_process(since, run_id)
+    assert set(most) == processes and max(most.values()) >= 2, most
+    if not layout:
+        assert most == {"main": 3}, "serially, three of the four at once"
+
+
+@pytest.mark.parametrize(("layout", "alive"), [(("--gaia2-in-flight=3",), 3),
+                                               (("-n", "2", "--gaia2-in-flight=2"), 4)], ids=["serial", "n2"])
+def test_ctrl_c_with_scenarios_in_flight_leaves_no_container_and_one_record_each(
+    start_gaia2: Callable[..., BackgroundRun], layout: tuple[str, ...], alive: int
+) -> None:
+    run = start_gaia2(*layout, *SEARCH, HANG)
+    containers = run.wait_for_containers(alive)
+    in_flight = {c.labels[SCENARIO_LABEL] for c in containers}
+    assert len(in_flight) == alive
+    code = run.interrupt_when("every container up", lambda: True)
+    assert code == pytest.ExitCode.INTERRUPTED, run.text()
+    assert gaia2_containers(run.run_id()) == []
+    records = run.results()
+    ids = [record["scenario_id"] for record in records]
+    assert all(ids.count(scenario) == 1 for scenario in in_flight), (in_flight, ids)
+    assert len(ids) == len(set(ids)), "one record per started scenario"
+    assert {r["error_category"] for r in records if r["scenario_id"] in in_flight} == {"interrupted"}, records
+    assert "INTERNALERROR" not in run.text()
+
+
+def test_a_token_halt_with_scenarios_in_flight_starts_nothing_beyond_it(
+    pytester: pytest.Pytester, run_gaia2: Any
+) -> None:
+    """1,100 tokens a scenario, a halt at 2,000: two finished scenarios reach it. With three in
+    flight, at most the two more already started when it was reached also run (and are recorded),
+    and nothing after: the rest are not started, with the halt's reason."""
+    source = next((SHIPPED / "search").glob("*.json"))
+    ids = [f"scenario_universe_{21 + n}_halt{n:02d}" for n in range(8)]
+    for sid in ids:
+        scenario_variant(pytester.path / "variants", source, scenario_id=sid)
+    halted = run_gaia2("--gaia2-scenarios=variants", "--gaia2-env=GAIA2_REF_USAGE=1000,100,0",
+                       "--gaia2-env=MODEL=local-qwen", "--gaia2-token-halt=2000", "--gaia2-in-flight=3")
+    outcomes = halted.parseoutcomes()
+    ran = outcomes.get("passed", 0)
+    assert 2 <= ran <= 4 and ran + outcomes["skipped"] == 8, outcomes
+    output = pytester.path / "out"
+    records = results_of(output)
+    assert len(records) == ran and len({r["scenario_id"] for r in records}) == ran
+    assert all(r["outcome"] == "passed" for r in records)
+    stop = json.loads((run_folder(output) / "summary.json").read_text())["stop"]
+    assert stop["stopped"] is True and stop["tokens_used"] == 1_100 * ran
+    assert len(stop["not_started"]) == 8 - ran
+    assert all(item["why"].startswith("budget: the run has used ") for item in stop["not_started"])
+    # Nothing started after the halt: the attempt folders are exactly the records'.
+    split = run_folder(output) / "search"
+    attempted = sorted(path.relative_to(split).parts[0] for path in split.rglob("result.json"))
+    assert attempted == sorted(r["scenario_id"] for r in records), attempted
+    assert gaia2_containers(run_id_of(output)) == []
+    assert halted.ret == pytest.ExitCode.TESTS_FAILED

@@ -126,3 +126,22 @@ def test_a_token_halt_with_scenarios_in_flight_starts_nothing_beyond_it(
     assert attempted == sorted(r["scenario_id"] for r in records), attempted
     assert gaia2_containers(run_id_of(output)) == []
     assert halted.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_stopping_at_the_first_failure_lets_the_scenarios_already_started_finish_and_records_them(
+    pytester: pytest.Pytester, run_gaia2: Any
+) -> None:
+    """-x: pytest runs nothing after the first error, but the two scenarios in flight beside it
+    were paid for: each ends with its record (never started again by a resume), and the fourth,
+    not started then, never starts."""
+    result = run_gaia2(*SEARCH, "-x", "--gaia2-in-flight=3", "--gaia2-env=GAIA2_FAULT_DAEMON_ERROR=1")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes()["errors"] == 1
+    output = pytester.path / "out"
+    records = results_of(output)
+    ids = [r["scenario_id"] for r in records]
+    assert len(ids) == 3 and len(set(ids)) == 3 and set(ids) < set(SEARCH_IDS), ids
+    assert {r["error_category"] for r in records} == {"daemon_error"}
+    split = run_folder(output) / "search"
+    assert sorted(path.relative_to(split).parts[0] for path in split.rglob("result.json")) == sorted(ids)
+    assert gaia2_containers(run_id_of(output)) == []

@@ -693,6 +693,7 @@ class RunContext:
             gateway=gateway_mod.GatewayClient.of(self.gateway_access) if self.gateway_access else None,
             scenario_cap=self.values.scenario_cap,
             token_cap=self.values.scenario_token_cap,
+            in_flight=self.values.in_flight,
         )
 
     @cached_property

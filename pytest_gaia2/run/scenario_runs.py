@@ -164,6 +164,7 @@ class ScenarioRunner:
         gateway: GatewayClient | None = None,
         scenario_cap: float | None = None,
         token_cap: int | None = None,
+        in_flight: int = 1,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -186,7 +187,13 @@ class ScenarioRunner:
         self.prices = prices
         self.ledger = Ledger(folder.path) if folder is not None else None
         self.pacer = (
-            Pacer(folder.path, max_starts_per_minute, workers=workers, adaptive=adaptive_pacing, sleep=ahead.pause)
+            Pacer(
+                folder.path,
+                max_starts_per_minute,
+                workers=workers * in_flight,
+                adaptive=adaptive_pacing,
+                sleep=ahead.pause,
+            )
             if folder is not None
             else None
         )

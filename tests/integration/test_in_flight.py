@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -145,3 +146,20 @@ def test_stopping_at_the_first_failure_lets_the_scenarios_already_started_finish
     split = run_folder(output) / "search"
     assert sorted(path.relative_to(split).parts[0] for path in split.rglob("result.json")) == sorted(ids)
     assert gaia2_containers(run_id_of(output)) == []
+
+
+def test_the_pacer_paces_every_start_of_the_scenarios_in_flight(pytester: pytest.Pytester, run_gaia2: Any) -> None:
+    """30 starts a minute: one container start every 2 s, however many are in flight."""
+    since = time.time()
+    result = run_gaia2(*SEARCH, "--gaia2-in-flight=4", "--gaia2-max-starts-per-minute=30", SLOW_JUDGE)
+    result.assert_outcomes(passed=len(SEARCH_IDS))
+    run_id = run_id_of(pytester.path / "out")
+    created = sorted(
+        int(event["timeNano"]) / 1e9
+        for event in engine_events(since, label=f"{RUN_LABEL}={run_id}", event="create")
+        if event["Actor"]["Attributes"].get(SCENARIO_LABEL) in SEARCH_IDS
+    )
+    assert len(created) == len(SEARCH_IDS)
+    gaps = [later - earlier for earlier, later in pairwise(created)]
+    assert min(gaps) >= 1.8, gaps  # the pacer's 2 s, less the engine's own jitter
+    assert most_alive_per_process(since, run_id)["main"] >= 2, "still in flight together"

@@ -163,3 +163,19 @@ def test_the_pacer_paces_every_start_of_the_scenarios_in_flight(pytester: pytest
     gaps = [later - earlier for earlier, later in pairwise(created)]
     assert min(gaps) >= 1.8, gaps  # the pacer's 2 s, less the engine's own jitter
     assert most_alive_per_process(since, run_id)["main"] >= 2, "still in flight together"
+
+
+def test_repeats_and_retries_in_flight_are_as_one_at_a_time(pytester: pytest.Pytester, run_gaia2: Any) -> None:
+    """Each repeat is its own item with its own record; an infrastructure error is retried in a
+    folder of its own, in the same item's work: two scenarios x two repeats, each errored twice."""
+    two = " or ".join(SEARCH_IDS[:2])
+    result = run_gaia2(*SEARCH, "-k", two, "--gaia2-repeat=2", "--gaia2-retries=1", "--gaia2-in-flight=3",
+                       "--gaia2-env=GAIA2_FAULT_DAEMON_ERROR=1")
+    result.assert_outcomes(errors=4)
+    records = results_of(pytester.path / "out")
+    assert sorted((r["scenario_id"], r["repeat"]) for r in records) == [
+        (sid, repeat) for sid in SEARCH_IDS[:2] for repeat in (1, 2)]
+    assert all(r["error_category"] == "daemon_error" and r["attempt"] == 2 for r in records), records
+    split = run_folder(pytester.path / "out") / "search"
+    assert len(list(split.rglob("result.json"))) == 8, "two attempts for each of the four items"
+    assert gaia2_containers(run_id_of(pytester.path / "out")) == []

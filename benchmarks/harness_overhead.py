@@ -586,7 +586,8 @@ LONG_RUN_CPU_GOAL = (40, 0.7)
 
 def ours_name(level: int, workers: int) -> str:
     in_flight = max(1, level // workers)
-    return f"pytest-gaia2 -n {workers}" + (f" --gaia2-in-flight {in_flight}" if in_flight > 1 else "")
+    processes = f" -n {workers}" if workers > 1 else " (no xdist)"
+    return "pytest-gaia2" + processes + (f" --gaia2-in-flight {in_flight}" if in_flight > 1 else "")
 
 
 def vs_runner_concurrent(

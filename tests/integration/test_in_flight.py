@@ -74,8 +74,7 @@ def test_the_search_split_in_flight_has_the_same_outcomes_one_record_each_and_ov
     assert gaia2_containers(run_id) == []
     most = most_alive_per_process(since, run_id)
     assert set(most) == processes and max(most.values()) >= 2, most
-    if not layout:
-        assert most == {"main": 3}, "serially, three of the four at once"
+    assert max(most.values()) <= 3, f"never more than --gaia2-in-flight per process: {most}"
 
 
 @pytest.mark.parametrize(("layout", "alive"), [(("--gaia2-in-flight=3",), 3),
@@ -98,21 +97,23 @@ def test_ctrl_c_with_scenarios_in_flight_leaves_no_container_and_one_record_each
     assert "INTERNALERROR" not in run.text()
 
 
+@pytest.mark.parametrize(("layout", "most"), [(("--gaia2-in-flight=3",), 4),
+                                              (("-n", "2", "--gaia2-in-flight=2"), 5)], ids=["serial", "n2"])
 def test_a_token_halt_with_scenarios_in_flight_starts_nothing_beyond_it(
-    pytester: pytest.Pytester, run_gaia2: Any
+    pytester: pytest.Pytester, run_gaia2: Any, layout: tuple[str, ...], most: int
 ) -> None:
-    """1,100 tokens a scenario, a halt at 2,000: two finished scenarios reach it. With three in
-    flight, at most the two more already started when it was reached also run (and are recorded),
-    and nothing after: the rest are not started, with the halt's reason."""
+    """1,100 tokens a scenario, a halt at 2,000: two finished scenarios reach it. With K in flight
+    in all, at most the K - 1 more already started when it was reached also run (and are
+    recorded), and nothing after: the rest are not started, with the halt's reason."""
     source = next((SHIPPED / "search").glob("*.json"))
     ids = [f"scenario_universe_{21 + n}_halt{n:02d}" for n in range(8)]
     for sid in ids:
         scenario_variant(pytester.path / "variants", source, scenario_id=sid)
     halted = run_gaia2("--gaia2-scenarios=variants", "--gaia2-env=GAIA2_REF_USAGE=1000,100,0",
-                       "--gaia2-env=MODEL=local-qwen", "--gaia2-token-halt=2000", "--gaia2-in-flight=3")
+                       "--gaia2-env=MODEL=local-qwen", "--gaia2-token-halt=2000", *layout)
     outcomes = halted.parseoutcomes()
     ran = outcomes.get("passed", 0)
-    assert 2 <= ran <= 4 and ran + outcomes["skipped"] == 8, outcomes
+    assert 2 <= ran <= most and ran + outcomes["skipped"] == 8, outcomes
     output = pytester.path / "out"
     records = results_of(output)
     assert len(records) == ran and len({r["scenario_id"] for r in records}) == ran
@@ -129,19 +130,22 @@ def test_a_token_halt_with_scenarios_in_flight_starts_nothing_beyond_it(
     assert halted.ret == pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.mark.parametrize("layout", [(), ("-n", "2")], ids=["serial", "n2"])
 def test_stopping_at_the_first_failure_lets_the_scenarios_already_started_finish_and_records_them(
-    pytester: pytest.Pytester, run_gaia2: Any
+    pytester: pytest.Pytester, run_gaia2: Any, layout: tuple[str, ...]
 ) -> None:
-    """-x: pytest runs nothing after the first error, but the two scenarios in flight beside it
-    were paid for: each ends with its record (never started again by a resume), and the fourth,
-    not started then, never starts."""
-    result = run_gaia2(*SEARCH, "-x", "--gaia2-in-flight=3", "--gaia2-env=GAIA2_FAULT_DAEMON_ERROR=1")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert result.parseoutcomes()["errors"] == 1
+    """-x: pytest runs nothing after the first error, but the scenarios in flight beside it were
+    paid for: each ends with its record (never started again by a resume). Serially, the two
+    beside the first; the fourth, not started then, never starts."""
+    result = run_gaia2(*layout, *SEARCH, "-x", "--gaia2-in-flight=3", "--gaia2-env=GAIA2_FAULT_DAEMON_ERROR=1")
+    # pytest-xdist ends a -x run as interrupted, in flight or not.
+    assert result.ret == (pytest.ExitCode.INTERRUPTED if layout else pytest.ExitCode.TESTS_FAILED)
+    assert result.parseoutcomes()["errors"] >= 1
     output = pytester.path / "out"
     records = results_of(output)
     ids = [r["scenario_id"] for r in records]
-    assert len(ids) == 3 and len(set(ids)) == 3 and set(ids) < set(SEARCH_IDS), ids
+    assert len(ids) == len(set(ids)) and set(ids) <= set(SEARCH_IDS), ids
+    assert len(ids) == 3 if not layout else len(ids) >= 2, ids
     assert {r["error_category"] for r in records} == {"daemon_error"}
     split = run_folder(output) / "search"
     assert sorted(path.relative_to(split).parts[0] for path in split.rglob("result.json")) == sorted(ids)

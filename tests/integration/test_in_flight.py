@@ -24,6 +24,7 @@ from gaia2_testing import (
 )
 
 from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL, WORKER_LABEL
+from pytest_gaia2.store.phases import running
 
 SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
 SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
@@ -86,7 +87,10 @@ def test_ctrl_c_with_scenarios_in_flight_leaves_no_container_and_one_record_each
     containers = run.wait_for_containers(alive)
     in_flight = {c.labels[SCENARIO_LABEL] for c in containers}
     assert len(in_flight) == alive
-    code = run.interrupt_when("every container up", lambda: True)
+    # The live status's view: each process's board lists every scenario it has in flight.
+    folder = run_folder(run.output)
+    code = run.interrupt_when("the boards list every scenario in flight",
+                              lambda: {e["key"].rpartition("/")[2] for e in running(folder)} == in_flight)
     assert code == pytest.ExitCode.INTERRUPTED, run.text()
     assert gaia2_containers(run.run_id()) == []
     records = run.results()

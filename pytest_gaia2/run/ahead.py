@@ -156,16 +156,12 @@ class Ahead(Generic[R]):
         for job in list(self.jobs.values()):
             _cancel(job, reason)
 
-    def stop_starting(self, reason: BaseException) -> list[str]:
-        """Cancel the untaken jobs that have not started an attempt; the keys of those that have."""
-        started = []
+    def stop_starting(self, reason: BaseException) -> None:
+        """Cancel the untaken jobs that have not started an attempt (those that have go on)."""
         with _LOCK:
             for job in self.jobs.values():
-                if job.started:
-                    started.append(job.key)
-                else:
+                if not job.started:
                     _cancel(job, reason)
-        return started
 
     def close(self, interrupt: BaseException | None, not_started: BaseException, wait: float) -> None:
         """The session ends: no job left running. An interrupted one cancels every job; otherwise

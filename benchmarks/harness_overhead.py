@@ -21,14 +21,15 @@ run as its reference, and the goals are ratios:
   install would: bytecode cached (in a cache of the benchmark's own), and pytest with only the
   plugins pytest-gaia2 depends on (xdist, timeout), not a developer's test extras;
 - with ``--vs-runner --concurrency K [K ...]``: instead, N scenarios (``--vs-scenarios``) K at a
-  time, ``-n K`` vs ``--concurrency K``, rounds alternating (and which tool goes first), whole
+  time, ``-n K`` (with ``--workers W [W ...]``: ``-n W --gaia2-in-flight K/W``, once per W) vs
+  ``--concurrency K``, rounds alternating (and which tool goes first), whole
   process trees: wall (goal <= 0.9x), the CPU of every process the command started (goal <= 1.0x)
   and the peak of the tree's summed PSS sampled every 0.1 s (goal <= 1.5x), with where each
   tree's CPU and memory went by kind of process (main process, xdist workers, docker CLI calls).
 
     .venv/bin/python -P benchmarks/harness_overhead.py [--image IMAGE] [--runs 5] [--files 800] [--vs-runner]
     .venv/bin/python -P benchmarks/harness_overhead.py --skip scenario throughput collection idle \\
-        --vs-runner --concurrency 4 8 --vs-scenarios 8 --runs 3
+        --vs-runner --concurrency 4 8 --vs-scenarios 8 --runs 3 [--workers 1 2]
 
 (``-P``, Python >= 3.11: the folder's own statistics.py would otherwise shadow the standard library's.)
 
@@ -497,8 +498,13 @@ def whole_tree(command: list[str], cwd: Path, env: dict[str, str], sample: bool 
     )
 
 
-def commands(runner: Path, image: str, scenarios: Path, work: Path, concurrency: int) -> tuple[list[str], list[str]]:
-    """pytest-gaia2 and gaia2-runner on the same scenarios, ``concurrency`` at a time."""
+def commands(
+    runner: Path, image: str, scenarios: Path, work: Path, concurrency: int, workers: int | None = None
+) -> tuple[list[str], list[str]]:
+    """pytest-gaia2 and gaia2-runner on the same scenarios, ``concurrency`` at a time: pytest-gaia2
+    as ``-n K``, or with ``workers`` W as ``-n W --gaia2-in-flight K/W``."""
+    workers = workers or concurrency
+    in_flight = max(1, concurrency // workers)
     ours = [
         sys.executable,
         "-m",
@@ -512,7 +518,8 @@ def commands(runner: Path, image: str, scenarios: Path, work: Path, concurrency:
         "--gaia2-output=out",
         "--gaia2-judge-provider=none",
         "--gaia2-judge-model=none",
-        *(["-n", str(concurrency)] if concurrency > 1 else []),
+        *(["-n", str(workers)] if workers > 1 else []),
+        *([f"--gaia2-in-flight={in_flight}"] if in_flight > 1 else []),
     ]
     theirs = [
         str(runner),
@@ -577,10 +584,19 @@ LONG_RUN_CPU_GOAL = (40, 0.7)
 """From this many scenarios the start-up is spread thinner, and the CPU goal is tighter."""
 
 
-def vs_runner_concurrent(image: str, runs: int, count: int, levels: list[int], work: Path) -> list[tuple[str, str]]:
+def ours_name(level: int, workers: int) -> str:
+    in_flight = max(1, level // workers)
+    processes = f" -n {workers}" if workers > 1 else " (no xdist)"
+    return "pytest-gaia2" + processes + (f" --gaia2-in-flight {in_flight}" if in_flight > 1 else "")
+
+
+def vs_runner_concurrent(
+    image: str, runs: int, count: int, levels: list[int], work: Path, workers: list[int] | None = None
+) -> list[tuple[str, str]]:
     """``count`` scenarios ``K`` at a time under both tools, side by side, rounds alternating
-    (which tool goes first alternates too); medians, the range, and where each tree's CPU and
-    memory went by kind of process."""
+    (which tool goes first rotates too); medians, the range, and where each tree's CPU and
+    memory went by kind of process. ``workers``: pytest-gaia2 once per W, as ``-n W
+    --gaia2-in-flight K/W`` (W = K is ``-n K``); by default only ``-n K``."""
     try:
         runner = install_runner()
     except Skip as exc:
@@ -590,14 +606,20 @@ def vs_runner_concurrent(image: str, runs: int, count: int, levels: list[int], w
     env = runner_env()
     rows: list[tuple[str, str]] = []
     for level in levels:
-        ours, theirs = commands(runner, image, files[0].parent, work, level)
-        whole_process(ours, work, env)  # warm: bytecode, image checks, the scenario index
+        variants = {
+            ours_name(level, width): commands(runner, image, files[0].parent, work, level, width)[0]
+            for width in (workers or [level])
+        }
+        theirs = commands(runner, image, files[0].parent, work, level)[1]
+        for ours in variants.values():
+            whole_process(ours, work, env)  # warm: bytecode, image checks, the scenario index
         shutil.rmtree(work / "runner-out", ignore_errors=True)
         whole_process(theirs, work, env)
-        measured: dict[str, list[Tree]] = {"pytest-gaia2": [], "gaia2-runner": []}
+        order = [*variants.items(), ("gaia2-runner", theirs)]
+        measured: dict[str, list[Tree]] = {tool: [] for tool, _ in order}
         for round_ in range(runs):
-            order = [("pytest-gaia2", ours), ("gaia2-runner", theirs)]
-            for tool, command in order if round_ % 2 == 0 else order[::-1]:
+            shift = round_ % len(order)
+            for tool, command in order[shift:] + order[:shift]:
                 shutil.rmtree(work / "runner-out", ignore_errors=True)
                 measured[tool].append(whole_tree(command, work, env))
                 print(f"benchmark: K={level} {tool}: {measured[tool][-1]}", file=sys.stderr)
@@ -607,16 +629,18 @@ def vs_runner_concurrent(image: str, runs: int, count: int, levels: list[int], w
                 goal = LONG_RUN_CPU_GOAL[1]
             field = {"wall": "wall", "tree CPU": "cpu", "tree PSS": "pss_mb", "tree RSS": "rss_mb"}[what]
             unit = "s" if field in ("wall", "cpu") else "MB"
-            a = [getattr(tree, field) for tree in measured["pytest-gaia2"]]
             b = [getattr(tree, field) for tree in measured["gaia2-runner"]]
-            ratio = statistics.median(a) / statistics.median(b)
-            rows.append(
-                (
-                    f"{label}, {what}: pytest-gaia2 / gaia2-runner" + (f" (goal <= {goal})" if goal else ""),
-                    f"{statistics.median(a):.2f} {unit} ({min(a):.2f}-{max(a):.2f}) / "
-                    f"{statistics.median(b):.2f} {unit} ({min(b):.2f}-{max(b):.2f}) = {ratio:.2f} x",
+            for tool in variants:
+                a = [getattr(tree, field) for tree in measured[tool]]
+                ratio = statistics.median(a) / statistics.median(b)
+                name = "pytest-gaia2" if workers is None else tool
+                rows.append(
+                    (
+                        f"{label}, {what}: {name} / gaia2-runner" + (f" (goal <= {goal})" if goal else ""),
+                        f"{statistics.median(a):.2f} {unit} ({min(a):.2f}-{max(a):.2f}) / "
+                        f"{statistics.median(b):.2f} {unit} ({min(b):.2f}-{max(b):.2f}) = {ratio:.2f} x",
+                    )
                 )
-            )
         for tool, trees in measured.items():
             roles = trees[len(trees) // 2].roles
             text = "; ".join(
@@ -680,6 +704,14 @@ def main() -> None:
         help="with --vs-runner: instead of 2 serial, N scenarios K at a time under both tools",
     )
     parser.add_argument("--vs-scenarios", type=int, default=8, metavar="N", help="scenarios for --concurrency")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="W",
+        help="with --concurrency K: pytest-gaia2 as -n W --gaia2-in-flight K/W, once per W (W = K: -n K)",
+    )
     options = parser.parse_args()
     image = options.image
     if image is None:
@@ -700,7 +732,9 @@ def main() -> None:
         if "throughput" not in options.skip:
             rows += throughput(image, options.throughput_scenarios, options.wait, work)
         if options.vs_runner and options.concurrency:
-            rows += vs_runner_concurrent(image, options.runs, options.vs_scenarios, options.concurrency, work)
+            rows += vs_runner_concurrent(
+                image, options.runs, options.vs_scenarios, options.concurrency, work, options.workers
+            )
         elif options.vs_runner:
             rows += vs_runner(image, options.runs, work)
     width = max(len(label) for label, _ in rows)

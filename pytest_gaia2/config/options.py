@@ -27,6 +27,7 @@ from pytest_gaia2.config.values import (
     env_pair,
     fraction,
     image_reference,
+    in_flight,
     language_code,
     level,
     non_negative_float,
@@ -373,6 +374,14 @@ OPTIONS: tuple[Option, ...] = (
         choices=("adaptive", "off"),
     ),
     Option(
+        "in-flight",
+        "Scenarios each pytest process keeps in flight (default 1): with K, a process (serially, or each "
+        "xdist worker) starts the containers of its next items while pytest waits for the current one; "
+        "verdicts, records and reports stay in pytest's order. Not with --gaia2-sequence.",
+        default=1,
+        parse=in_flight,
+    ),
+    Option(
         "stuck-loop-min-calls",
         "A daemon that ends in error after the agent made N or more model calls since its last "
         "turn boundary is a failure (agent_loop), not an error; 0 disables.",
@@ -528,6 +537,7 @@ class Options:
     smoke_max_errors: int
     max_starts_per_minute: float | None
     pacing: Literal["adaptive", "off"]
+    in_flight: int
     stuck_loop_min_calls: int
     progress_interval: float
     report: bool

@@ -308,7 +308,8 @@ _SECTIONS: dict[str, dict[str, UpstreamKey]] = {
             _ignored("integer", "pytest-gaia2 assigns ports itself"), "noted: the engine assigns each container's port"
         ),
         "concurrency": UpstreamKey(
-            _ignored("integer", "run scenarios in parallel with pytest-xdist (-n N)"), "noted: use `pytest -n N`"
+            _ignored("integer", "run scenarios in parallel with pytest-xdist (-n N)"),
+            "noted: use `pytest -n N`, or one process with `--gaia2-in-flight N`",
         ),
         "pass_at": UpstreamKey(_to("repeat", "integer"), "`--gaia2-repeat`"),
         "retry": UpstreamKey(_retry, "`--gaia2-resume` (only what has no verdict runs again)"),

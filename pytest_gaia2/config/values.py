@@ -71,6 +71,18 @@ def positive_int(name: str, raw: str) -> int:
     return value
 
 
+MAX_IN_FLIGHT = 64
+"""The most scenarios one process keeps in flight: each is a thread and a container, and more than
+this on one engine is a mistake (a typo's extra digit), not a plan."""
+
+
+def in_flight(name: str, raw: str) -> int:
+    value = non_negative_int(name, raw)
+    if not 1 <= value <= MAX_IN_FLIGHT:
+        raise OptionError(f"--gaia2-{name}: must be from 1 to {MAX_IN_FLIGHT}, got {raw!r}")
+    return value
+
+
 SMALLEST_LEVEL = 1e-6
 """The smallest error rate a test is asked for: below about 1e-308 its likelihood ratio threshold
 (1 / level) is no finite double, and far before that no run could ever decide."""

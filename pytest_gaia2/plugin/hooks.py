@@ -95,6 +95,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_gaia2.plugin.controller import Controller
 
     context = Controller(config)
+    dist = getattr(config.option, "dist", "no")
+    if context.active and context.values.in_flight > 1 and context.invocation.processes and dist != "load":
+        raise OptionError(
+            f"--gaia2-in-flight {context.values.in_flight} needs xdist's --dist load (the default with -n), "
+            f"not --dist {dist}: another mode may hand an item started ahead to another worker"
+        )
     config.stash[CONTEXT_KEY] = context
     config.pluginmanager.register(context, "gaia2-run")
     for marker in extra_split_markers(context.items()):
@@ -347,8 +353,15 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> Sc
     def keep(attempt: ScenarioAttempt) -> None:
         request.node.stash[ATTEMPT_KEY] = attempt
 
+    context = _active(request.config)
     try:
-        result = _active(request.config).runner.result_for(request.node.stash[ITEM_KEY], keep)
+        if context.ahead is None:
+            result = context.runner.result_for(request.node.stash[ITEM_KEY], keep)
+        else:
+            from pytest_gaia2.plugin.in_flight import upcoming
+
+            ahead = upcoming(request, context.values.in_flight)
+            result = context.result_of(request.node.stash[ITEM_KEY], keep, ahead)
     except NotStarted as exc:
         pytest.skip(str(exc))
     request.node.stash[RESULT_KEY] = result
@@ -406,8 +419,13 @@ def pytest_report_from_serializable(
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """With --gaia2-sequence and -n: each chain on one worker, in order (:mod:`~pytest_gaia2.plugin.chains`)."""
+    """With --gaia2-sequence and -n: each chain on one worker, in order (:mod:`~pytest_gaia2.plugin.chains`);
+    with --gaia2-in-flight K: K items dealt to each worker ahead (:mod:`~pytest_gaia2.plugin.in_flight`)."""
     context = _context(config)
+    if context and context.active and context.values.in_flight > 1:
+        from pytest_gaia2.plugin.in_flight import InFlightScheduling
+
+        return InFlightScheduling(config, log, depth=context.values.in_flight + 1)
     if not context or not context.values.sequence:
         return None
     from pytest_gaia2.plugin.chains import ChainScheduling

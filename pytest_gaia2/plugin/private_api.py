@@ -91,3 +91,25 @@ def set_allure_span(config: pytest.Config, start: float, stop: float) -> bool:
         return False
     test.start, test.stop = int(start * 1000), int(stop * 1000)
     return True
+
+
+def worker_queue(config: pytest.Config) -> list[int] | None:
+    """On an xdist worker: the indices into ``session.items`` of the tests dealt to this worker and
+    not yet started, in the order it runs them; None when not a worker or the shape is not there.
+
+    ``--gaia2-in-flight`` starts the work of the items a worker runs next, and xdist hands
+    ``pytest_runtest_protocol`` only one of them (``nextitem``). The worker's queue is its
+    ``xdist.remote.WorkerInteractor`` plugin's: ``nextitem_index`` (already taken off the queue),
+    then ``torun.lock()``'s deque (it also holds xdist's shutdown marker, not an int).
+    """
+    for plugin in config.pluginmanager.get_plugins():
+        if type(plugin).__name__ != "WorkerInteractor":
+            continue
+        following = getattr(plugin, "nextitem_index", None)
+        lock = getattr(getattr(plugin, "torun", None), "lock", None)
+        if not callable(lock):
+            return None
+        with lock() as queued:
+            pending = [following, *queued]
+        return [index for index in pending if isinstance(index, int) and not isinstance(index, bool)]
+    return None

@@ -22,7 +22,7 @@ from pytest_gaia2.cost.budget import entry_of, record_spend
 from pytest_gaia2.cost.spend import attempt_cost, attempt_tokens, is_refused, wire_cost
 from pytest_gaia2.cost.usage import TraceUsage
 from pytest_gaia2.plan.scenarios import Scenario
-from pytest_gaia2.run import interrupts
+from pytest_gaia2.run import ahead, interrupts
 from pytest_gaia2.run.attempt_record import AttemptFacts, build_record
 from pytest_gaia2.run.copy_out import collect
 from pytest_gaia2.run.evidence import Evidence, ScenarioResult, status_in_container
@@ -320,7 +320,7 @@ class ScenarioAttempt:
                 next_exit_check = now + EXIT_CHECK_EVERY
             if now >= deadline:
                 break
-            time.sleep(FIRST_POLL)
+            ahead.pause(FIRST_POLL)
         if self._answers_inside():
             raise Gaia2InfraError(
                 "port_unreachable",
@@ -453,7 +453,7 @@ class ScenarioAttempt:
                         "container; see container.log and entrypoint.log",
                     )
                 return True, None
-            time.sleep(interval)
+            ahead.pause(interval)
 
     # -- phase 3: collect, decide, record -------------------------------------------------------
 

@@ -35,7 +35,8 @@ from pytest_gaia2.report.run_facts import Isolation
 from pytest_gaia2.report.sequential import Baseline, Decision
 from pytest_gaia2.run import gateway as gateway_mod
 from pytest_gaia2.run import hooked_env, provenance
-from pytest_gaia2.run.scenario_runs import ScenarioRunner, scenario_dir
+from pytest_gaia2.run.ahead import Ahead
+from pytest_gaia2.run.scenario_runs import NotStarted, ScenarioRunner, scenario_dir
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store import redact
 from pytest_gaia2.store.record import AttemptRecord
@@ -45,6 +46,7 @@ from pytest_gaia2.store.version import PLUGIN_VERSION
 if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
+    from pytest_gaia2.run.evidence import ScenarioResult
 
 
 class ExitStatus(enum.IntEnum):
@@ -330,6 +332,7 @@ class RunContext:
                 ("--gaia2-first-n", self.values.first_n is not None),
                 ("--gaia2-shard", self.values.shard is not None),
                 ("--gaia2-smoke", self.values.smoke),
+                (f"--gaia2-in-flight {self.values.in_flight}", self.values.in_flight > 1),
             )
             if given
         ]
@@ -690,6 +693,37 @@ class RunContext:
             gateway=gateway_mod.GatewayClient.of(self.gateway_access) if self.gateway_access else None,
             scenario_cap=self.values.scenario_cap,
             token_cap=self.values.scenario_token_cap,
+            in_flight=self.values.in_flight,
+        )
+
+    @cached_property
+    def ahead(self) -> Ahead[ScenarioResult] | None:
+        """--gaia2-in-flight K above 1: this process's items in flight (:mod:`~pytest_gaia2.run.ahead`)."""
+        return Ahead(self.values.in_flight) if self.values.in_flight > 1 else None
+
+    def result_of(
+        self, item: plan_mod.PlannedItem, keep: Callable[[Any], None], upcoming: list[plan_mod.PlannedItem]
+    ) -> ScenarioResult:
+        """The item's verdict (:meth:`ScenarioRunner.result_for`); with --gaia2-in-flight, the work of
+        the ``upcoming`` items this process runs next is started too, in their order, up to K in all."""
+        ahead = self.ahead
+        if ahead is None:
+            return self.runner.result_for(item, keep)
+        for planned in [item, *upcoming]:
+            ahead.offer(planned.key, functools.partial(self.runner.result_for, planned))
+        return ahead.take(item.key, functools.partial(self.runner.result_for, item), keep)
+
+    def _land_in_flight(self, exitstatus: int) -> None:
+        """No item's work outlives the session: interrupted, every job in flight stops and writes its
+        record; otherwise (a halt, -x) those not started never start and those started finish."""
+        ahead = self.__dict__.get("ahead")
+        if ahead is None or not ahead.jobs:
+            return
+        longest = max((item.hard_timeout or 0.0 for item in self.items()), default=0.0)
+        ahead.close(
+            KeyboardInterrupt() if exitstatus == ExitStatus.INTERRUPTED else None,
+            NotStarted("the run ended before it started"),
+            wait=longest or self.settings.limits.timeout,
         )
 
     @cached_property
@@ -755,6 +789,7 @@ class RunContext:
         were running (``workers``: xdist's), so every scenario in flight gets its line; ``signum``,
         the signal that interrupted it, is forwarded to them first (a signal to the controller
         alone reaches none). None: the status the run already has stands."""
+        self._land_in_flight(exitstatus)
         if self.is_worker or not self.prepared:
             self._sweep()
             return None
@@ -854,6 +889,7 @@ class RunContext:
         self.engines.remove_run(worker=worker)
 
     def close(self) -> None:
+        self._land_in_flight(ExitStatus.INTERRUPTED)  # a session that never finished
         if self.gateway is not None:
             self.gateway.stop()  # every token with it
             self.gateway = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import tempfile
-import time
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
@@ -22,7 +22,7 @@ from pytest_gaia2.config.settings import copy_in_problem
 from pytest_gaia2.cost.budget import NOT_INFRASTRUCTURE, Budget, Ledger, LedgerRead, usd_text
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.plan.items import PlannedItem
-from pytest_gaia2.run import chain, provider
+from pytest_gaia2.run import ahead, chain, provider
 from pytest_gaia2.run.attempt import AttemptSetup, ScenarioAttempt
 from pytest_gaia2.run.evidence import Evidence, ScenarioResult
 from pytest_gaia2.run.gateway import GatewayClient
@@ -164,6 +164,7 @@ class ScenarioRunner:
         gateway: GatewayClient | None = None,
         scenario_cap: float | None = None,
         token_cap: int | None = None,
+        in_flight: int = 1,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -186,11 +187,18 @@ class ScenarioRunner:
         self.prices = prices
         self.ledger = Ledger(folder.path) if folder is not None else None
         self.pacer = (
-            Pacer(folder.path, max_starts_per_minute, workers=workers, adaptive=adaptive_pacing)
+            Pacer(
+                folder.path,
+                max_starts_per_minute,
+                workers=workers * in_flight,
+                adaptive=adaptive_pacing,
+                sleep=ahead.pause,
+            )
             if folder is not None
             else None
         )
         """The run's pace of starts, shared with every worker and session (:mod:`~pytest_gaia2.run.pacer`)."""
+        self._setup_lock = threading.Lock()
         self.own_errors: dict[str, str] = {}
         """This worker's items that ended in an infrastructure error this session, by key: their category."""
 
@@ -246,9 +254,15 @@ class ScenarioRunner:
         }
         return self.budget.errors_reached(list({**errors, **self.own_errors}.values()))
 
-    @cached_property
+    @property
     def attempt_setup(self) -> AttemptSetup:
-        """Read on the first attempt: the copy-in files, and this worker's share of host ports."""
+        """Read on the first attempt, once whatever the threads (``--gaia2-in-flight``)."""
+        with self._setup_lock:
+            return self._attempt_setup
+
+    @cached_property
+    def _attempt_setup(self) -> AttemptSetup:
+        """The copy-in files, and this worker's share of host ports."""
         settings = self.settings
         files = []
         for src, dest in settings.files_to_copy():
@@ -351,6 +365,7 @@ class ScenarioRunner:
                 raise NotStarted(halted)
             if self.pacer is not None:
                 self.pacer.wait_turn()
+            ahead.starting()
             attempt = self.new_attempt(item)
             on_attempt(attempt)
             try:
@@ -377,7 +392,7 @@ class ScenarioRunner:
                 self.retries + 1,
             )
             if result.record.error_category in provider.CATEGORIES:
-                time.sleep(backoff(tried))
+                ahead.pause(backoff(tried))
         raise AssertionError("unreachable: the last attempt returns")
 
     def error_record(self, item: PlannedItem, category: str, message: str) -> AttemptRecord:

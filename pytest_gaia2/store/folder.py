@@ -23,6 +23,7 @@ import json
 import os
 import re
 import socket
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -151,13 +152,13 @@ def _new_temp(tmp: Path) -> int:
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    """Atomic write: a hidden temporary of this process, then a rename; on failure
+    """Atomic write: a hidden temporary of this thread, then a rename; on failure
     (disk full, no permission) the temporary is removed and one error names the file.
 
     The final bytes are masked here with every running run's secrets (:func:`redact.active`),
     whatever their encoding, so no writer can put a key on disk."""
     data = redact.active().redact_bytes(data)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with os.fdopen(_new_temp(tmp), "wb") as handle:

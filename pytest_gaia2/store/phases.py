@@ -10,6 +10,7 @@ run needs to show a scenario that has been on turn 3 for twenty minutes.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,15 @@ class PhaseBoard:
         self.path = store.inside(run_root, f"progress.{store.safe_part(worker)}.json")
         self.worker = worker
         self.running: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Lock()
+        """Several scenarios of this process may change phase at once (``--gaia2-in-flight``)."""
 
     def set(self, key: str, phase: str, *, attempt: int) -> None:
         """Record a phase change (a repeated phase rewrites nothing)."""
+        with self.lock:
+            self._set(key, phase, attempt)
+
+    def _set(self, key: str, phase: str, attempt: int) -> None:
         entry = self.running.get(key)
         if entry is not None and entry["phase"] == phase and entry["attempt"] == attempt:
             return
@@ -47,8 +54,9 @@ class PhaseBoard:
         self._write()
 
     def clear(self, key: str) -> None:
-        if self.running.pop(key, None) is not None:
-            self._write()
+        with self.lock:
+            if self.running.pop(key, None) is not None:
+                self._write()
 
     def _write(self) -> None:
         try:

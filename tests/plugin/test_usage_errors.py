@@ -101,6 +101,7 @@ BAD: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "token-halt": (("--gaia2-token-halt=0",), "ERROR: --gaia2-token-halt: must be at least 1, got '0'"),
     "max-errors": (("--gaia2-max-errors=0",), "ERROR: --gaia2-max-errors: must be at least 1, got '0'"),
+    "in-flight": (("--gaia2-in-flight=65",), "ERROR: --gaia2-in-flight: must be from 1 to 64, got '65'"),
     "require-isolation": (
         ("-o", "gaia2_require_isolation=maybe"),
         "ERROR: gaia2_require_isolation: invalid truth value 'maybe'",

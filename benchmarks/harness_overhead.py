@@ -27,11 +27,9 @@ run as its reference, and the goals are ratios:
   and the peak of the tree's summed PSS sampled every 0.1 s (goal <= 1.5x), with where each
   tree's CPU and memory went by kind of process (main process, xdist workers, docker CLI calls).
 
-    .venv/bin/python -P benchmarks/harness_overhead.py [--image IMAGE] [--runs 5] [--files 800] [--vs-runner]
-    .venv/bin/python -P benchmarks/harness_overhead.py --skip scenario throughput collection idle \\
+    .venv/bin/python benchmarks/harness_overhead.py [--image IMAGE] [--runs 5] [--files 800] [--vs-runner]
+    .venv/bin/python benchmarks/harness_overhead.py --skip scenario throughput collection idle \\
         --vs-runner --concurrency 4 8 --vs-scenarios 8 --runs 3 [--workers 1 2]
-
-(``-P``, Python >= 3.11: the folder's own statistics.py would otherwise shadow the standard library's.)
 
 The table is printed and appended, with the machine's description, to benchmarks/RESULTS.md.
 """

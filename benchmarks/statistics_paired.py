@@ -8,7 +8,7 @@ Every figure is a share of seeded simulated runs; the same command prints the sa
 
 Targets: every 95% interval covers the truth in at least 93% of runs in every regime; every
 test at level 5% rejects in at most 5.5% of runs when there is no difference.
-``rows()`` returns the table (one dict per regime and statistic) for benchmarks/statistics.py.
+``rows()`` returns the table (one dict per regime and statistic) for benchmarks/interval_coverage.py.
 
 A scenario has a difficulty (logit, normal with SD 1.5 around 0) and, with heterogeneity H,
 an agent-by-scenario effect (normal, SD H, split half to each arm with opposite signs), so

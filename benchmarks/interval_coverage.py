@@ -3,7 +3,7 @@
 Each figure is the share of seeded simulated runs in which the product's own function (not a copy
 of its formula) covered the truth, or rejected: the same command prints the same table.
 
-    .venv/bin/python benchmarks/statistics.py [--runs 1000] [--no-save]
+    .venv/bin/python benchmarks/interval_coverage.py [--runs 1000] [--no-save]
 
 Regimes:
 

@@ -186,16 +186,20 @@ def test_orphans_of_dead_runs_are_reaped_and_reported_in_one_line(run_gaia2) -> 
     assert len(lines) == 1 and lines[0].startswith("gaia2: removed ") and orphan.name in lines[0], lines
 
 
-def test_host_network_shipped_scenarios_on_two_workers(pytester: pytest.Pytester, run_gaia2) -> None:
+@pytest.mark.parametrize("in_flight", [1, 2])
+def test_host_network_shipped_scenarios_on_two_workers(pytester: pytest.Pytester, run_gaia2, in_flight: int) -> None:
     """Each container gets its own adapter port from its worker's slice of the range (the search
-    split's four scenarios: two on each worker are enough to show the slices)."""
+    split's four scenarios: two on each worker are enough to show the slices), also when a
+    worker's two are in flight at once, each leasing from the same slice on its own thread."""
     low, high = 31000, 31999
-    result = run_gaia2("-n", "2", "--gaia2-network=host", f"--gaia2-port-range={low}-{high}", *SEARCH)
+    result = run_gaia2("-n", "2", "--gaia2-network=host", f"--gaia2-port-range={low}-{high}",
+                       f"--gaia2-in-flight={in_flight}", *SEARCH)
     result.assert_outcomes(passed=len(SEARCH_IDS))
     output = pytester.path / "out"
     records = results_of(output)
     assert sorted(r["scenario_id"] for r in records) == SEARCH_IDS
     assert {r["worker"] for r in records} == {"gw0", "gw1"}
+    assert all(r["attempt"] == 1 for r in records), records  # no port taken twice, so none retried
     for record in records:
         port = record["adapter_port"]
         assert record["host_port"] == port and port in worker_slice(low, high, int(record["worker"][2:]), 2)

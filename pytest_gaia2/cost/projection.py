@@ -94,6 +94,8 @@ class Projection:
     cap: float | None = None
     chosen: int | None = None
     """The probe's size as chosen; more than ``probed`` when the run stopped before the probe ended."""
+    in_flight: int = 1
+    """``--gaia2-in-flight``: each worker's scenarios at a time."""
 
     def reach(self) -> tuple[str, int, int, int] | None:
         """How many of the planned scenarios the budget is expected to complete: (the limit that
@@ -125,6 +127,7 @@ class Projection:
         line = (
             f"gaia2: probe of {probe}: the {self.planned} selected scenarios {cost} "
             f"and ≈ {wall_text(self.hours * 3600)} at -n {self.workers}"
+            f"{f' x {self.in_flight} in flight' if self.in_flight > 1 else ''}"
         )
         reach = self.reach()
         if reach is None:
@@ -165,17 +168,19 @@ def project(
     halt: float | None = None,
     cap: float | None = None,
     chosen: int | None = None,
+    in_flight: int = 1,
 ) -> Projection:
     """The probe's own cost plus :func:`predict_total` of the planned scenarios it did not run;
-    time from the mean wall time spread over the workers. ``chosen`` is the probe's size when
-    fewer of it ran (the run stopped first): the projection is then from what was measured."""
+    time from the mean wall time spread over the scenarios at a time (workers x in flight).
+    ``chosen`` is the probe's size when fewer of it ran (the run stopped first): the projection
+    is then from what was measured."""
     records = list(records)
     costs = [record.cost_usd for record in records if record.cost_usd is not None]
     times = [record.wall_time_s for record in records if record.wall_time_s is not None]
-    hours = statistics.fmean(times) * planned / max(1, workers) / 3600 if times else 0.0
+    hours = statistics.fmean(times) * planned / max(1, workers * in_flight) / 3600 if times else 0.0
     chosen = chosen if chosen is not None and chosen > len(records) else None
     if not costs or len(costs) < len(records):
-        return Projection(planned, len(records), None, None, None, hours, workers, halt, cap, chosen)
+        return Projection(planned, len(records), None, None, None, hours, workers, halt, cap, chosen, in_flight)
     rest, low, high = predict_total(costs, max(0, planned - len(costs)))
     known = math.fsum(costs)
     return Projection(
@@ -189,4 +194,5 @@ def project(
         halt,
         cap,
         chosen,
+        in_flight,
     )

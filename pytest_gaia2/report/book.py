@@ -77,6 +77,7 @@ class ResultBook:
         self.projection: probe.Projection | None = None
         self.probe_keys: frozenset[str] = frozenset()
         self.workers = 1
+        self.in_flight = 1
         self.not_started: dict[str, str] = {}
         """Planned keys that were skipped before any attempt, and why (budget, probe only)."""
         self.spent_at_stop: float | None = None
@@ -143,13 +144,18 @@ class ResultBook:
         return spend.summary(records, earlier)
 
     def add(
-        self, record: AttemptRecord, *, probe_keys: set[str] | frozenset[str] = frozenset(), workers: int = 1
+        self,
+        record: AttemptRecord,
+        *,
+        probe_keys: set[str] | frozenset[str] = frozenset(),
+        workers: int = 1,
+        in_flight: int = 1,
     ) -> list[str]:
         """Keep the record and append its line at once, so a crash keeps what finished; what to
         tell the user now: one warning per model without a price, and the probe's projection
         once its last scenario is in."""
         self.records[record.key] = record
-        self.probe_keys, self.workers = frozenset(probe_keys), workers
+        self.probe_keys, self.workers, self.in_flight = frozenset(probe_keys), workers, in_flight
         self._summary = self._persistent = None
         if self.folder is not None:
             self.folder.append_result(record)
@@ -181,6 +187,7 @@ class ResultBook:
             halt=self.budget.halt,
             cap=self.budget.cap,
             chosen=len(self.probe_keys),
+            in_flight=self.in_flight,
         )
         return self.projection
 

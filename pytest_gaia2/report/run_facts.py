@@ -115,10 +115,11 @@ def probe_of(document: Mapping[str, Any]) -> Projection | None:
     block = document.get("probe")
     if not isinstance(block, dict):
         return None
-    planned, probed, workers = (
+    planned, probed, workers, in_flight = (
         _count(block.get("planned"), 0),
         _count(block.get("probed"), 0),
         _count(block.get("workers"), 1),
+        _count(block.get("in_flight", 1), 1),  # absent from an earlier version's summary
     )
     hours = usd_amount(block.get("hours"), HOURS_MAX)  # a finite, non-negative number like an amount
     money = {name: block.get(name) for name in ("usd", "low", "high", "halt", "cap")}
@@ -127,6 +128,7 @@ def probe_of(document: Mapping[str, Any]) -> Projection | None:
         planned is None
         or probed is None
         or workers is None
+        or in_flight is None
         or hours is None
         or any(value is not None and checked[name] is None for name, value in money.items())
         or (checked["low"] is None) != (checked["high"] is None)
@@ -134,7 +136,19 @@ def probe_of(document: Mapping[str, Any]) -> Projection | None:
         or (block.get("chosen") is not None and _count(block.get("chosen"), 1) is None)
     ):
         return None
-    return Projection(planned, probed, hours=hours, workers=workers, chosen=_count(block.get("chosen"), 1), **checked)
+    return Projection(
+        planned,
+        probed,
+        checked["usd"],
+        checked["low"],
+        checked["high"],
+        hours,
+        workers,
+        checked["halt"],
+        checked["cap"],
+        _count(block.get("chosen"), 1),
+        in_flight,
+    )
 
 
 def keys_of(value: object) -> tuple[str, ...] | None:

@@ -753,7 +753,12 @@ class RunContext:
         if record is None:
             return
         try:
-            notices = self.book.add(AttemptRecord.from_json(record), probe_keys=self.probe_keys, workers=self.workers)
+            notices = self.book.add(
+                AttemptRecord.from_json(record),
+                probe_keys=self.probe_keys,
+                workers=self.workers,
+                in_flight=self.values.in_flight,
+            )
         except store.StoreError as exc:
             notices = [f"gaia2: {exc}"]
         for notice in notices:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gaia2.cost.projection import Projection
+from pytest_gaia2.cost.projection import Projection, project
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.report.summary import PROBE_ONLY
@@ -35,6 +35,14 @@ def test_the_probe_line_gives_its_time_in_seconds_minutes_or_hours(hours: float,
     line = Projection(**{**PROBE, "hours": hours}).line()  # type: ignore[arg-type]
     assert line == ("gaia2: probe of 5: the 40 selected scenarios ≈ $309.12 (95% interval $198.72–$397.44) "
                     f"and ≈ {shown} at -n 2")
+
+
+def test_the_probe_spreads_its_time_over_every_scenario_in_flight() -> None:
+    records = [AttemptRecord.from_json({"scenario_id": f"s{i}", "split": "search", "wall_time_s": 360.0}) for i in range(4)]
+    workers = project(records, 40, 2)
+    in_flight = project(records, 40, 2, in_flight=4)
+    assert (workers.hours, in_flight.hours) == (2.0, 0.5)
+    assert workers.line().endswith("≈ 2.0 h at -n 2") and in_flight.line().endswith("≈ 30 min at -n 2 x 4 in flight")
 
 
 def test_no_budget_or_no_price_says_nothing_of_reach() -> None:

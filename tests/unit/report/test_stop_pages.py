@@ -280,7 +280,14 @@ def test_a_probe_only_run_cut_short_is_incomplete(tmp_path: Path) -> None:
         assert "probe-only" not in _shown(write_index(run).read_text(encoding="utf-8"))
 
 
-PROBE_KEYS = ("planned", "probed", "usd", "low", "high", "hours", "workers", "halt", "cap", "chosen")
+PROBE_KEYS = ("planned", "probed", "usd", "low", "high", "hours", "workers", "halt", "cap", "chosen", "in_flight")
+
+
+def test_the_probe_block_reads_back_as_written_and_an_earlier_one_as_one_in_flight() -> None:
+    written = Projection(**{**PROBE.to_json(), "in_flight": 4})  # type: ignore[arg-type]
+    assert run_facts.probe_of({"probe": written.to_json()}) == written
+    earlier = {key: value for key, value in PROBE.to_json().items() if key != "in_flight"}
+    assert run_facts.probe_of({"probe": earlier}) == PROBE
 
 
 @settings(max_examples=300, deadline=None)
@@ -293,6 +300,7 @@ def test_probe_of_any_json_is_checked(block: dict[str, Any], other: Any) -> None
             continue
         assert 0 <= found.planned <= run_facts.COUNT_MAX and 0 <= found.probed <= run_facts.COUNT_MAX
         assert 1 <= found.workers <= run_facts.COUNT_MAX and 0 <= found.hours <= run_facts.HOURS_MAX
+        assert 1 <= found.in_flight <= run_facts.COUNT_MAX
         money = (found.usd, found.low, found.high, found.halt, found.cap)
         assert all(value is None or 0 <= value <= run_facts.USD_MAX for value in money)
         assert "\x1b" not in found.line() and "\n" not in found.line()  # finite numbers: the line always forms

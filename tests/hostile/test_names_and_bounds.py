@@ -19,6 +19,7 @@ from typing import Any
 import docker
 import pytest
 from gaia2_testing import (
+    SEARCH_IDS,
     SHIPPED,
     BackgroundRun,
     derived_image,
@@ -33,7 +34,6 @@ from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL
 from pytest_gaia2.store.kept import CONTAINER_FILES
 
 ONE = "scenario_universe_21_7kww6e"
-SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
 ORACLE = ("--gaia2-judge-provider=none", "--gaia2-judge-model=none")
 
 WRAP = r'''#!/usr/bin/bash

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from gaia2_testing import (
+    SEARCH,
+    SEARCH_IDS,
     SHIPPED,
     BackgroundRun,
     engine_events,
@@ -26,8 +28,6 @@ from gaia2_testing import (
 from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL, WORKER_LABEL
 from pytest_gaia2.store.phases import running
 
-SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
-SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
 SLOW_JUDGE = "--gaia2-env=GAIA2_FAULT_JUDGE_DELAY=3"  # each scenario lasts long enough to overlap
 HANG = "--gaia2-env=GAIA2_FAULT_HANG=1"  # containers stay up until the run is interrupted
 

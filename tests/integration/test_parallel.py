@@ -17,7 +17,8 @@ from filelock import FileLock
 from gaia2_testing import (
     DATA,
     REAPING_LOCK,
-    SHIPPED,
+    SEARCH,
+    SEARCH_IDS,
     BackgroundRun,
     child_pids,
     gaia2_containers,
@@ -30,8 +31,6 @@ from pytest_gaia2.engine import client as engine
 from pytest_gaia2.engine.ports import worker_slice
 from pytest_gaia2.run.context import EXIT_REFUSED, WIND_DOWN_MISSED, WORKER_WIND_DOWN
 
-SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
-SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
 HANG = ("--gaia2-env", "GAIA2_FAULT_HANG=1")  # containers stay up until the run is interrupted
 
 

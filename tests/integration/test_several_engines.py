@@ -23,7 +23,8 @@ import pytest
 from filelock import FileLock
 from gaia2_testing import (
     REPO,
-    SHIPPED,
+    SEARCH,
+    SEARCH_IDS,
     BackgroundRun,
     child_pids,
     engine_events,
@@ -39,8 +40,6 @@ from pytest_gaia2.reference import build
 
 FIRST = "unix:///var/run/docker.sock"
 SECOND = "unix:///var/run/gaia2-docker2.sock"
-SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
-SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
 
 
 SECOND_ENGINE_LOCK = Path(tempfile.gettempdir()) / "pytest-gaia2-tests-second-engine.lock"

@@ -181,12 +181,17 @@ def test_twenty_thousand_state_files_still_give_the_judges_files_and_the_cut_is_
     assert len(json.dumps(record["skipped_files"])) < 20_000
 
 
-def test_a_double_ctrl_c_at_two_workers_still_writes_the_runs_summary(
-        start_gaia2: Callable[..., BackgroundRun]) -> None:
-    two = SEARCH_IDS[:2]
-    run = start_gaia2("-n", "2", f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", " or ".join(two),
+@pytest.mark.parametrize(("layout", "alive"), [
+    (("-n", "2"), 2),
+    (("--gaia2-in-flight=3",), 3),
+    (("-n", "2", "--gaia2-in-flight=2"), 4),
+], ids=["two workers", "three in flight in one process", "two in flight on each of two workers"])
+def test_a_double_ctrl_c_still_writes_the_runs_summary(
+        start_gaia2: Callable[..., BackgroundRun], layout: tuple[str, ...], alive: int) -> None:
+    chosen = SEARCH_IDS[:alive]
+    run = start_gaia2(*layout, f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", " or ".join(chosen),
                       "--gaia2-env", "GAIA2_FAULT_HANG=1")
-    run.wait_for_containers(2)
+    run.wait_for_containers(alive)
     os.killpg(run.process.pid, signal.SIGINT)
     time.sleep(0.3)
     os.killpg(run.process.pid, signal.SIGINT)
@@ -196,6 +201,6 @@ def test_a_double_ctrl_c_at_two_workers_still_writes_the_runs_summary(
     folder = run_folder(run.output)
     assert all((folder / name).is_file() for name in ("results.jsonl", "summary.json", "index.html")), text
     records = results_of(run.output)
-    assert sorted(r["scenario_id"] for r in records) == two, (records, text)
+    assert sorted(r["scenario_id"] for r in records) == chosen, (records, text)
     assert {r["error_category"] for r in records} == {"interrupted"}, records
     assert gaia2_containers(run.run_id()) == []

@@ -354,14 +354,13 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> Sc
         request.node.stash[ATTEMPT_KEY] = attempt
 
     context = _active(request.config)
-    try:
-        if context.ahead is None:
-            result = context.runner.result_for(request.node.stash[ITEM_KEY], keep)
-        else:
-            from pytest_gaia2.plugin.in_flight import upcoming
+    next_items = []
+    if context.ahead is not None:
+        from pytest_gaia2.plugin.in_flight import upcoming
 
-            ahead = upcoming(request, context.values.in_flight)
-            result = context.result_of(request.node.stash[ITEM_KEY], keep, ahead)
+        next_items = upcoming(request, context.values.in_flight)
+    try:
+        result = context.result_of(request.node.stash[ITEM_KEY], keep, next_items)
     except NotStarted as exc:
         pytest.skip(str(exc))
     request.node.stash[RESULT_KEY] = result

@@ -5,7 +5,28 @@ dependency a reader must follow. A floor is a room (a folder of the package) in 
 of rooms importing rooms; the longest chain of modules is printed beside it. Run
 ``python scripts/house.py`` (``--check`` exits 1 when a goal is missed: at most 12 top-level
 entries, at most 8 floors, no circle of modules or of rooms, only the engine room imports
-``docker``).
+``docker``, at most ``MAX_MOVES`` moves between rooms on the walk of one scenario).
+
+The walk follows one parameter (by default ``item`` of ``ScenarioRunner.result_for``; ``--walk
+FILE:QUALNAME:PARAM`` another, and prints the route) from the source, depth first, each function
+visited once. In a function it follows the parameter, any attribute chain of it (``item.split``)
+and every local name assigned from an expression that mentions a followed name (``where =
+scenario_dir(folder, item)``, a ``for`` or comprehension target included). A call whose argument
+(positional or keyword) mentions a followed name is entered when its target is a function or
+class of the package, resolved through the module's own definitions, its imports (``from
+pkg.x import f``, ``from pkg import module``, ``import pkg.x as m``, re-exports), ``self.method``
+and annotated names (a parameter ``folder: RunFolder``, a class's annotated fields and
+properties, ``self.x = param`` in ``__init__``, a local assigned from a constructor or an
+annotated function); a class is entered at its own ``__init__``. The matching parameter is
+followed there. The route lists each function entered and each return to a caller that passes
+the name on again; a stay is a run of consecutive steps in one module, a move a step from one
+room to another, a climb a move to a room on a higher floor.
+
+It cannot see dynamic dispatch (a method of a subclass, a protocol, ``getattr``), callbacks
+(a function handed over and called later), a method called *on* the followed value (the receiver
+is not an argument), attributes stored on ``self`` for later methods, a dataclass's generated
+``__init__``, or a receiver whose type no annotation names. It is a static reading of the source:
+a lower bound of where the value goes, not a trace.
 """
 
 from __future__ import annotations
@@ -13,24 +34,25 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "pytest_gaia2"
-ISLAND = f"{PACKAGE}.reference"
-"""The in-container reference image: standard-library code that never imports the host side."""
-MAX_ENTRIES, MAX_FLOORS = 12, 8
+"""Its ``reference`` folder is the in-container image: standard-library code that never imports the host side."""
+MAX_ENTRIES, MAX_FLOORS, MAX_MOVES = 12, 8, 24
 DOCKER_ROOM = f"{PACKAGE}.engine"
 
 
-def modules() -> dict[str, Path]:
+def modules(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
     """Every host-side module of the package, by dotted name."""
     found = {}
-    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
-        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    island = f"{package}.reference"
+    for path in sorted((root / package).rglob("*.py")):
+        name = ".".join(path.relative_to(root).with_suffix("").parts)
         name = name.removesuffix(".__init__")
-        if not (name == ISLAND or name.startswith(ISLAND + ".")):
+        if not (name == island or name.startswith(island + ".")):
             found[name] = path
     return found
 
@@ -64,11 +86,8 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> tuple[set[str], bo
     return inside, docker
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
-    args = parser.parse_args()
-    known = modules()
+def import_graph(known: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]]:
+    """Module -> the package modules it imports; and the modules that import ``docker``."""
     graph: dict[str, set[str]] = {}
     docker_importers = []
     for name, path in known.items():
@@ -76,27 +95,49 @@ def main() -> int:
         if docker:
             docker_importers.append(name)
     # A package's __init__ that only re-exports does not make its room depend on itself.
-    for name in graph:
-        graph[name] = {t for t in graph[name] if not name.startswith(t + ".")}
+    return {
+        name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()
+    }, docker_importers
 
+
+def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Room (a top-level subpackage) -> the rooms its modules import."""
+    rooms: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        if name.count(".") >= 1:
+            room = name.split(".")[1]
+            rooms.setdefault(room, set()).update(t.split(".")[1] for t in targets if t.count(".") >= 1)
+    return {room: targets - {room} for room, targets in rooms.items()}
+
+
+def room_floors(rooms: dict[str, set[str]]) -> Callable[[str], int]:
+    """A room's floor: 1 + the highest floor of the rooms it imports (no circle among rooms)."""
+
+    @cache
+    def room_floor(room: str) -> int:
+        return 1 + max((room_floor(t) for t in rooms.get(room, ())), default=0)
+
+    return room_floor
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument(
+        "--walk", nargs="?", const=ENTRY, metavar="FILE:QUALNAME:PARAM", help=f"print the route too (default {ENTRY})"
+    )
+    args = parser.parse_args()
+    known = modules()
+    graph, docker_importers = import_graph(known)
     circles = _circles(graph)
 
     @cache
     def floor(name: str) -> int:
         return 1 + max((floor(t) for t in graph[name]), default=0)
 
-    rooms: dict[str, set[str]] = {}
-    for name, targets in graph.items():
-        if name.count(".") >= 1:
-            room = name.split(".")[1]
-            rooms.setdefault(room, set()).update(t.split(".")[1] for t in targets if t.count(".") >= 1)
-    rooms = {room: targets - {room} for room, targets in rooms.items()}
+    rooms = room_graph(graph)
     room_circles = _circles(rooms)
-
-    @cache
-    def room_floor(room: str) -> int:
-        return 1 + max((room_floor(t) for t in rooms[room]), default=0)
-
+    room_floor = room_floors(rooms)
     floors = max(map(room_floor, rooms)) if not room_circles else -1
     chain_length = max(floor(name) for name in graph) if not circles else -1
     entries = sorted(
@@ -117,6 +158,12 @@ def main() -> int:
         print("  longest chain: " + " -> ".join(chain))
     print(f"circles: {len(circles)}" + "".join(f"\n  {' -> '.join(c)}" for c in circles + room_circles))
     print(f"docker importers: {', '.join(docker_importers) or 'none'}")
+    stays, totals = walk_figures(known, room_floor, args.walk or ENTRY) if floors > 0 else ([], {})
+    print(f"walk of {args.walk or ENTRY}: " + ", ".join(f"{n} {what}" for what, n in totals.items()))
+    for number, (where, functions) in enumerate(stays if args.walk else [], start=1):
+        print(
+            f"  {number:2d}. {where.removeprefix(PACKAGE + '.')} (floor {room_floor(_room(where))}): {', '.join(functions)}"
+        )
     missed = []
     if len(entries) > MAX_ENTRIES:
         missed.append(f"{len(entries)} top-level entries (goal <= {MAX_ENTRIES})")
@@ -126,6 +173,8 @@ def main() -> int:
         missed.append(f"{len(circles) + len(room_circles)} circle(s)")
     if any(not (d == DOCKER_ROOM or d.startswith(DOCKER_ROOM + ".")) for d in docker_importers):
         missed.append(f"docker imported outside {DOCKER_ROOM}")
+    if totals.get("moves", MAX_MOVES + 1) > MAX_MOVES:
+        missed.append(f"the walk's moves between rooms {totals.get('moves', '?')} (goal <= {MAX_MOVES})")
     for line in missed:
         print(f"goal missed: {line}")
     return 1 if (args.check and missed) else 0
@@ -165,6 +214,226 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+# -- the walk of one scenario ------------------------------------------------------------------
+
+ENTRY = f"{PACKAGE}/run/scenario_runs.py:ScenarioRunner.result_for:item"
+Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+class Walk:
+    """Follows one parameter through the package's calls, statically (see the module docstring)."""
+
+    def __init__(self, known: dict[str, Path]) -> None:
+        self.defs: dict[str, dict[str, Def]] = {}
+        self.names: dict[str, dict[str, str]] = {}
+        self.attrs: dict[str, str] = {}
+        """``module.Class.attr`` -> the dotted type of ``self.attr`` (annotated fields, properties,
+        ``self.attr = param`` in ``__init__``)."""
+        for module, path in known.items():
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            defs: dict[str, Def] = {}
+            names = {}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom):
+                    base = (
+                        (node.module or "") if node.level == 0 else _resolve(module, node, path.name == "__init__.py")
+                    )
+                    names.update({a.asname or a.name: f"{base}.{a.name}" for a in node.names})
+                elif isinstance(node, ast.Import):
+                    names.update({a.asname: a.name for a in node.names if a.asname})
+            for node in tree.body:
+                if isinstance(node, Def):
+                    defs[node.name] = node
+                    names[node.name] = f"{module}.{node.name}"
+                if isinstance(node, ast.ClassDef):
+                    defs.update({f"{node.name}.{m.name}": m for m in node.body if isinstance(m, Def)})
+            self.defs[module], self.names[module] = defs, names
+        for module, defs in self.defs.items():
+            for qual, node in defs.items():
+                if isinstance(node, ast.ClassDef):
+                    self._class_attrs(module, qual, node)
+
+    def _class_attrs(self, module: str, qual: str, node: ast.ClassDef) -> None:
+        prefix = f"{module}.{qual}."
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                self._set(prefix + item.target.id, self.annotation(module, item.annotation))
+            elif isinstance(item, ast.FunctionDef) and item.decorator_list and item.returns is not None:
+                self._set(prefix + item.name, self.annotation(module, item.returns))
+            elif isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                typed = {a.arg: self.annotation(module, a.annotation) for a in _params(item) if a.annotation}
+                for stmt in ast.walk(item):
+                    if isinstance(stmt, ast.Assign | ast.AnnAssign):
+                        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                            value = stmt.value
+                            found = isinstance(value, ast.Name) and typed.get(value.id)
+                            if isinstance(stmt, ast.AnnAssign):
+                                found = self.annotation(module, stmt.annotation)
+                            self._set(prefix + target.attr, found or None)
+
+    def _set(self, key: str, value: str | None) -> None:
+        if value is not None:
+            self.attrs.setdefault(key, value)
+
+    def annotation(self, module: str, node: ast.expr | None) -> str | None:
+        """The dotted name of a package class an annotation names (``X | None`` counts as ``X``)."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node = ast.parse(node.value, mode="eval").body
+        if isinstance(node, ast.BinOp):
+            return self.annotation(module, node.left) or self.annotation(module, node.right)
+        dotted = self.dotted(module, node, {}) if isinstance(node, ast.Name | ast.Attribute) else None
+        return dotted if dotted and self.lookup(dotted) else None
+
+    def lookup(self, dotted: str, depth: int = 0) -> tuple[str, str] | None:
+        """``(module, qualname)`` of a package function or class, through re-exports."""
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module, rest = ".".join(parts[:cut]), parts[cut:]
+            if module in self.defs:
+                qual = ".".join(rest)
+                if qual in self.defs[module]:
+                    return module, qual
+                again = self.names[module].get(rest[0])
+                if again and again != dotted and depth < 5:
+                    return self.lookup(".".join([again, *rest[1:]]), depth + 1)
+                return None
+        return None
+
+    def dotted(self, module: str, node: ast.expr, local: dict[str, str | None]) -> str | None:
+        """What a call's target names: a dotted path through imports, local types and ``self``."""
+        if isinstance(node, ast.Name):
+            return local[node.id] if node.id in local else self.names[module].get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.dotted(module, node.value, local)
+            return None if base is None else self.attrs.get(f"{base}.{node.attr}", f"{base}.{node.attr}")
+        return None
+
+    def route(self, module: str, qual: str, param: str) -> list[tuple[str, str, str]]:
+        """The functions the parameter reaches, depth first, with each return to a caller that
+        passes it on again: ``(module, qualname, names followed)``."""
+        route: list[tuple[str, str, str]] = []
+        seen: set[tuple[str, str]] = set()
+
+        def visit(module: str, qual: str, followed: set[str]) -> None:
+            seen.add((module, qual))
+            node = self.defs[module][qual]
+            assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            here = (module, qual, ", ".join(sorted(followed)))
+            route.append(here)
+            owner = qual.rpartition(".")[0]
+            local: dict[str, str | None] = {a.arg: self.annotation(module, a.annotation) for a in _params(node)}
+            if owner and _params(node) and not _static(node):
+                local[_params(node)[0].arg] = f"{module}.{owner}"
+
+            def mentions(expr: ast.AST) -> bool:
+                return any(isinstance(n, ast.Name) and n.id in followed for n in ast.walk(expr))
+
+            def call(node: ast.Call) -> None:
+                target = self.dotted(module, node.func, local)
+                found = self.lookup(target) if target else None
+                if found is None:
+                    return
+                callee = self.defs[found[0]][found[1]]
+                if isinstance(callee, ast.ClassDef):
+                    found = (found[0], f"{found[1]}.__init__")
+                    if found[1] not in self.defs[found[0]]:
+                        return  # a generated __init__ (a dataclass) is no code of the package
+                    callee = self.defs[found[0]][found[1]]
+                assert isinstance(callee, ast.FunctionDef | ast.AsyncFunctionDef)
+                params = _params(callee)
+                bound = "." in found[1] and not _static(callee)
+                passed = set()
+                positional = params[1:] if bound else params
+                for index, arg in enumerate(node.args):
+                    if mentions(arg) and not isinstance(arg, ast.Starred) and index < len(positional):
+                        passed.add(positional[index].arg)
+                names = {a.arg for a in params}
+                passed.update(k.arg for k in node.keywords if k.arg in names and mentions(k.value))
+                if passed and found not in seen:
+                    if route[-1] != here:
+                        route.append(here)
+                    visit(*found, passed)
+
+            def walk(node: ast.AST) -> None:
+                if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For | ast.comprehension):
+                    source = node.iter if isinstance(node, ast.For | ast.comprehension) else node.value
+                    if source is not None:
+                        walk(source)
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    stored = (n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                    for name in (n for n in stored if isinstance(n.ctx, ast.Store)):
+                        local[name.id] = None
+                        if source is not None and mentions(source):
+                            followed.add(name.id)
+                        if isinstance(source, ast.Call) and len(targets) == 1 and isinstance(targets[0], ast.Name):
+                            local[name.id] = self._returns(module, source, local)
+                    for child in getattr(node, "body", []) + getattr(node, "orelse", []) + getattr(node, "ifs", []):
+                        walk(child)
+                    return
+                children = list(ast.iter_child_nodes(node))
+                if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+                    children = [*node.generators, *children[: -len(node.generators)]]  # the loops come first
+                for child in children:
+                    walk(child)
+                if isinstance(node, ast.Call):
+                    call(node)
+
+            for statement in node.body:
+                walk(statement)
+
+        visit(module, qual, {param})
+        return route
+
+    def _returns(self, module: str, node: ast.Call, local: dict[str, str | None]) -> str | None:
+        """The package class a call returns: a constructor's, or its function's annotation."""
+        target = self.dotted(module, node.func, local)
+        found = self.lookup(target) if target else None
+        if found is None:
+            return None
+        callee = self.defs[found[0]][found[1]]
+        if isinstance(callee, ast.ClassDef):
+            return f"{found[0]}.{found[1]}"
+        return self.annotation(found[0], callee.returns)
+
+
+def walk_figures(
+    known: dict[str, Path], floor: Callable[[str], int], entry: str = ENTRY, root: Path = ROOT
+) -> tuple[list[tuple[str, list[str]]], dict[str, int]]:
+    """The stays of a walk (module, its functions) and its totals. ``entry`` is ``FILE:QUALNAME:PARAM``."""
+    file, qual, param = entry.split(":")
+    module = ".".join((root / file).resolve().relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+    stays: list[tuple[str, list[str]]] = []
+    for where, function, followed in Walk(known).route(module, qual, param):
+        if not stays or stays[-1][0] != where:
+            stays.append((where, []))
+        step = f"{function}({followed})"
+        if not stays[-1][1] or stays[-1][1][-1] != step:
+            stays[-1][1].append(step)
+    rooms = [_room(where) for where, _ in stays]
+    moves = [(a, b) for a, b in zip(rooms, rooms[1:], strict=False) if a != b]
+    totals = {
+        "stays": len(stays),
+        "modules": len({where for where, _ in stays}),
+        "rooms": len(set(rooms)),
+        "moves": len(moves),
+        "climbs": sum(floor(b) > floor(a) for a, b in moves),
+    }
+    return stays, totals
+
+
+def _room(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def _params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    return [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+
+
+def _static(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
 if __name__ == "__main__":

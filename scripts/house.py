@@ -260,7 +260,9 @@ class Walk:
         for item in node.body:
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                 self._set(prefix + item.target.id, self.annotation(module, item.annotation))
-            elif isinstance(item, ast.FunctionDef) and item.decorator_list and item.returns is not None:
+            elif isinstance(item, ast.FunctionDef) and any(
+                _name_of(d).endswith("property") for d in item.decorator_list
+            ):
                 self._set(prefix + item.name, self.annotation(module, item.returns))
             elif isinstance(item, ast.FunctionDef) and item.name == "__init__":
                 typed = {a.arg: self.annotation(module, a.annotation) for a in _params(item) if a.annotation}
@@ -329,7 +331,14 @@ class Walk:
                 local[_params(node)[0].arg] = f"{module}.{owner}"
 
             def mentions(expr: ast.AST) -> bool:
-                return any(isinstance(n, ast.Name) and n.id in followed for n in ast.walk(expr))
+                """Whether the expression's value carries a followed name (a test or a comparison does not)."""
+                if isinstance(expr, ast.Name):
+                    return expr.id in followed
+                if isinstance(expr, ast.Compare) or (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not)):
+                    return False
+                if isinstance(expr, ast.IfExp):
+                    return mentions(expr.body) or mentions(expr.orelse)
+                return any(mentions(child) for child in ast.iter_child_nodes(expr))
 
             def call(node: ast.Call) -> None:
                 target = self.dotted(module, node.func, local)
@@ -432,8 +441,12 @@ def _params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     return [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
 
 
+def _name_of(node: ast.expr) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
 def _static(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+    return any(_name_of(d) == "staticmethod" for d in node.decorator_list)
 
 
 if __name__ == "__main__":

@@ -51,12 +51,6 @@ def scenario_dir(folder: RunFolder, item: PlannedItem) -> Path:
     return folder.scenario_dir(item.split, item.name, item.repeat, item.repeats)
 
 
-def reusable(record: AttemptRecord | None, scenario_sha256: str | None) -> bool:
-    """Whether a stored record is the item's final verdict: a judgment (pass or fail) is never
-    re-run, unless both hashes are known and the scenario file changed since; an error is."""
-    return record is not None and is_judged(record) and record.made_from(scenario_sha256)
-
-
 def retried(record: AttemptRecord, tried: int, retries: int) -> bool:
     """Whether another attempt follows the ``tried``-th of this session: an infrastructure error
     is tried ``retries`` more times, each in a folder of its own; a judgment never is, nor a
@@ -89,15 +83,15 @@ def counts_as_error(record: AttemptRecord) -> bool:
 
 
 def stored_result(folder: RunFolder, item: PlannedItem, session_id: str) -> ScenarioResult | None:
-    """The item's stored verdict, if :func:`reusable`: reported again, never re-run (resume,
+    """The item's stored verdict, if final (:func:`~pytest_gaia2.store.record.reusable`): reported again, never re-run (resume,
     --reruns, a rerun of the same item), marked reused when an earlier session judged it. Its
     folder is the one its record names, unless that leaves the scenario's (a hostile or damaged
     result.json): then the scenario's own."""
     if item.scenario is None:
         return None
     where = scenario_dir(folder, item)
-    record = folder.last_record(where)
-    if record is None or not reusable(record, item.scenario.sha256):
+    record = folder.final_record(where, item.scenario.sha256)
+    if record is None:
         return None
     try:
         named = inside(folder.path, *record.folder.split("/")) if record.folder else where

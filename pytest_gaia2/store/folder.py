@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.store import names, redact
-from pytest_gaia2.store.record import AttemptRecord, RecordError, is_judged
+from pytest_gaia2.store.record import AttemptRecord, RecordError, is_judged, reusable
 from pytest_gaia2.store.safejson import (
     JsonLimitError,
     JsonReadError,
@@ -313,6 +313,13 @@ class RunFolder:
         present = self.attempt_records(scenario_dir)
         judged = [record for record in present if is_judged(record)]
         return (judged or present)[-1] if present else None
+
+    def final_record(self, scenario_dir: Path, scenario_sha256: str | None) -> AttemptRecord | None:
+        """The scenario's latest record if it is its final verdict for the file of hash
+        ``scenario_sha256`` (:func:`~pytest_gaia2.store.record.reusable`), else None: one question
+        of the store, asked before a scenario runs."""
+        record = self.last_record(scenario_dir)
+        return record if reusable(record, scenario_sha256) else None
 
     @staticmethod
     def read_record(folder: Path) -> AttemptRecord | None:

@@ -332,6 +332,12 @@ def is_judged(record: AttemptRecord | None) -> bool:
     return record is not None and record.success in (True, False)
 
 
+def reusable(record: AttemptRecord | None, scenario_sha256: str | None) -> bool:
+    """Whether a stored record is the item's final verdict: a judgment (pass or fail) is never
+    re-run, unless both hashes are known and the scenario file changed since; an error is."""
+    return record is not None and is_judged(record) and record.made_from(scenario_sha256)
+
+
 # Error categories: what happened, and where to look. docs/reference/categories.md and the
 # Allure categories are generated from this one table, so they cannot disagree.
 CATEGORIES: dict[str, tuple[str, str]] = {

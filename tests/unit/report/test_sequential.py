@@ -178,7 +178,7 @@ def test_the_pairs_follow_the_plan_up_to_the_first_scenario_without_a_verdict() 
 
 def test_a_verdict_made_from_another_scenario_file_is_none_yet() -> None:
     """A record whose scenario hash differs from the plan's is re-run by a resume
-    (run.scenario_runs.reusable), so the prefix ends there as at a scenario not yet run; a record
+    (store.record.reusable), so the prefix ends there as at a scenario not yet run; a record
     without a hash, or a plan without one, stands."""
     baseline = {("search", sid, 1): "passed" for sid in "abc"}
     current = {r.key: r for r in records(("a", "failed"), ("b", "failed"), ("c", "failed"))}

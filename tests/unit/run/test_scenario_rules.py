@@ -26,13 +26,12 @@ from pytest_gaia2.run.scenario_runs import (
     NotStarted,
     ScenarioRunner,
     retried,
-    reusable,
     scenario_dir,
     stored_result,
 )
 from pytest_gaia2.run.verdict import Gaia2InfraError
 from pytest_gaia2.store.folder import RESULT_FILE, RunFolder
-from pytest_gaia2.store.record import CATEGORIES, AttemptRecord, outcome_of
+from pytest_gaia2.store.record import CATEGORIES, AttemptRecord, outcome_of, reusable
 from pytest_gaia2.store.redact import Redactor
 
 SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"

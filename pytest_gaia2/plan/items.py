@@ -17,7 +17,7 @@ import random
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pytest_gaia2.config.options import Options
@@ -55,11 +55,12 @@ class PlannedItem:
     """With --gaia2-sequence: the key of the chain the scenario belongs to."""
     position: int | None = None
     """Its place in that chain, from 0 (upstream's ``universe_position``)."""
+    key: str = field(init=False, compare=False)
+    """``<split>/<id>[/run_<k>]``: the item's identity in records, manifests and not-run lists,
+    spelled once when the item is planned and carried to every attempt."""
 
-    @property
-    def key(self) -> str:
-        """``<split>/<id>[/run_<k>]``: the item's identity in records, manifests and not-run lists."""
-        return scenario_key(self.split, self.name, self.repeat, self.repeats)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", scenario_key(self.split, self.name, self.repeat, self.repeats))
 
     @property
     def param_id(self) -> str:

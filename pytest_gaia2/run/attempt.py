@@ -31,7 +31,6 @@ from pytest_gaia2.run.verdict import Fault, Gaia2InfraError, is_terminal, judgme
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.limits import STATUS_MAX_BYTES, Limits
 from pytest_gaia2.store.phases import PhaseBoard, phase_of
-from pytest_gaia2.store.record import scenario_key
 from pytest_gaia2.store.redact import Redactor
 from pytest_gaia2.store.safejson import JsonReadError, loads_bounded
 
@@ -119,6 +118,7 @@ class ScenarioAttempt:
         scenario: Scenario,
         folder: Path,
         *,
+        key: str,
         repeat: int,
         repeats: int,
         attempt: int,
@@ -147,7 +147,8 @@ class ScenarioAttempt:
         self.started_at = now_iso()
         self.timeout = setup.limits.effective_timeout(scenario.duration)
         self.adapter_port = ADAPTER_PORT
-        self.key = scenario_key(scenario.split, scenario.scenario_id, repeat, repeats)
+        self.key = key
+        """The planned item's key (``<split>/<id>[/run_<k>]``), spelled once by the plan."""
         self.token: str | None = None
         """The attempt's gateway token: granted at launch, revoked when the attempt is written."""
         self.next_gateway_check = 0.0

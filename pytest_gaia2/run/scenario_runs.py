@@ -301,6 +301,7 @@ class ScenarioRunner:
             self.attempt_setup,
             item.scenario,
             self.folder.attempt_dir(where, number),
+            key=item.key,
             repeat=item.repeat,
             repeats=item.repeats,
             attempt=number,

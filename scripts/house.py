@@ -8,25 +8,27 @@ entries, at most 8 floors, no circle of modules or of rooms, only the engine roo
 ``docker``, at most ``MAX_MOVES`` moves between rooms on the walk of one scenario).
 
 The walk follows one parameter (by default ``item`` of ``ScenarioRunner.result_for``; ``--walk
-FILE:QUALNAME:PARAM`` another, and prints the route) from the source, depth first, each function
-visited once. In a function it follows the parameter, any attribute chain of it (``item.split``)
-and every local name assigned from an expression that mentions a followed name (``where =
-scenario_dir(folder, item)``, a ``for`` or comprehension target included). A call whose argument
-(positional or keyword) mentions a followed name is entered when its target is a function or
-class of the package, resolved through the module's own definitions, its imports (``from
-pkg.x import f``, ``from pkg import module``, ``import pkg.x as m``, re-exports), ``self.method``
-and annotated names (a parameter ``folder: RunFolder``, a class's annotated fields and
-properties, ``self.x = param`` in ``__init__``, a local assigned from a constructor or an
-annotated function); a class is entered at its own ``__init__``. The matching parameter is
-followed there. The route lists each function entered and each return to a caller that passes
-the name on again; a stay is a run of consecutive steps in one module, a move a step from one
-room to another, a climb a move to a room on a higher floor.
+FILE:QUALNAME:PARAM`` another, and prints the route) through the source, depth first, each
+function visited once. In a function it follows the parameter, any attribute chain of it
+(``item.split``) and every local name assigned from an expression that carries a followed name
+(``where = scenario_dir(folder, item)``; a ``for`` or comprehension target too; a comparison, a
+``not`` or an ``if`` test carries none). A call with an argument (positional or keyword) that
+carries a followed name is entered when its target is a function or class of the package,
+resolved through the module's definitions, its imports (``from pkg.x import f``, ``from pkg
+import module``, ``import pkg.x as m``, re-exports), ``self.method`` and annotated names (a
+parameter ``folder: RunFolder``, a class's annotated fields and properties, ``self.x = param`` in
+``__init__``, a local assigned from a constructor or an annotated function); a class is entered
+at its own ``__init__``. The matching parameter is followed there. The route lists each function
+entered and each return to a caller that passes the value on again; a stay is a run of
+consecutive steps in one module, a move a step from one room to another, a climb a move to a
+room on a higher floor.
 
-It cannot see dynamic dispatch (a method of a subclass, a protocol, ``getattr``), callbacks
-(a function handed over and called later), a method called *on* the followed value (the receiver
-is not an argument), attributes stored on ``self`` for later methods, a dataclass's generated
-``__init__``, or a receiver whose type no annotation names. It is a static reading of the source:
-a lower bound of where the value goes, not a trace.
+It cannot see dynamic dispatch (a method of a subclass, a protocol, ``getattr``), callbacks (a
+function handed over and called later), a method called *on* the followed value (the receiver is
+not an argument), a property (read as an attribute), attributes stored on ``self`` for later
+methods, a dataclass's generated ``__init__``, or a receiver whose type no annotation names. It
+is a static reading of the source, not a trace: a path taken only sometimes (a chained scenario's
+checkpoint, a stored verdict) counts as if always taken.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "pytest_gaia2"
 """Its ``reference`` folder is the in-container image: standard-library code that never imports the host side."""
-MAX_ENTRIES, MAX_FLOORS, MAX_MOVES = 12, 8, 24
+MAX_ENTRIES, MAX_FLOORS, MAX_MOVES = 12, 8, 20
 DOCKER_ROOM = f"{PACKAGE}.engine"
 
 

@@ -155,3 +155,20 @@ def test_the_walk_of_the_real_package(tmp_path: Path) -> None:
     assert stays[0] == ("pytest_gaia2.run.scenario_runs", ["ScenarioRunner.result_for(item)"] + stays[0][1][1:])
     assert 0 < totals["moves"] <= HOUSE.MAX_MOVES
     assert totals["stays"] == len(stays) and totals["climbs"] <= totals["moves"] < totals["stays"]
+
+
+def test_loop_targets_carry_the_value_and_tests_do_not(tmp_path: Path) -> None:
+    stays, totals = walk(
+        tmp_path,
+        """
+        from pkg.low.b import f, g
+
+        def entry(x):
+            flag = x is None
+            f(flag)
+            for part in x.parts if flag else ():
+                g(part)
+        """,
+    )
+    assert stays == [("pkg.top.a", ["entry(x)"]), ("pkg.low.b", ["g(value)"])]
+    assert totals["moves"] == 1

@@ -97,9 +97,8 @@ def import_graph(known: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]
         if docker:
             docker_importers.append(name)
     # A package's __init__ that only re-exports does not make its room depend on itself.
-    return {
-        name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()
-    }, docker_importers
+    graph = {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
+    return graph, docker_importers
 
 
 def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
@@ -175,7 +174,7 @@ def main() -> int:
         missed.append(f"{len(circles) + len(room_circles)} circle(s)")
     if any(not (d == DOCKER_ROOM or d.startswith(DOCKER_ROOM + ".")) for d in docker_importers):
         missed.append(f"docker imported outside {DOCKER_ROOM}")
-    if totals.get("moves", MAX_MOVES + 1) > MAX_MOVES:
+    if (args.walk or ENTRY) == ENTRY and totals.get("moves", MAX_MOVES + 1) > MAX_MOVES:
         missed.append(f"the walk's moves between rooms {totals.get('moves', '?')} (goal <= {MAX_MOVES})")
     for line in missed:
         print(f"goal missed: {line}")

@@ -88,10 +88,14 @@ class ToolServer:
                 self.wfile.write(json.dumps(server_side.answer(request), default=str).encode() + b"\n")
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)
-        server = socketserver.ThreadingUnixStreamServer(str(path), Handler)
+        # Bound and listening under another name, then renamed: the socket appears only when a
+        # connection to it is accepted (between bind and listen a client is refused).
+        pending = path.with_name(path.name + ".pending")
+        pending.unlink(missing_ok=True)
+        server = socketserver.ThreadingUnixStreamServer(str(pending), Handler)
         server.daemon_threads = True
-        os.chmod(path, 0o666)
+        os.chmod(pending, 0o666)
+        os.replace(pending, path)
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
         stop.wait()
         server.shutdown()

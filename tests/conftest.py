@@ -55,6 +55,10 @@ hypothesis_settings.register_profile(
 """CI's: every example drawn from the test itself (its code's digest), so a clean clone of a commit
 draws the same examples each run, red only when the code is (no check that times a busy
 machine); what one found is kept as @example."""
+hypothesis_settings.register_profile("matrix", hypothesis_settings.get_profile("ci"), max_examples=10)
+"""The other supported Pythons' (.ci/run's matrix): CI's, with a tenth of the examples (and
+``gaia2_testing.examples`` scales the tests that set their own): on those Pythons the lane proves
+the code runs; the inputs are explored on the main one."""
 hypothesis_settings.register_profile("dev")
 """A developer's: new random examples each run (and the failures found before, from .hypothesis/)."""
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))

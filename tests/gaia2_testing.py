@@ -36,6 +36,19 @@ FIRST_OF_EACH_SPLIT = tuple(sorted(split.glob("*.json"))[0] for split in sorted(
 """The first shipped scenario file of each split (five splits, four universes): a run that has
 every split at less than half the containers of all the shipped scenarios."""
 
+MATRIX_SHARE = 10
+"""Under the ``matrix`` Hypothesis profile (the fast lane on the other supported Pythons), a
+property test draws a tenth of its examples: that lane proves the code runs on each Python, and a
+derandomized profile would draw the same inputs there as on the main one, where they are explored
+in full."""
+
+
+def examples(count: int) -> int:
+    """A property test's ``max_examples``: ``count``, or its share under the ``matrix`` profile."""
+    if os.environ.get("HYPOTHESIS_PROFILE") == "matrix":
+        return max(5, count // MATRIX_SHARE)
+    return count
+
 
 def gaia2_containers(run_id: str | None = None) -> list[Any]:
     """Containers on the engine carrying pytest-gaia2's run label (all runs, or one)."""

@@ -12,7 +12,7 @@ import json
 import warnings
 from pathlib import Path
 
-from gaia2_testing import raw_controls
+from gaia2_testing import examples, raw_controls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,7 +79,7 @@ def test_the_glyph_warning_is_real() -> None:
     assert any(raw_controls(str(warning.message)) for warning in caught)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text())
 def test_markdown_free_text_carries_no_control_character(text: str) -> None:
     """A failure reason ``ESC[31m...BEL`` went into report.md raw (only the terminal's lines were

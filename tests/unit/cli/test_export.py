@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_compare import write_run
@@ -117,7 +118,7 @@ def test_the_output_is_a_new_folder_outside_every_run(tmp_path: Path, capsys: py
     assert code == 2 and "already exists" in err
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
                                                                                          max_size=4),

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -166,7 +167,7 @@ def test_record_spend_warns_instead_of_raising(tmp_path: Path, caplog: pytest.Lo
     assert "spend of search/a#3 not in the ledger" in caplog.text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=2000))
 def test_any_bytes_are_some_entries_and_some_damage(data: bytes) -> None:
     entries, damaged = parse_lines(data)
@@ -181,7 +182,7 @@ ENTRY_LINES = st.lists(st.tuples(st.text(min_size=1, max_size=30),
                                  st.floats(min_value=0, max_value=ATTEMPT_USD_MAX)), max_size=20)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(ENTRY_LINES, st.integers(min_value=0, max_value=10_000))
 @example([("a", 1.0), ("a", 2.0)], 53)  # cut just before the last newline: that line is whole and counts
 def test_a_ledger_cut_anywhere_keeps_every_line_before_the_cut(lines: list[tuple[str, float]], cut: int) -> None:
@@ -201,7 +202,7 @@ def test_a_ledger_cut_anywhere_keeps_every_line_before_the_cut(lines: list[tuple
     assert len(damaged) <= 1
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.binary(max_size=1000))
 def test_the_ledger_reader_never_raises_on_any_file(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
     folder = tmp_path_factory.mktemp("ledger")
@@ -275,7 +276,7 @@ def test_a_line_without_a_valid_amount_is_damage(line: bytes) -> None:
     assert (entries, tokens, damaged) == ({}, {}, [1])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=2000))
 def test_any_bytes_give_bounded_token_counts(data: bytes) -> None:
     entries, tokens, damaged = parse_all(data)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -293,7 +294,7 @@ JSON_VALUES = st.recursive(
     max_leaves=20)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(JSON_VALUES, max_size=6))
 def test_any_trace_lines_give_finite_bounded_usage(tmp_path: Path, lines: list[Any]) -> None:
     calls = [line if not isinstance(line, dict) else {**line, "type": "llm_call"} for line in lines]
@@ -305,7 +306,7 @@ def test_any_trace_lines_give_finite_bounded_usage(tmp_path: Path, lines: list[A
     json.dumps(usage.to_json(), allow_nan=False)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=3000))
 def test_any_bytes_as_a_trace_never_raise(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "trace.jsonl"

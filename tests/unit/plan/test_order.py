@@ -7,6 +7,7 @@ from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
+from gaia2_testing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,7 +93,7 @@ def test_broken_files_go_first_and_other_tests_keep_their_places() -> None:
     assert ordered[1:-1] == start_order(items, 0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.integers(1, 30), min_size=1, max_size=9), st.randoms(use_true_random=False))
 def test_interleave_never_leaves_its_quota(sizes: list[int], rng: random.Random) -> None:
     groups = [[(g, i) for i in range(size)] for g, size in enumerate(sizes)]

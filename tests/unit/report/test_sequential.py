@@ -13,6 +13,7 @@ from pathlib import Path
 import execnet
 import pytest
 from gaia2_records import record
+from gaia2_testing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -241,7 +242,7 @@ def test_a_baseline_of_errors_only_or_of_verdicts_rewritten_by_later_lines_share
     assert baseline.shared(["search/a", "search/b"]) == 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     data=st.one_of(
         st.binary(max_size=2000),

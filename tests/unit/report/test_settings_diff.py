@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gaia2_testing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ JSON = st.recursive(
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(st.sampled_from(["provenance", "settings", "selection", "markexpr", "x"]), JSON, max_size=5),
        st.dictionaries(st.sampled_from(["provenance", "settings", "selection", "keyword"]), JSON, max_size=5))
 def test_any_two_configs_give_short_inert_lines(first: dict[str, Any], second: dict[str, Any]) -> None:

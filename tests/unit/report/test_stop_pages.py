@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -211,7 +212,7 @@ JSON = st.recursive(
 STOP_KEYS = ("stopped", "reason", "halt_usd", "cap_usd", "spent_usd", "spent_at_stop_usd", "not_started")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(st.sampled_from(STOP_KEYS), JSON | st.lists(st.dictionaries(
     st.sampled_from(("key", "why")), JSON), max_size=5)), JSON)
 def test_stop_of_any_json_is_checked(block: dict[str, Any], other: Any) -> None:
@@ -227,7 +228,7 @@ def test_stop_of_any_json_is_checked(block: dict[str, Any], other: Any) -> None:
         json.dumps(stop.to_dict())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(st.sampled_from(("name", "tags", "started_at")), JSON))
 def test_facts_of_any_run_config_are_checked(config: dict[str, Any]) -> None:
     facts = run_facts.read(Path("/nonexistent"), config)
@@ -290,7 +291,7 @@ def test_the_probe_block_reads_back_as_written_and_an_earlier_one_as_one_in_flig
     assert run_facts.probe_of({"probe": earlier}) == PROBE
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(st.sampled_from(PROBE_KEYS), JSON), JSON)
 @example({"usd": 1e-300, "low": 1e-300, "high": 1e-300, "planned": 1, "halt": 1e9}, None)  # 1e9 / 1e-300 is inf
 def test_probe_of_any_json_is_checked(block: dict[str, Any], other: Any) -> None:
@@ -363,7 +364,7 @@ KEYS = st.lists(st.sampled_from(["search/s_0", "time/s_1/run_2", "s_0", "", "a/b
                 max_size=6)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(st.sampled_from(("planned", "done", "not_run")), JSON | KEYS | st.integers(-2, 8)), KEYS | JSON)
 def test_the_plan_of_any_summary_and_run_config_is_checked(summary: dict[str, Any], planned: Any) -> None:
     facts = run_facts.RunFacts(

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gaia2_testing import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -135,7 +136,7 @@ JSON = st.recursive(
 WIRE_KEYS = st.sampled_from([*WIRE, "usage"])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(wire=st.dictionaries(WIRE_KEYS, JSON, min_size=1), gateway=JSON, cost=JSON)
 @example(wire={"calls": 10**30, "trace_minus_wire_usd": 1e308, "trace_cost_usd": "x"}, gateway={"on": False, "off": HOSTILE},
          cost=None)

@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -50,7 +51,7 @@ def test_a_second_ctrl_c_waits_for_the_block_then_raises() -> None:
     assert done == ["written"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(raw=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
 @example(raw=b"\xef\xbb\xbf{}")
 @example(raw=b'{"a": 1, "a": 2}')
@@ -62,7 +63,7 @@ def test_the_signs_of_a_forged_judge_file_never_raise(raw: bytes) -> None:
     assert ("starts with a byte-order mark" in found) == raw.startswith(b"\xef\xbb\xbf")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=6))
 def test_a_judge_file_as_json_writes_it_shows_no_sign(value: dict[str, object]) -> None:
     assert forged_signs(json.dumps(value).encode()) == []

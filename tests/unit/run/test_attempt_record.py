@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -296,7 +297,7 @@ JUDGMENT = st.fixed_dictionaries({"success": st.booleans() | JSON}, optional={"f
 STATUS = st.none() | st.fixed_dictionaries({}, optional={"status": STATUS_FIELD, "judgment": JUDGMENT, "turn": JSON})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(endpoint=STATUS, on_file=STATUS, last_line=st.none() | st.booleans())
 def test_any_shape_the_container_writes_gives_the_rules_verdict(endpoint, on_file, last_line) -> None:
     """The container writes both status sources: whatever their shape, the record is built

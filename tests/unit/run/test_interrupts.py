@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -107,7 +108,7 @@ def test_only_this_processs_children_named_by_a_board_get_the_forwarded_signal(t
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
 
 
-@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(50), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pid=SCALARS, running=st.lists(st.dictionaries(st.text(max_size=4), SCALARS, max_size=2), max_size=2) | SCALARS)
 def test_a_boards_pid_is_a_pid_in_range_or_nothing(tmp_path: Path, pid: object, running: object) -> None:
     board = tmp_path / "progress.gw0.json"

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from gaia2_testing import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -57,7 +58,7 @@ def test_without_a_trace_the_agent_log_tail_is_read(tmp_path: Path) -> None:
     assert _read(tmp_path).last == "provider_error"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=30), st.booleans(), st.floats()), max_size=8))
 def test_any_trace_reads_to_a_bounded_answer(statuses: list[Any]) -> None:
     import tempfile
@@ -171,7 +172,7 @@ def test_the_horizon_leaves_an_honest_queue_of_workers_alone(tmp_path: Path) -> 
     assert slept == [60.0, 119.0]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     st.recursive(
         st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=10)),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -47,7 +48,7 @@ def _lines(lines: list[Any]) -> bytes:
     return "".join((line[1] if isinstance(line, tuple) else json.dumps(line)) + "\n" for line in lines).encode()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     status=st.binary(max_size=60) | JSON.map(lambda value: json.dumps(value).encode()),
     judgments=st.lists(JSON | TORN, max_size=4),

@@ -9,6 +9,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -101,7 +102,7 @@ class _Zeros(io.RawIOBase):
         return step
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=4096))
 @example(b"")
 @example(archive(("x", b"1"))[:700])
@@ -114,7 +115,7 @@ def test_any_bytes_as_the_archive_never_raise(tmp_path_factory: pytest.TempPathF
     assert all(m.name.isprintable() and (m.text is None or len(m.text) <= 64) for m in found.members)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.text(min_size=1, max_size=40).filter(lambda n: "\0" not in n), st.binary(max_size=200)),
                 max_size=8))
 def test_a_well_formed_archive_is_listed_whole_and_printable(

@@ -11,6 +11,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -58,7 +59,7 @@ ANY_NAME = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(ANY_NAME)
 def test_every_accepted_name_is_a_folder_on_every_system(name: str) -> None:
     problem = names.problem(name)
@@ -75,7 +76,7 @@ def _scenario(sid: str) -> str:
     return json.dumps({"metadata": {"definition": {"scenario_id": sid}}, "events": []})
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["search", "Search", "time", "CON", "x."]),
                           st.one_of(DEVICE_LIKE, st.sampled_from(["Case_A", "case_a", "CASE_A", "s_1", "s_2"]))),
                 min_size=1, max_size=6))

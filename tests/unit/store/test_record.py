@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from gaia2_testing import REPO
+from gaia2_testing import REPO, examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -61,7 +61,7 @@ VALUES = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.one_of(
         st.dictionaries(
@@ -110,7 +110,7 @@ def test_a_records_usage_out_of_range_is_refused_by_field(usage: dict[str, objec
     assert excinfo.value.field == "usage" and why in str(excinfo.value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(usage=st.dictionaries(st.sampled_from(["calls", "input_tokens", "reported_cost_usd", "models", "x"]),
                              st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3)
                              | st.lists(st.text(max_size=3), max_size=2), max_size=4))

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from leaks import holds
@@ -177,7 +178,7 @@ FRAGMENTS = st.lists(st.sampled_from(["\\u0080", "\\\\u00e9", "\\r", "\\n", "\\\
                                       "%e9", "&#x", "0"]), max_size=6).map("".join)
 """Escapes and pieces of escapes a secret may follow."""
 AROUND = st.one_of(TEXT, TRICKY, FRAGMENTS)
-PROPERTIES = settings(max_examples=150, deadline=None)
+PROPERTIES = settings(max_examples=examples(150), deadline=None)
 _SHORT = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -274,7 +275,7 @@ LONG_SECRETS = st.text(SECRET_CHARACTERS, min_size=12, max_size=24).filter(lambd
 """Keys of 12 bytes and more: the encoded forms are promised at every alignment from there."""
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(st.sampled_from(sorted(FORMS)), st.one_of(LONG_SECRETS, SECRETS.filter(lambda key: len(key.encode()) >= 12)),
        st.binary(max_size=7), st.binary(max_size=7), AROUND, AROUND, st.booleans())
 def test_a_secret_in_every_listed_form_is_masked(form: str, secret: str, head: bytes, tail: bytes, before: str,
@@ -367,7 +368,7 @@ def _backslashes(most: int) -> st.SearchStrategy[str]:
     return st.integers(1, most).map(lambda n: "\\" * n)
 
 
-@settings(max_examples=15, deadline=None)  # each example checks every cut: 60 took over a minute
+@settings(max_examples=examples(15), deadline=None)  # each example checks every cut: 60 took over a minute
 @given(st.lists(st.one_of(encoded_secrets().map(lambda pair: pair[1]), AROUND, _backslashes(40),
                           st.tuples(_backslashes(40), encoded_secrets()).map(lambda pair: pair[0] + pair[1][1])),
                 max_size=6), st.data())
@@ -383,7 +384,7 @@ def test_a_stream_cut_at_any_point_is_masked_as_a_whole(pieces: list[str], data:
         assert _streamed(redactor, whole, [cut]) == expected, cut
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.one_of(encoded_secrets().map(lambda pair: pair[1]), AROUND, _backslashes(1500),
                           st.tuples(_backslashes(1500), encoded_secrets()).map(lambda pair: pair[0] + pair[1][1])),
                 max_size=8), st.lists(st.integers(0, 6000), max_size=16), st.data())
@@ -473,7 +474,7 @@ def _forbidden(char: str) -> bool:
             or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069 or 0xD800 <= code <= 0xDFFF)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(st.one_of(st.characters(max_codepoint=0xA0), st.sampled_from("\u2028\u2029\u202a\u202e\u2066\u2069"),
                          st.characters())))
 def test_printable_leaves_no_control_character(text: str) -> None:
@@ -500,7 +501,7 @@ def test_mask_userinfo(text: str, shown: str) -> None:
     assert mask_userinfo(text) == shown
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.from_regex(r"[a-z][a-z0-9+.-]{0,8}", fullmatch=True), st.text(st.characters(
     blacklist_characters="/@:", blacklist_categories=("Cs", "Zs", "Cc")), max_size=12),
     st.text(st.characters(blacklist_characters="/@", blacklist_categories=("Cs", "Zs", "Cc")), min_size=1, max_size=20))

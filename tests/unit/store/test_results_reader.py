@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from bad_records import BAD_FIELDS
+from gaia2_testing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -97,7 +98,7 @@ def test_a_line_without_end_costs_only_the_line_bound(tmp_path: Path) -> None:
         list(numbered_lines(path, max_bytes=10))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(FIELDS), value=LOADED_JSON)
 def test_any_json_value_in_any_field_loads_or_names_that_field(name: str, value: Any) -> None:
     try:
@@ -108,7 +109,7 @@ def test_any_json_value_in_any_field_loads_or_names_that_field(name: str, value:
         assert AttemptRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.binary(max_size=40) | st.builds(lambda v: json.dumps(v).encode(), JSON), max_size=4))
 def test_any_line_bytes_load_or_fail_with_the_one_error(tmp_path: Path, lines: list[bytes]) -> None:
     run = _write(tmp_path / "any", [line.replace(b"\n", b" ") for line in lines])

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from gaia2_testing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -182,7 +183,7 @@ _JSON_TEXT = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(
 _NESTED = st.integers(min_value=0, max_value=400).map(lambda depth: b"[" * depth + b"]" * depth)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.binary(max_size=200) | _JSON_TEXT | _NESTED)
 def test_any_bytes_parse_or_fail_with_the_one_error(data: bytes) -> None:
     """Whatever the bytes: a value within the bounds, or a JsonLimitError; nothing else escapes."""
@@ -194,7 +195,7 @@ def test_any_bytes_parse_or_fail_with_the_one_error(data: bytes) -> None:
         assert len(data) <= 150 and json.loads(json.dumps(value)) == value
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=300) | _JSON_TEXT, link=st.booleans())
 def test_any_file_reads_or_fails_with_the_one_error(tmp_path: Path, data: bytes, link: bool) -> None:
     target = tmp_path / "data.json"

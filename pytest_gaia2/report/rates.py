@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
+from pytest_gaia2.report.t_table import T_975
+
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
 
@@ -48,10 +50,14 @@ Cluster = Sequence[tuple[int, int]]
 
 def t_quantile(probability: float, df: int) -> float:
     """Student's t quantile (scipy's), for the small-sample intervals over scenarios and universes.
-    ``scipy.special.stdtrit`` is ``scipy.stats.t.ppf`` without loading scipy.stats: at the end of
-    a run that saves the controller about 1.5 s of CPU and 50 MB, while the xdist workers still live."""
+    The 95% intervals' quantile comes from :data:`~pytest_gaia2.report.t_table.T_975` (scipy's
+    values, written by ``scripts/gen_t_table.py``) up to its size: loading scipy at the end of a
+    run cost the controller half a second of CPU and 50 MB, while the xdist workers still live.
+    ``scipy.special.stdtrit`` (``scipy.stats.t.ppf`` without loading scipy.stats) answers the rest."""
     if df < 1 or not 0.5 <= probability < 1:
         raise ValueError(f"t_quantile: need df >= 1 and 0.5 <= probability < 1, got {df} and {probability}")
+    if probability == 0.975 and df <= len(T_975):
+        return T_975[df - 1]
     from scipy.special import stdtrit
 
     return float(stdtrit(df, probability))

@@ -1,7 +1,7 @@
 """The run as a pytest plugin: the pytest half of :class:`~pytest_gaia2.run.context.RunContext`.
 
 Created in ``pytest_configure`` and registered as a plugin (pytest-xdist's ``DSession`` is the
-model). It reads what pytest was asked into an :class:`~pytest_gaia2.run.context.Invocation`,
+model). It reads what pytest was asked into an :class:`~pytest_gaia2.run.terms.Invocation`,
 takes each report's record, masks pytest's log handlers, writes the run's lines on pytest's
 terminal, calls the hooks users implement, hands xdist workers the run, and turns the run's
 exits and statuses into pytest's.
@@ -16,7 +16,8 @@ import pytest
 
 from pytest_gaia2.plugin import private_api, pytest_options
 from pytest_gaia2.run import provenance
-from pytest_gaia2.run.context import ExitStatus, Invocation, RunContext, RunExit
+from pytest_gaia2.run.context import RunContext
+from pytest_gaia2.run.terms import ExitStatus, Invocation, RunExit
 from pytest_gaia2.store.redact import RedactingFilter
 
 LOG_HANDLERS = ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler")

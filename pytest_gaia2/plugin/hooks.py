@@ -235,7 +235,7 @@ def _refuse_selection(config: pytest.Config, context: Controller, items: list[py
     serially; an xdist worker hands it over in ``workeroutput`` (:func:`pytest_testnodedown`),
     so pytest does not end the worker with an INTERNALERROR. Raising here would not stop
     pytest from calling pytest_collection_finish, nor xdist from dealing out what was collected."""
-    from pytest_gaia2.run.context import RunStopped
+    from pytest_gaia2.run.terms import RunStopped
     from pytest_gaia2.store.redact import printable
 
     items.clear()
@@ -462,7 +462,7 @@ def _prepare(context: Controller, ids: list[str], collect_only: bool = False) ->
     error (exit status 4) or a pre-flight refusal: no test runs, and why is printed last
     (:func:`_print_stop`). Under xdist nothing is raised here: the workers, which wait to be
     dealt tests, end as soon as there are none, instead of being killed after a timeout."""
-    from pytest_gaia2.run.context import RunStopped
+    from pytest_gaia2.run.terms import RunStopped
 
     was_prepared = context.prepared
     try:
@@ -520,7 +520,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         context.remove_worker_containers(node.gateway.id)
     refused = (getattr(node, "workeroutput", None) or {}).get(USAGE_ERROR_OUTPUT)
     if refused and context.stopped is None:
-        from pytest_gaia2.run.context import RunStopped
+        from pytest_gaia2.run.terms import RunStopped
 
         context.stopped = RunStopped([str(refused)], code=pytest.ExitCode.USAGE_ERROR)
 

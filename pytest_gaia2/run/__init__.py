@@ -1,4 +1,4 @@
-"""One run: its context (without pytest: the plugin's controller is its pytest half), pre-flight, a scenario's attempts in a container (several in flight in one process: ``ahead``), the evidence copied out, the verdict rules, provenance and interrupts; and the re-judge of a finished run's saved events in containers (``rejudge``), and one run folder merged from several (``merge``).
+"""One run: its context (without pytest: the plugin's controller is its pytest half) and the terms it speaks with the process it runs in (``terms``: the invocation in, the exit statuses out), pre-flight, a scenario's attempts in a container (several in flight in one process: ``ahead``), the evidence copied out, the verdict rules, provenance and interrupts; and the re-judge of a finished run's saved events in containers (``rejudge``), and one run folder merged from several (``merge``).
 
 May import: report, cost, plan, config, engine, store.
 The only room that starts containers, for scenarios and for re-judges.

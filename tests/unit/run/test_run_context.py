@@ -13,7 +13,8 @@ from gaia2_testing import SHIPPED
 from pytest_gaia2.config import options
 from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.plan.selection import FIRST_N_WARNING
-from pytest_gaia2.run.context import ExitStatus, Invocation, RunContext
+from pytest_gaia2.run.context import RunContext
+from pytest_gaia2.run.terms import ExitStatus, Invocation
 
 SEARCH = SHIPPED / "search"
 

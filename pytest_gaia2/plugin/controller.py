@@ -102,8 +102,8 @@ class Controller(RunContext):
             "gaia2_started_at": self.started.isoformat(),
             "gaia2_folder": str(self.folder.path) if self.folder else "",
             **self.engines.handover(worker),
-            "gaia2_discovered": shipped(*self.discovered) if self.active else None,
-            "gaia2_baseline": self.baseline.shipped() if self.active and self.baseline else None,
+            "gaia2_discovered": shipped(*self.plan.discovered) if self.active else None,
+            "gaia2_baseline": self.plan.baseline.shipped() if self.active and self.plan.baseline else None,
             "gaia2_gateway": self.gateway_access,
         }
 

@@ -103,9 +103,9 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.stash[CONTEXT_KEY] = context
     config.pluginmanager.register(context, "gaia2-run")
-    for marker in extra_split_markers(context.items()):
+    for marker in extra_split_markers(context.plan.items()):
         config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios from a folder of that name")
-    for marker in universe_markers(context.items()):
+    for marker in universe_markers(context.plan.items()):
         config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios of {marker}")
     if context.active:
         from pytest_gaia2.run.interrupts import FORWARD_ECHO, WindDown
@@ -158,7 +158,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     from pytest_gaia2.plugin import item as scenario_item
 
-    selectable = _selectable(config, context.items())
+    selectable = _selectable(config, context.plan.items())
     for split in dict.fromkeys(item.split for item in selectable):
         nodeid = f"{NODE_PREFIX}/{split}"
         module = ScenarioModule.from_parent(session, path=Path(scenario_item.__file__), nodeid=nodeid, name=nodeid)
@@ -193,7 +193,7 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
         if not planned:
             _nothing_selected(config, items, context)
             return
-        keep = context.narrow(list(planned.values()))
+        keep = context.plan.narrow(list(planned.values()))
     except OptionError as exc:
         _refuse_selection(config, context, items, exc)
         return
@@ -209,7 +209,7 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
         from pytest_gaia2.cost.projection import probe_first
 
         key_of = {id(item): planned[id(item)].key for item in items if id(item) in planned}
-        keys = context.choose_probe([planned[id(item)] for item in items if id(item) in planned])
+        keys = context.plan.choose_probe([planned[id(item)] for item in items if id(item) in planned])
         items[:] = probe_first(items, keys, key_of)
 
 
@@ -218,7 +218,7 @@ def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: 
     from pytest_gaia2.plan.items import extra_split_markers, universe_markers
     from pytest_gaia2.plan.selection import nothing_selected
 
-    planned = context.items()
+    planned = context.plan.items()
     if items or not planned:
         return
     markers = sorted({item.split_marker for item in planned}) + universe_markers(planned)
@@ -279,7 +279,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     context = _context(metafunc.config)
     module = metafunc.definition.parent
     own = isinstance(module, ScenarioModule)
-    items = module.planned if isinstance(module, ScenarioModule) else context.items() if context else []
+    items = module.planned if isinstance(module, ScenarioModule) else context.plan.items() if context else []
     extra = _allure_marks(metafunc.config)
     metafunc.parametrize(
         ITEM_PARAMETER,
@@ -429,7 +429,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from pytest_gaia2.plugin.chains import ChainScheduling
 
-    chain_of = {item.key: item.chain for item in context.items() if item.chain}
+    chain_of = {item.key: item.chain for item in context.plan.items() if item.chain}
 
     def scope_of(nodeid: str) -> str:
         keys = _planned(context, [nodeid])
@@ -448,7 +448,7 @@ def _planned(context: Controller, node_ids: list[str]) -> list[str]:
     ]
     if own:
         return list(dict.fromkeys(own))
-    known = {item.key for item in context.items()}
+    known = {item.key for item in context.plan.items()}
     return list(
         dict.fromkeys(
             key for nid in node_ids if "[" in nid for key in [nid.rpartition("[")[2].rstrip("]")] if key in known

@@ -19,21 +19,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_gaia2.config import options, splits
+from pytest_gaia2.config import options
 from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.cost.budget import Budget, Ledger
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.engine.pool import EnginePool
 from pytest_gaia2.plan import items as plan_mod
-from pytest_gaia2.plan import selection, sequence
+from pytest_gaia2.plan import selection
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.report.run_facts import Isolation
-from pytest_gaia2.report.sequential import Baseline, Decision
 from pytest_gaia2.run import gateway as gateway_mod
 from pytest_gaia2.run import hooked_env, provenance
 from pytest_gaia2.run.ahead import Ahead
+from pytest_gaia2.run.run_plan import RunPlan
 from pytest_gaia2.run.scenario_runs import NotStarted, ScenarioRunner, scenario_dir
 from pytest_gaia2.run.terms import ExitStatus, Invocation, RunExit, RunStopped
 from pytest_gaia2.store import folder as store
@@ -44,7 +44,6 @@ from pytest_gaia2.store.version import PLUGIN_VERSION
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
-    from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
     from pytest_gaia2.run.evidence import ScenarioResult
 
 
@@ -80,8 +79,15 @@ class RunContext:
         self.values = self._read_values(read)
         self.output = self.path(self.values.output)
         self.active = self._is_active()
-        self.retries: int = self.values.retries
-        self.repeat: int = self.values.repeat
+        self.plan = RunPlan(
+            self.values,
+            active=self.active,
+            base=self.base,
+            path=self.path,
+            handed_over=self.handed_over,
+            settings=lambda: self.settings,
+            notes=self.notes,
+        )
         folder = worker_input.get("gaia2_folder")
         self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
         self.book = ResultBook(
@@ -93,10 +99,6 @@ class RunContext:
         self.prepared = False
         self.stopped: RunStopped | None = None
         """Why pre-flight ended the run before any scenario (the run then has no folder)."""
-        self.probe_keys: set[str] = set()
-        self.order: list[str] = []
-        """The planned keys in start order, on every process: the sequence the stop-when-decided
-        test reads its pairs in (:mod:`~pytest_gaia2.report.sequential`)."""
         self.engines = EnginePool.of_process(
             self.values.engine,
             worker_input,
@@ -130,8 +132,8 @@ class RunContext:
                         )
                 self._check_urls()
                 _ = self.prices  # as does a price file that cannot be read
-                self.items()  # discovery and selection problems surface at start-up
-                _ = self.baseline  # as does a baseline that cannot be read
+                self.plan.items()  # discovery and selection problems surface at start-up
+                _ = self.plan.baseline  # as does a baseline that cannot be read
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -183,130 +185,11 @@ class RunContext:
             return True
         return not self.invocation.explicit_test_paths and (self.base / "scenarios").is_dir()
 
-    def _roots(self) -> list[Path]:
-        language = self.values.language
-        if self.values.dataset:
-            from pytest_gaia2.plan import dataset
-
-            return dataset.materialise(
-                self.values.dataset,
-                splits.split_names(self.values.splits, language=language),
-                language=language,
-                revision=self.values.dataset_revision,
-            )
-        for name, value in (("language", language), ("dataset-revision", self.values.dataset_revision)):
-            if value:
-                raise OptionError(f"--gaia2-{name} applies to --gaia2-dataset only")
-        given = [self.path(raw) for raw in self.values.scenarios]
-        missing = [str(path) for path in given if not os.path.lexists(path)]
-        if missing:
-            raise OptionError(f"--gaia2-scenarios: no such file or folder: {', '.join(missing)}")
-        return given or [self.base / "scenarios"]
-
-    # -- the plan ----------------------------------------------------------------------------
-
-    @cached_property
-    def discovered(self) -> tuple[list[Scenario], list[ScenarioError]]:
-        """Every scenario file found: discovered once, on the controller (or the only process);
-        xdist workers get the controller's result through ``workerinput``."""
-        from pytest_gaia2.plan import scenarios
-
-        shipment = self.handed_over.get("gaia2_discovered")
-        if shipment is not None:
-            return scenarios.unshipped(shipment)
-        return scenarios.discover(self._roots(), index_path=scenarios.index_path())
-
-    @cached_property
-    def _items(self) -> list[plan_mod.PlannedItem]:
-        scenarios, errors = self.discovered
-        chosen = plan_mod.filtered(scenarios, self.values, self.path)
-        self.notes.extend(chosen.notes)
-        return plan_mod.build(
-            chosen.scenarios,
-            errors,
-            repeats=self.repeat,
-            limits=self.settings.limits,
-            attempts=self.retries + 1,
-            chains=self._chains(),
-        )
-
-    def _chains(self) -> list[sequence.Chain] | None:
-        """--gaia2-sequence's chains, refused with the options that would break a chain apart."""
-        raw = self.values.sequence
-        if not raw:
-            return None
-        clashes = [
-            option
-            for option, given in (
-                ("--gaia2-repeat", self.repeat > 1),
-                ("--gaia2-sample", self.values.sample is not None),
-                ("--gaia2-first-n", self.values.first_n is not None),
-                ("--gaia2-shard", self.values.shard is not None),
-                ("--gaia2-smoke", self.values.smoke),
-                (f"--gaia2-in-flight {self.values.in_flight}", self.values.in_flight > 1),
-            )
-            if given
-        ]
-        if clashes:
-            raise OptionError(f"--gaia2-sequence runs whole chains; it cannot be combined with {', '.join(clashes)}")
-        return sequence.load(self.path(raw))
-
-    @cached_property
-    def baseline(self) -> Baseline | None:
-        """--gaia2-stop-when-decided's run folder, read once on the controller (bounded, strict);
-        xdist workers get the controller's through ``workerinput``."""
-        raw = self.values.stop_when_decided
-        if not raw:
-            return None
-        shipment = self.handed_over.get("gaia2_baseline")
-        if shipment is not None:
-            return Baseline.unshipped(shipment)
-        try:
-            return Baseline.load(self.path(raw))
-        except store.StoreError as exc:
-            raise OptionError(f"--gaia2-stop-when-decided: {exc}") from None
-
-    def decision(self) -> Decision | None:
-        """The comparison with the baseline on every verdict in the run folder so far (every
-        worker's, every session's), in start order; None without a baseline or while undecided."""
-        if self.baseline is None or self.folder is None:
-            return None
-        hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario is not None}
-        return self.baseline.decide(self.order, self.folder.records(), self.values.decision_level, hashes)
-
-    def _decided(self) -> str | None:
-        decision = self.decision()
-        return decision.reason if decision is not None else None
-
-    def items(self) -> list[plan_mod.PlannedItem]:
-        """Every item to collect, identical on every worker: the same files, order and filters."""
-        return self._items if self.active else []
-
-    def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
-        """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left; with
-        --gaia2-smoke and neither, the midsmoke rung's stratified sample."""
-        sample = self.values.sample
-        if self.values.smoke and sample is None and self.values.first_n is None:
-            sample = selection.smoke_sample(len({item.name for item in planned if item.scenario}))
-        return plan_mod.narrow(
-            planned,
-            sample=sample,
-            seed=self.values.seed,
-            first_n=self.values.first_n,
-            shard=self.values.shard,
-        )
-
-    def choose_probe(self, items: list[plan_mod.PlannedItem]) -> set[str]:
-        """The --gaia2-probe scenarios among what will run: the same on every worker and the controller."""
-        count = self.values.probe
-        self.probe_keys = plan_mod.probe_keys(items, count, self.values.seed) if count else set()
-        return self.probe_keys
-
     def header_lines(self) -> list[str]:
         if not self.active:
             return []
-        found = sum(1 for item in self.items() if item.scenario and item.repeat == 1)
-        broken = sum(1 for item in self.items() if item.error)
+        found = sum(1 for item in self.plan.items() if item.scenario and item.repeat == 1)
+        broken = sum(1 for item in self.plan.items() if item.error)
         lines = [
             f"gaia2: session {self.session_id[:8]}, image {self.settings.image}, {found} scenarios found"
             f"{f' ({broken} files cannot run)' if broken else ''}, network {self.settings.network}, "
@@ -395,8 +278,8 @@ class RunContext:
         :class:`OptionError` for a usage error, :class:`RunStopped` (kept in ``stopped``) for a
         refusal; either way no run folder is created and ``latest`` does not move.
         """
-        if planned and not collect_only and not self.order:
-            self.order = list(planned)
+        if planned and not collect_only and not self.plan.order:
+            self.plan.order = list(planned)
         if self.prepared or self.stopped or self.is_worker or collect_only:
             return
         if not (planned or self.values.preflight_only):
@@ -408,30 +291,17 @@ class RunContext:
             raise
 
     def _prepare(self, planned: list[str]) -> None:
-        if (
-            self.baseline is not None
-            and self.folder is not None
-            and store.same_folder(self.baseline.path, self.folder.path)
-        ):
-            raise OptionError(
-                f"--gaia2-stop-when-decided: {self.baseline.path} is the run folder this run writes into; "
-                "the baseline is an earlier run"
-            )
-        if self.baseline is not None and not self.baseline.shared(planned):
-            raise OptionError(
-                f"--gaia2-stop-when-decided: the baseline {self.baseline.path} judged none of the "
-                f"{len(planned)} planned scenarios; there is nothing to compare"
-            )
+        self.plan.check_baseline(self.folder, planned)
         self.prepared = True
         self.book.planned = planned
         chosen = set(planned)
         self.book.scenario_files = {
             item.key: (str(item.scenario.path), item.scenario.sha256, tuple(dict.fromkeys(item.scenario.apps)))
-            for item in self.items()
+            for item in self.plan.items()
             if item.scenario is not None and item.key in chosen
         }
         if self.values.probe:
-            self.choose_probe([item for item in self.items() if item.key in chosen])
+            self.plan.choose_probe([item for item in self.plan.items() if item.key in chosen])
         from pytest_gaia2.engine.errors import EngineError
         from pytest_gaia2.plan.scenarios import cache_dir
         from pytest_gaia2.run import preflight
@@ -518,7 +388,7 @@ class RunContext:
                 }
             ),
         )
-        chosen = [item.scenario for item in self.items() if item.scenario and item.key in set(planned)]
+        chosen = [item.scenario for item in self.plan.items() if item.scenario and item.key in set(planned)]
         if chosen:
             selection.write_manifest(self.folder.file(store.MANIFEST_FILE), [(s.split, s.scenario_id) for s in chosen])
 
@@ -527,9 +397,8 @@ class RunContext:
         each difference in words, and the one command that continues the run as it was made."""
         assert self.folder is not None
         stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
-        hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario}
         now = {"provenance": self.provenance(), "settings": settings_mod.public_dict(self.settings)}
-        differences = provenance.differences(stored, now, self.folder.records(), hashes)
+        differences = provenance.differences(stored, now, self.folder.records(), self.plan.hashes())
         if not differences:
             return
         head = f"--gaia2-resume: {self.folder.path} was run with other settings:"
@@ -557,7 +426,7 @@ class RunContext:
         )
 
     def _run_config(self, facts: dict[str, Any], planned: list[str]) -> dict[str, Any]:
-        roots = self._roots()
+        roots = self.plan.roots()
         data = provenance.run_config(
             self.settings,
             self.values,
@@ -590,12 +459,12 @@ class RunContext:
             self.redactor,
             self.folder,
             self.provenance(),
-            retries=self.retries,
+            retries=self.values.retries,
             session_id=self.session_id,
             worker=self.worker,
             workers=self.workers,
             budget=self.budget,
-            only=self.probe_keys if self.values.probe_only else None,
+            only=self.plan.probe_keys if self.values.probe_only else None,
             prices=self.prices,
             container_env=functools.partial(hooked_env.adjust, self.hook("pytest_gaia2_container_env"), self.redactor),
             max_starts_per_minute=self.values.max_starts_per_minute,
@@ -630,12 +499,16 @@ class RunContext:
         ahead = self.__dict__.get("ahead")
         if ahead is None or not ahead.jobs:
             return
-        longest = max((item.hard_timeout or 0.0 for item in self.items()), default=0.0)
+        longest = max((item.hard_timeout or 0.0 for item in self.plan.items()), default=0.0)
         ahead.close(
             KeyboardInterrupt() if exitstatus == ExitStatus.INTERRUPTED else None,
             NotStarted("the run ended before it started"),
             wait=longest or self.settings.limits.timeout,
         )
+
+    def _decided(self) -> str | None:
+        decision = self.plan.decision(self.folder)
+        return decision.reason if decision is not None else None
 
     @cached_property
     def prices(self) -> PriceBook:
@@ -666,7 +539,7 @@ class RunContext:
         try:
             notices = self.book.add(
                 AttemptRecord.from_json(record),
-                probe_keys=self.probe_keys,
+                probe_keys=self.plan.probe_keys,
                 workers=self.workers,
                 in_flight=self.values.in_flight,
             )
@@ -725,7 +598,7 @@ class RunContext:
 
         with interrupts.held():
             self._recover()
-            self.book.decided = self.decision()
+            self.book.decided = self.plan.decision(self.folder)
             if not self.book.anything_to_write:
                 return None
             extra = {
@@ -778,7 +651,7 @@ class RunContext:
 
     def _recover(self) -> None:
         """Records this session wrote that never reached the controller (Ctrl-C mid-item, a killed worker)."""
-        index = {item.key: item for item in self.items()}
+        index = {item.key: item for item in self.plan.items()}
         for key in self.book.planned:
             item = index.get(key)
             if key in self.book.records or item is None or item.scenario is None or self.folder is None:

@@ -30,8 +30,8 @@ from pytest_gaia2.plan import selection
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.report.run_facts import Isolation
+from pytest_gaia2.run import folder_opening, hooked_env, provenance
 from pytest_gaia2.run import gateway as gateway_mod
-from pytest_gaia2.run import hooked_env, provenance
 from pytest_gaia2.run.ahead import Ahead
 from pytest_gaia2.run.run_plan import RunPlan
 from pytest_gaia2.run.scenario_runs import NotStarted, ScenarioRunner, scenario_dir
@@ -207,21 +207,15 @@ class RunContext:
         redact.install(self.redactor)  # every file the store writes is masked with it (close uninstalls)
         if self.is_worker or self.values.preflight_only or self.invocation.collect_only:
             return
-        resume = self.values.resume
-        try:
-            if resume:
-                self.folder = store.RunFolder.find(self.output, None if resume is True else self.path(resume))
-                if self.folder.skipped:
-                    self.notes.append(
-                        f"--gaia2-resume: continuing {self.folder.path.name}, the latest run with a verdict; "
-                        f"newer without one: {', '.join(path.name for path in self.folder.skipped)}"
-                    )
-                stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
-                self.run_id = str(stored.get("run_id") or self.session_id)
-            else:
-                self.folder = store.RunFolder(self.output / store.run_folder_name(self.run_id, self.started))
-        except store.StoreError as exc:  # it names a folder from anywhere: no escape reaches the terminal
-            raise OptionError(str(exc)) from None
+        self.folder, self.run_id = folder_opening.locate(
+            self.values,
+            self.output,
+            self.path,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            started=self.started,
+            notes=self.notes,
+        )
         self.book.folder = self.folder
         self._start_gateway()
 
@@ -329,8 +323,12 @@ class RunContext:
                 write(printable(self.redactor.redact(line)))
             verdict = "ready to run" if outcome.ok else "not ready (see each [FAIL] above)"
             raise RunStopped([f"pytest-gaia2: pre-flight only: {verdict}"], code=0 if outcome.ok else 1)
+        opening = self._opening()
         try:
-            self._open_folder(outcome.facts, planned)
+            if not self.values.resume:
+                self.folder = self.book.folder = opening.create()
+            assert self.folder is not None
+            opening.open(self.folder, outcome.facts, planned)
         except store.StoreError as exc:
             raise self._stop(f"pytest-gaia2: {exc}") from None
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
@@ -364,58 +362,6 @@ class RunContext:
         """A ``pytest_gaia2_*`` hook users implement; without pytest there is none."""
         return lambda **kwargs: None
 
-    def _open_folder(self, facts: dict[str, Any], planned: list[str]) -> None:
-        """Create (or check and lock, when resuming) the run folder and write what it ran with."""
-        assert self.folder is not None
-        holder = {"session_id": self.session_id, "started_at": self.started.isoformat(timespec="seconds")}
-        if self.values.resume:
-            self.folder.lock(holder)
-            self._check_resume()
-            for problem in Ledger(self.folder.path).read().problems:  # once, on the controller
-                self.write(self.redactor.redact(f"gaia2: warning: spend ledger: {problem}"))
-        else:
-            self.folder = self.book.folder = store.RunFolder.create(self.output, self.run_id, self.started)
-            self.folder.lock(holder)
-            store.write_json(self.folder.file(store.RUN_CONFIG_FILE), self._run_config(facts, planned))
-        store.append_jsonl(
-            self.folder.file(store.SESSIONS_FILE),
-            self.redactor.redact_obj(
-                {
-                    **holder,
-                    "command": self.invocation.command,
-                    "planned": len(planned),
-                    "provenance": self.provenance(),
-                }
-            ),
-        )
-        chosen = [item.scenario for item in self.plan.items() if item.scenario and item.key in set(planned)]
-        if chosen:
-            selection.write_manifest(self.folder.file(store.MANIFEST_FILE), [(s.split, s.scenario_id) for s in chosen])
-
-    def _check_resume(self) -> None:
-        """Refuse (or warn about) continuing a run made with other provenance or changed files:
-        each difference in words, and the one command that continues the run as it was made."""
-        assert self.folder is not None
-        stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
-        now = {"provenance": self.provenance(), "settings": settings_mod.public_dict(self.settings)}
-        differences = provenance.differences(stored, now, self.folder.records(), self.plan.hashes())
-        if not differences:
-            return
-        head = f"--gaia2-resume: {self.folder.path} was run with other settings:"
-        if self.values.resume_mismatch == "warn":
-            self.write(printable(self.redactor.redact(f"gaia2: warning: {head} {'; '.join(differences)}")))
-            return
-        sessions = store.read_jsonl(self.folder.file(store.SESSIONS_FILE))
-        earlier = next((str(s["command"]) for s in reversed(sessions) if s.get("command")), stored.get("command"))
-        lines = [f"pytest-gaia2: {head}", *(f"  {difference}" for difference in differences)]
-        if isinstance(earlier, str) and earlier:
-            lines += [
-                "to continue it with the settings it was run with (its saved verdicts are reused, none is paid again):",
-                f"  {provenance.resume_command(earlier, self.folder.path)}",
-            ]
-        lines.append("to run these settings instead, start a new run: leave out --gaia2-resume")
-        raise RunStopped([printable(self.redactor.redact(line)) for line in lines])
-
     def provenance(self) -> dict[str, Any]:
         return provenance.of_session(
             self.settings,
@@ -425,23 +371,23 @@ class RunContext:
             shard=str(self.values.shard) if self.values.shard else None,
         )
 
-    def _run_config(self, facts: dict[str, Any], planned: list[str]) -> dict[str, Any]:
-        roots = self.plan.roots()
-        data = provenance.run_config(
-            self.settings,
+    def _opening(self) -> folder_opening.FolderOpening:
+        return folder_opening.FolderOpening(
             self.values,
-            command=self.invocation.command,
+            self.invocation,
+            self.settings,
+            self.plan,
+            self.redactor,
+            self.write,
+            self.provenance,
+            run_id=self.run_id,
+            session_id=self.session_id,
             started=self.started,
             workers=self.workers,
-            planned=planned,
-            session=self.provenance(),
-            dataset=self.values.dataset or (str(roots[0]) if len(roots) == 1 else None),
-            markexpr=self.invocation.markexpr,
-            keyword=self.invocation.keyword,
+            output=self.output,
+            upstream_config=self.upstream_config,
+            gateway=gateway_mod.run_fact(self.gateway_routes, self.gateway_notes),
         )
-        upstream = {"upstream_config": self.upstream_config} if self.upstream_config else {}
-        gateway = {"gateway": gateway_mod.run_fact(self.gateway_routes, self.gateway_notes)}
-        return self.redactor.redact_obj({**data, **upstream, **gateway, **facts})
 
     # -- the items' runs ---------------------------------------------------------------------
 

@@ -104,7 +104,7 @@ class Controller(RunContext):
             **self.engines.handover(worker),
             "gaia2_discovered": shipped(*self.plan.discovered) if self.active else None,
             "gaia2_baseline": self.plan.baseline.shipped() if self.active and self.plan.baseline else None,
-            "gaia2_gateway": self.gateway_access,
+            "gaia2_gateway": self.gateway.access,
         }
 
     def finish(self, exitstatus: int, signum: int | None = None) -> pytest.ExitCode | None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_gaia2.config import options
 from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.config.values import OptionError
-from pytest_gaia2.cost.budget import Budget, Ledger
+from pytest_gaia2.cost.budget import Budget
 from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.engine.pool import EnginePool
 from pytest_gaia2.plan import items as plan_mod
@@ -33,6 +33,7 @@ from pytest_gaia2.run import folder_opening, hooked_env, provenance
 from pytest_gaia2.run import gateway as gateway_mod
 from pytest_gaia2.run.ahead import Ahead
 from pytest_gaia2.run.run_end import RunEnd
+from pytest_gaia2.run.run_gateway import RunGateway
 from pytest_gaia2.run.run_plan import RunPlan
 from pytest_gaia2.run.scenario_runs import NotStarted, ScenarioRunner
 from pytest_gaia2.run.terms import ExitStatus, Invocation, RunExit, RunStopped
@@ -102,27 +103,12 @@ class RunContext:
             owner_pid=self.owner_pid,
         )
         self._image_id: str | None = None
-        self.gateway: gateway_mod.Gateway | None = None
-        """The run's model gateway, on the controller (or the only process) while the run lasts."""
-        self.gateway_access: dict[str, Any] | None = worker_input.get("gaia2_gateway")
-        self.gateway_routes: dict[str, gateway_mod.Upstream] = {}
-        self.gateway_notes: list[str] = []
+        self.gateway = RunGateway(worker_input.get("gaia2_gateway"))
         if self.active:
             self.notes.extend([*self.settings.warnings, *self.engines.notes()])
             if not self.values.preflight_only:
                 settings_mod.validate(self.settings)
-                self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values.gateway)
-                self.gateway_notes = gateway_notes
-                self.notes.extend(gateway_notes)
-                for cap, value in (
-                    ("scenario-cap", self.values.scenario_cap),
-                    ("scenario-token-cap", self.values.scenario_token_cap),
-                ):
-                    if value is not None and not self.gateway_routes:
-                        raise OptionError(
-                            f"--gaia2-{cap} needs the model gateway, which is off for this run "
-                            f"({'; '.join(gateway_notes) or 'no provider key is configured'})"
-                        )
+                self.notes.extend(self.gateway.plan(self.settings, self.values))
                 self._check_urls()
                 _ = self.prices  # as does a price file that cannot be read
                 self.plan.items()  # discovery and selection problems surface at start-up
@@ -213,47 +199,25 @@ class RunContext:
         self._start_gateway()
 
     def _start_gateway(self) -> None:
-        """The run's model gateway, listening where this engine's containers reach the host, before
-        any worker starts (they are handed its address and admin secret)."""
-        if not self.gateway_routes or self.folder is None:
+        """The run's model gateway (:mod:`~pytest_gaia2.run.run_gateway`), before any worker starts
+        (they are handed its address and admin secret); one that cannot listen refuses the run."""
+        if self.folder is None:
             return
-        from pytest_gaia2.cost.prices import PriceBook
-        from pytest_gaia2.engine.errors import EngineError
-        from pytest_gaia2.run.pacer import Pacer
-
         try:
-            candidate = self.engine().host_gateway_address()
-        except EngineError:
-            candidate = None  # pre-flight names the engine's trouble
-        try:
-            prices = PriceBook.load(self.path(self.values.price_file) if self.values.price_file else None)
-            self.gateway = gateway_mod.Gateway(
-                self.gateway_routes,
-                prices=prices,
-                run_folder=self.folder.path,
-                bind_host=gateway_mod.listen_host(candidate),
-                run_cap=self.values.budget_cap,
-                spent_before=Ledger(self.folder.path).total() if self.values.resume else 0.0,
-                ca_bundle=self.settings.ca_bundle,
-                pacer=Pacer(
-                    self.folder.path,
-                    self.values.max_starts_per_minute,
-                    adaptive=self.values.pacing == "adaptive",
-                    workers=self.workers,
-                ),
+            note = self.gateway.start(
+                self.folder.path,
+                self.values,
+                self.settings,
+                engines=self.engines,
+                path=self.path,
+                workers=self.workers,
+                redact=self.redactor.redact,
             )
-            self.gateway.start()
-        except OptionError as exc:
-            raise OptionError(self.redactor.redact(str(exc))) from None
         except gateway_mod.GatewayError as exc:  # this host's trouble, not the command's: refused as pre-flight is
-            self.gateway, self.stopped = None, self._stop(f"pytest-gaia2: {exc}; {gateway_mod.OFF_FIX}")
+            self.stopped = self._stop(f"pytest-gaia2: {exc}; {gateway_mod.OFF_FIX}")
             return
-        self.gateway_access = self.gateway.access()
-        routes = ", ".join(self.gateway_routes)
-        self.notes.append(
-            f"model gateway on at {self.gateway.bind_host}:{self.gateway.port} ({routes}): containers get a "
-            "per-scenario token, never a provider key; money is measured on the wire (wire.jsonl)"
-        )
+        if note is not None:
+            self.notes.append(note)
 
     def engine(self) -> Engine:
         return self.engines.engine()
@@ -300,7 +264,7 @@ class RunContext:
                 preflight_only=self.values.preflight_only,
                 cache_dir=cache_dir(),
                 endpoint_check=not self.values.skip_endpoint_check,
-                gateway_port=self.gateway.port if self.gateway is not None else None,
+                gateway_port=self.gateway.port,
                 scenario=self._first_scenario(planned),
                 require_isolation=self.values.require_isolation,
             )
@@ -379,7 +343,7 @@ class RunContext:
             workers=self.workers,
             output=self.output,
             upstream_config=self.upstream_config,
-            gateway=gateway_mod.run_fact(self.gateway_routes, self.gateway_notes),
+            gateway=self.gateway.fact(),
         )
 
     # -- the items' runs ---------------------------------------------------------------------
@@ -409,7 +373,7 @@ class RunContext:
             max_starts_per_minute=self.values.max_starts_per_minute,
             decided=self._decided,
             adaptive_pacing=self.values.pacing == "adaptive",
-            gateway=gateway_mod.GatewayClient.of(self.gateway_access) if self.gateway_access else None,
+            gateway=self.gateway.client(),
             scenario_cap=self.values.scenario_cap,
             token_cap=self.values.scenario_token_cap,
             in_flight=self.values.in_flight,
@@ -533,9 +497,7 @@ class RunContext:
 
     def close(self) -> None:
         self._land_in_flight(ExitStatus.INTERRUPTED)  # a session that never finished
-        if self.gateway is not None:
-            self.gateway.stop()  # every token with it
-            self.gateway = None
+        self.gateway.stop()
         if self.folder is not None and not self.is_worker:
             self.folder.unlock()
         self.engines.close()

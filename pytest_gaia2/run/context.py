@@ -20,9 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_gaia2.config import options
 from pytest_gaia2.config import settings as settings_mod
-from pytest_gaia2.config.values import OptionError
-from pytest_gaia2.cost.budget import Budget
-from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.engine.pool import EnginePool
 from pytest_gaia2.plan import items as plan_mod
 from pytest_gaia2.plan import selection
@@ -34,6 +31,7 @@ from pytest_gaia2.run import gateway as gateway_mod
 from pytest_gaia2.run.ahead import Ahead
 from pytest_gaia2.run.run_end import RunEnd
 from pytest_gaia2.run.run_gateway import RunGateway
+from pytest_gaia2.run.run_options import RunOptions
 from pytest_gaia2.run.run_plan import RunPlan
 from pytest_gaia2.run.scenario_runs import NotStarted, ScenarioRunner
 from pytest_gaia2.run.terms import ExitStatus, Invocation, RunExit, RunStopped
@@ -65,19 +63,18 @@ class RunContext:
         self.started = _dt.datetime.fromisoformat(started) if started else _dt.datetime.now(_dt.timezone.utc)
         # Not PYTEST_XDIST_WORKER_COUNT: a run started from inside an xdist worker inherits the outer count.
         self.workers = int(worker_input.get("workercount") or invocation.processes or 1)
-        self.base = invocation.base
         self.notes: list[str] = []
-        self.upstream_config: dict[str, Any] | None = None
-        """The gaia2-runner TOML this run read and what of it was replaced (run_config.json)."""
-        self.config_secrets: dict[str, str] = {}
-        self.values = self._read_values(read)
-        self.output = self.path(self.values.output)
-        self.active = self._is_active()
+        self.run_options = RunOptions(invocation, read, self.notes)
+        self.values, self.active, self.output = (
+            self.run_options.values,
+            self.run_options.active,
+            self.run_options.output,
+        )
         self.plan = RunPlan(
             self.values,
             active=self.active,
-            base=self.base,
-            path=self.path,
+            base=invocation.base,
+            path=self.run_options.path,
             handed_over=self.handed_over,
             settings=lambda: self.settings,
             notes=self.notes,
@@ -87,7 +84,7 @@ class RunContext:
         self.book = ResultBook(
             Gate.from_options(self.values),
             allow_incomplete=self.values.allow_incomplete,
-            budget=self.budget,
+            budget=self.run_options.budget,
             on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
         )
         self.prepared = False
@@ -109,60 +106,18 @@ class RunContext:
             if not self.values.preflight_only:
                 settings_mod.validate(self.settings)
                 self.notes.extend(self.gateway.plan(self.settings, self.values))
-                self._check_urls()
-                _ = self.prices  # as does a price file that cannot be read
+                self.run_options.check_urls()
+                _ = self.run_options.prices  # as does a price file that cannot be read
                 self.plan.items()  # discovery and selection problems surface at start-up
                 _ = self.plan.baseline  # as does a baseline that cannot be read
 
-    # -- configuration ---------------------------------------------------------------------
-
-    @cached_property
+    @property
     def settings(self) -> settings_mod.RunSettings:
-        """Resolved on first use: a run that collects no scenario never reads .env."""
-        from pytest_gaia2.reference import build
+        return self.run_options.settings
 
-        return settings_mod.RunSettings.from_options(
-            self.values,
-            rootdir=self.base,
-            environ={**os.environ, **self.config_secrets},
-            reference_image=build.image_name(),
-        )
-
-    def _check_urls(self) -> None:
-        from pytest_gaia2.run import preflight
-
-        try:
-            preflight.check_urls(self.settings)
-        except preflight.PreflightError as exc:
-            raise OptionError(str(exc)) from None
-
-    @cached_property
+    @property
     def redactor(self) -> hooked_env.LearningRedactor:
-        return hooked_env.LearningRedactor(self.settings.secret_values() if self.active else ())
-
-    def path(self, raw: str | Path) -> Path:
-        """A path option's value; relative ones are relative to where pytest was started."""
-        path = Path(os.path.expanduser(str(raw)))
-        return path if path.is_absolute() else self.base / path
-
-    def _read_values(self, read: Callable[[Mapping[str, Any]], options.Options]) -> options.Options:
-        config_file = self.invocation.config_file
-        toml: dict[str, Any] = {}
-        if config_file:
-            from pytest_gaia2.config import upstream_config
-
-            loaded = upstream_config.load(self.path(config_file), os.environ)
-            toml = dict(loaded.options)
-            self.notes.extend(loaded.notes)
-            self.upstream_config = {"file": str(loaded.path), "replaced": loaded.replaced}
-            self.config_secrets = loaded.secret_environ()
-        return read(toml)
-
-    def _is_active(self) -> bool:
-        """Scenarios are collected when asked for, or by default when no test paths were given."""
-        if self.values.scenarios or self.values.dataset:
-            return True
-        return not self.invocation.explicit_test_paths and (self.base / "scenarios").is_dir()
+        return self.run_options.redactor
 
     def header_lines(self) -> list[str]:
         if not self.active:
@@ -189,7 +144,7 @@ class RunContext:
         self.folder, self.run_id = folder_opening.locate(
             self.values,
             self.output,
-            self.path,
+            self.run_options.path,
             run_id=self.run_id,
             session_id=self.session_id,
             started=self.started,
@@ -209,7 +164,7 @@ class RunContext:
                 self.values,
                 self.settings,
                 engines=self.engines,
-                path=self.path,
+                path=self.run_options.path,
                 workers=self.workers,
                 redact=self.redactor.redact,
             )
@@ -342,7 +297,7 @@ class RunContext:
             started=self.started,
             workers=self.workers,
             output=self.output,
-            upstream_config=self.upstream_config,
+            upstream_config=self.run_options.upstream_config,
             gateway=self.gateway.fact(),
         )
 
@@ -366,9 +321,9 @@ class RunContext:
             session_id=self.session_id,
             worker=self.worker,
             workers=self.workers,
-            budget=self.budget,
+            budget=self.run_options.budget,
             only=self.plan.probe_keys if self.values.probe_only else None,
-            prices=self.prices,
+            prices=self.run_options.prices,
             container_env=functools.partial(hooked_env.adjust, self.hook("pytest_gaia2_container_env"), self.redactor),
             max_starts_per_minute=self.values.max_starts_per_minute,
             decided=self._decided,
@@ -413,21 +368,6 @@ class RunContext:
         decision = self.plan.decision(self.folder)
         return decision.reason if decision is not None else None
 
-    @cached_property
-    def prices(self) -> PriceBook:
-        """--gaia2-price-file, read once per process at start-up (a bad file is a usage error)."""
-        raw = self.values.price_file
-        return PriceBook.load(self.path(raw) if raw else None)
-
-    @property
-    def budget(self) -> Budget:
-        return Budget(
-            halt=self.values.budget_halt,
-            cap=self.values.budget_cap,
-            token_halt=self.values.token_halt,
-            max_errors=self.values.max_errors,
-        )
-
     # -- the end of the run ------------------------------------------------------------------
 
     def take_report(self, not_started: Mapping[str, Any] | None, record: dict[str, Any] | None) -> None:
@@ -465,7 +405,7 @@ class RunContext:
             return []
         replaced = [
             printable(f"gaia2: {entry['key']} = {entry['configured']!r} was replaced: the run used {entry['used']}")
-            for entry in (self.upstream_config or {}).get("replaced", ())
+            for entry in (self.run_options.upstream_config or {}).get("replaced", ())
         ]
         if not self.book.anything_to_write:
             return [*replaced, "gaia2: no scenario ran"]
@@ -501,5 +441,5 @@ class RunContext:
         if self.folder is not None and not self.is_worker:
             self.folder.unlock()
         self.engines.close()
-        if "redactor" in self.__dict__:
+        if "redactor" in self.run_options.__dict__:
             redact.uninstall(self.redactor)

@@ -334,7 +334,7 @@ def _active(config: pytest.Config) -> Controller:
 @pytest.fixture
 def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> Iterator[ScenarioAttempt]:
     """One started, healthy attempt for this test (``.container``, ``.drive()``); always removed."""
-    attempt = _active(request.config).runner.new_attempt(request.node.stash[ITEM_KEY])
+    attempt = _active(request.config).runs.runner.new_attempt(request.node.stash[ITEM_KEY])
     request.node.stash[ATTEMPT_KEY] = attempt
     try:
         attempt.start()
@@ -355,12 +355,12 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> Sc
 
     context = _active(request.config)
     next_items = []
-    if context.ahead is not None:
+    if context.runs.ahead is not None:
         from pytest_gaia2.plugin.in_flight import upcoming
 
         next_items = upcoming(request, context.values.in_flight)
     try:
-        result = context.result_of(request.node.stash[ITEM_KEY], keep, next_items)
+        result = context.runs.result_of(request.node.stash[ITEM_KEY], keep, next_items)
     except NotStarted as exc:
         pytest.skip(str(exc))
     request.node.stash[RESULT_KEY] = result

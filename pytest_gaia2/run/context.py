@@ -14,26 +14,24 @@ import functools
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_gaia2.config import options
 from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.engine.pool import EnginePool
-from pytest_gaia2.plan import items as plan_mod
 from pytest_gaia2.plan import selection
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.report.run_facts import Isolation
 from pytest_gaia2.run import folder_opening, hooked_env, provenance
 from pytest_gaia2.run import gateway as gateway_mod
-from pytest_gaia2.run.ahead import Ahead
+from pytest_gaia2.run.item_runs import ItemRuns
 from pytest_gaia2.run.run_end import RunEnd
 from pytest_gaia2.run.run_gateway import RunGateway
 from pytest_gaia2.run.run_options import RunOptions
 from pytest_gaia2.run.run_plan import RunPlan
-from pytest_gaia2.run.scenario_runs import NotStarted, ScenarioRunner
+from pytest_gaia2.run.scenario_runs import ScenarioRunner
 from pytest_gaia2.run.terms import ExitStatus, Invocation, RunExit, RunStopped
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store import redact
@@ -42,7 +40,6 @@ from pytest_gaia2.store.redact import printable
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
-    from pytest_gaia2.run.evidence import ScenarioResult
 
 
 class RunContext:
@@ -101,6 +98,8 @@ class RunContext:
         )
         self._image_id: str | None = None
         self.gateway = RunGateway(worker_input.get("gaia2_gateway"))
+        self.runs = ItemRuns(self._runner, self.values.in_flight)
+        """This process's runner and items in flight (made on first use, after pre-flight)."""
         if self.active:
             self.notes.extend([*self.settings.warnings, *self.engines.notes()])
             if not self.values.preflight_only:
@@ -308,9 +307,7 @@ class RunContext:
             self._image_id = self.engine().image_id(self.settings.image)
         return self._image_id
 
-    @cached_property
-    def runner(self) -> ScenarioRunner:
-        """Made on first use, once pre-flight has settled the run folder and the image id."""
+    def _runner(self) -> ScenarioRunner:
         return ScenarioRunner(
             self.engine(),
             self.settings,
@@ -334,35 +331,15 @@ class RunContext:
             in_flight=self.values.in_flight,
         )
 
-    @cached_property
-    def ahead(self) -> Ahead[ScenarioResult] | None:
-        """--gaia2-in-flight K above 1: this process's items in flight (:mod:`~pytest_gaia2.run.ahead`)."""
-        return Ahead(self.values.in_flight) if self.values.in_flight > 1 else None
-
-    def result_of(
-        self, item: plan_mod.PlannedItem, keep: Callable[[Any], None], upcoming: list[plan_mod.PlannedItem]
-    ) -> ScenarioResult:
-        """The item's verdict (:meth:`ScenarioRunner.result_for`); with --gaia2-in-flight, the work of
-        the ``upcoming`` items this process runs next is started too, in their order, up to K in all."""
-        ahead = self.ahead
-        if ahead is None:
-            return self.runner.result_for(item, keep)
-        for planned in [item, *upcoming]:
-            ahead.offer(planned.key, functools.partial(self.runner.result_for, planned))
-        return ahead.take(item.key, functools.partial(self.runner.result_for, item), keep)
-
     def _land_in_flight(self, exitstatus: int) -> None:
-        """No item's work outlives the session: interrupted, every job in flight stops and writes its
-        record; otherwise (a halt, -x) those not started never start and those started finish."""
-        ahead = self.__dict__.get("ahead")
-        if ahead is None or not ahead.jobs:
-            return
-        longest = max((item.hard_timeout or 0.0 for item in self.plan.items()), default=0.0)
-        ahead.close(
-            KeyboardInterrupt() if exitstatus == ExitStatus.INTERRUPTED else None,
-            NotStarted("the run ended before it started"),
-            wait=longest or self.settings.limits.timeout,
-        )
+        """The items' work in flight landed (:meth:`~pytest_gaia2.run.item_runs.ItemRuns.land`),
+        within the longest hard timeout of any item."""
+
+        def wait() -> float:
+            longest = max((item.hard_timeout or 0.0 for item in self.plan.items()), default=0.0)
+            return longest or self.settings.limits.timeout
+
+        self.runs.land(exitstatus == ExitStatus.INTERRUPTED, wait)
 
     def _decided(self) -> str | None:
         decision = self.plan.decision(self.folder)

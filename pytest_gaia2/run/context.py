@@ -199,13 +199,9 @@ class RunContext:
         self.plan.check_baseline(self.folder, planned)
         self.prepared = True
         self.book.planned = planned
-        chosen = set(planned)
-        self.book.scenario_files = {
-            item.key: (str(item.scenario.path), item.scenario.sha256, tuple(dict.fromkeys(item.scenario.apps)))
-            for item in self.plan.items()
-            if item.scenario is not None and item.key in chosen
-        }
+        self.book.scenario_files = self.plan.scenario_files(planned)
         if self.values.probe:
+            chosen = set(planned)
             self.plan.choose_probe([item for item in self.plan.items() if item.key in chosen])
         from pytest_gaia2.engine.errors import EngineError
         from pytest_gaia2.plan.scenarios import cache_dir
@@ -219,7 +215,7 @@ class RunContext:
                 cache_dir=cache_dir(),
                 endpoint_check=not self.values.skip_endpoint_check,
                 gateway_port=self.gateway.port,
-                scenario=self._first_scenario(planned),
+                scenario=self.plan.first_scenario(planned),
                 require_isolation=self.values.require_isolation,
             )
         except preflight.IsolationRequired as exc:
@@ -252,18 +248,6 @@ class RunContext:
     def _stop(self, text: str) -> RunStopped:
         """A refusal: its lines masked and printable, with EXIT_REFUSED."""
         return RunStopped([printable(self.redactor.redact(line)) for line in text.splitlines()])
-
-    def _first_scenario(self, planned: list[str]) -> bytes | None:
-        """The first planned scenario's bytes, for pre-flight's isolation probe (None: none readable)."""
-        for key in planned:
-            entry = self.book.scenario_files.get(key)
-            if entry is None:
-                continue
-            try:
-                return Path(entry[0]).read_bytes()
-            except OSError:
-                continue
-        return None
 
     def write(self, line: str) -> None:
         """A line of its own for the user (the plugin writes it on pytest's terminal)."""

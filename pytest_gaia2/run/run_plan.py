@@ -131,6 +131,29 @@ class RunPlan:
         """Each planned scenario's file hash, by item key: a verdict counts for the file it judged."""
         return {item.key: item.scenario.sha256 for item in self.items() if item.scenario is not None}
 
+    def scenario_files(self, planned: list[str]) -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
+        """Each planned scenario's file, its hash and its apps, by item key: what the run's files
+        say of a scenario that has no record."""
+        chosen = set(planned)
+        return {
+            item.key: (str(item.scenario.path), item.scenario.sha256, tuple(dict.fromkeys(item.scenario.apps)))
+            for item in self.items()
+            if item.scenario is not None and item.key in chosen
+        }
+
+    def first_scenario(self, planned: list[str]) -> bytes | None:
+        """The first planned scenario's bytes, for pre-flight's isolation probe (None: none readable)."""
+        files = self.scenario_files(planned)
+        for key in planned:
+            entry = files.get(key)
+            if entry is None:
+                continue
+            try:
+                return Path(entry[0]).read_bytes()
+            except OSError:
+                continue
+        return None
+
     def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
         """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left; with
         --gaia2-smoke and neither, the midsmoke rung's stratified sample."""

@@ -73,3 +73,19 @@ def test_without_a_baseline_there_is_no_decision_and_nothing_to_refuse(tmp_path:
     folder = RunFolder(tmp_path / "run")
     assert plan.baseline is None and plan.decision(folder) is None
     plan.check_baseline(folder, [item.key for item in plan.items()])  # nothing to refuse
+
+
+def test_the_planned_scenarios_files_and_the_first_readable_one(tmp_path: Path) -> None:
+    scenarios = tmp_path / "scenarios" / "search"
+    scenarios.mkdir(parents=True)
+    for path in sorted(SEARCH.glob("*.json"))[:3]:
+        (scenarios / path.name).write_bytes(path.read_bytes())
+    plan = plan_of(tmp_path, scenarios=[str(scenarios)])
+    keys = [item.key for item in plan.items()]
+    files = plan.scenario_files([keys[2], keys[0], "search/not_planned"])
+    assert list(files) == [keys[0], keys[2]]  # in plan order, only what is planned
+    path, sha256, _apps = files[keys[2]]
+    assert sha256 == plan.hashes()[keys[2]] and Path(path).parent == scenarios
+    Path(files[keys[2]][0]).unlink()  # gone since discovery: the next planned one is read
+    assert plan.first_scenario([keys[2], keys[0]]) == Path(files[keys[0]][0]).read_bytes()
+    assert plan.first_scenario(["search/not_planned"]) is None

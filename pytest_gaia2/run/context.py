@@ -1,8 +1,11 @@
-"""One run of pytest-gaia2: its values, settings, plan, engine, run folder and records.
+"""One run of pytest-gaia2, without pytest: the coordinator of its parts.
 
-No pytest here: the plugin's :class:`~pytest_gaia2.plugin.controller.Controller` hands the run
-an ``Invocation`` (what pytest was asked) and its option values, and turns what the run returns
-(an ``ExitStatus``, a ``RunStopped`` or ``RunExit``: :mod:`~pytest_gaia2.run.terms`) into pytest's terms.
+The plugin's :class:`~pytest_gaia2.plugin.controller.Controller` hands the run an ``Invocation``
+and its option values, and turns what the run returns (an ``ExitStatus``, a ``RunStopped`` or
+``RunExit``: :mod:`~pytest_gaia2.run.terms`) into pytest's terms. The context holds the run's
+identity and the state its stages move (the run folder, the records, whether pre-flight passed),
+and calls its parts in order, each a module of its own: ``run_options``, ``run_plan``,
+``run_gateway``, ``preflight``, ``folder_opening``, ``item_runs`` and ``run_end``.
 The controller process (or the only one) owns the run folder, the lock, pre-flight and the
 records; xdist workers get the session, the run and the folder handed over from it.
 """
@@ -43,8 +46,8 @@ if TYPE_CHECKING:
 
 
 class RunContext:
-    """Run-wide state and the once-per-run work, without pytest: the plugin's controller
-    (:mod:`pytest_gaia2.plugin.controller`) calls it and writes, hooks and exits for it."""
+    """Run-wide state and the order of the once-per-run work, without pytest: the plugin's
+    controller (:mod:`pytest_gaia2.plugin.controller`) calls it and writes, hooks and exits for it."""
 
     def __init__(self, invocation: Invocation, read: Callable[[Mapping[str, Any]], options.Options]) -> None:
         """``read``: the run's option values from the parsed TOML config's (the plugin merges its
@@ -62,11 +65,9 @@ class RunContext:
         self.workers = int(worker_input.get("workercount") or invocation.processes or 1)
         self.notes: list[str] = []
         self.run_options = RunOptions(invocation, read, self.notes)
-        self.values, self.active, self.output = (
-            self.run_options.values,
-            self.run_options.active,
-            self.run_options.output,
-        )
+        self.values = self.run_options.values
+        self.active = self.run_options.active
+        self.output = self.run_options.output
         self.plan = RunPlan(
             self.values,
             active=self.active,

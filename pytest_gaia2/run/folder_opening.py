@@ -3,8 +3,8 @@ or the one --gaia2-resume continues), its creation and lock, the refusal of a re
 other settings, and what the run ran with (run_config.json, a sessions.jsonl line, the manifest).
 
 Apart from the run's context because it is where a run claims a folder: everything it creates,
-locks or writes is inside the current run's folder, and a resume whose settings differ is refused
-here, before any container starts and before a byte of the folder changes.
+locks or writes is inside the current run's folder, and a resume made with other settings is
+refused here, after pre-flight and before any scenario starts or the folder gains a session.
 """
 
 from __future__ import annotations

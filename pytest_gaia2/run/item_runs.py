@@ -2,9 +2,9 @@
 folder and the image id; with --gaia2-in-flight K above 1, the items it runs next started ahead
 (:mod:`~pytest_gaia2.run.ahead`); and, when the session ends, the work still in flight landed.
 
-Apart from the run's context because it is the only part that lives on every process (the
-controller when serial, each xdist worker) and the part whose work must not outlive the session:
-whatever ends the session, every job in flight stops or finishes and writes its record.
+Apart from the run's context because it is the part that runs scenarios, on every process that
+runs them (the only one, or each xdist worker), and the part whose work must not outlive the
+session: whatever ends the session, every job in flight stops or finishes and writes its record.
 """
 
 from __future__ import annotations

@@ -142,9 +142,7 @@ class RunContext:
         if self.is_worker or self.values.preflight_only or self.invocation.collect_only:
             return
         self.folder, self.run_id = folder_opening.locate(
-            self.values,
-            self.output,
-            self.run_options.path,
+            self.run_options,
             run_id=self.run_id,
             session_id=self.session_id,
             started=self.started,
@@ -269,19 +267,15 @@ class RunContext:
 
     def _opening(self) -> folder_opening.FolderOpening:
         return folder_opening.FolderOpening(
-            self.values,
+            self.run_options,
             self.invocation,
-            self.settings,
             self.plan,
-            self.redactor,
             self.write,
             self.provenance,
             run_id=self.run_id,
             session_id=self.session_id,
             started=self.started,
             workers=self.workers,
-            output=self.output,
-            upstream_config=self.run_options.upstream_config,
             gateway=self.gateway.fact(),
         )
 
@@ -382,9 +376,8 @@ class RunContext:
             self.plan,
             self.engines,
             self.folder,
-            self.values,
+            self.run_options,
             self.write,
-            lambda text: self.redactor.redact(text),
             alluredir=self.invocation.alluredir,
             run_id=self.run_id,
             session_id=self.session_id,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pytest_gaia2.config import options
@@ -21,6 +20,7 @@ from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.cost.budget import Ledger
 from pytest_gaia2.plan import selection
 from pytest_gaia2.run import hooked_env, provenance
+from pytest_gaia2.run.run_options import RunOptions
 from pytest_gaia2.run.run_plan import RunPlan
 from pytest_gaia2.run.terms import Invocation, RunStopped
 from pytest_gaia2.store import folder as store
@@ -28,9 +28,7 @@ from pytest_gaia2.store.redact import printable
 
 
 def locate(
-    values: options.Options,
-    output: Path,
-    path: Callable[[str | Path], Path],
+    run_options: RunOptions,
     *,
     run_id: str,
     session_id: str,
@@ -39,11 +37,11 @@ def locate(
 ) -> tuple[store.RunFolder, str]:
     """The run folder's place (created only once items exist) and the run's id: a resumed run
     keeps the one it was made with. A folder that cannot be used is a usage error."""
-    resume = values.resume
+    output, resume = run_options.output, run_options.values.resume
     try:
         if not resume:
             return store.RunFolder(output / store.run_folder_name(run_id, started)), run_id
-        folder = store.RunFolder.find(output, None if resume is True else path(resume))
+        folder = store.RunFolder.find(output, None if resume is True else run_options.path(resume))
         if folder.skipped:
             notes.append(
                 f"--gaia2-resume: continuing {folder.path.name}, the latest run with a verdict; "
@@ -59,11 +57,9 @@ def locate(
 class FolderOpening:
     """What opening the run folder needs of the run once pre-flight passed."""
 
-    values: options.Options
+    run_options: RunOptions
     invocation: Invocation
-    settings: settings_mod.RunSettings
     plan: RunPlan
-    redactor: hooked_env.LearningRedactor
     write: Callable[[str], None]
     provenance: Callable[[], dict[str, Any]]
     """The session's provenance (:func:`pytest_gaia2.run.provenance.of_session`)."""
@@ -71,14 +67,20 @@ class FolderOpening:
     session_id: str
     started: _dt.datetime
     workers: int
-    output: Path
-    upstream_config: dict[str, Any] | None
     gateway: dict[str, Any]
     """run_config.json's ``gateway`` (:func:`pytest_gaia2.run.gateway.run_fact`)."""
 
+    @property
+    def values(self) -> options.Options:
+        return self.run_options.values
+
+    @property
+    def redactor(self) -> hooked_env.LearningRedactor:
+        return self.run_options.redactor
+
     def create(self) -> store.RunFolder:
         """A new run folder under the output folder (not resuming)."""
-        return store.RunFolder.create(self.output, self.run_id, self.started)
+        return store.RunFolder.create(self.run_options.output, self.run_id, self.started)
 
     def open(self, folder: store.RunFolder, facts: dict[str, Any], planned: list[str]) -> None:
         """Lock ``folder`` (checked first, when resuming) and write what the run ran with."""
@@ -109,7 +111,7 @@ class FolderOpening:
         """Refuse (or warn about) continuing a run made with other provenance or changed files:
         each difference in words, and the one command that continues the run as it was made."""
         stored = store.read_json(folder.file(store.RUN_CONFIG_FILE)) or {}
-        now = {"provenance": self.provenance(), "settings": settings_mod.public_dict(self.settings)}
+        now = {"provenance": self.provenance(), "settings": settings_mod.public_dict(self.run_options.settings)}
         differences = provenance.differences(stored, now, folder.records(), self.plan.hashes())
         if not differences:
             return
@@ -132,7 +134,7 @@ class FolderOpening:
         """run_config.json: the settings, the plan and the session's provenance, masked."""
         roots = self.plan.roots()
         data = provenance.run_config(
-            self.settings,
+            self.run_options.settings,
             self.values,
             command=self.invocation.command,
             started=self.started,
@@ -143,5 +145,6 @@ class FolderOpening:
             markexpr=self.invocation.markexpr,
             keyword=self.invocation.keyword,
         )
-        upstream = {"upstream_config": self.upstream_config} if self.upstream_config else {}
+        upstream_config = self.run_options.upstream_config
+        upstream = {"upstream_config": upstream_config} if upstream_config else {}
         return self.redactor.redact_obj({**data, **upstream, "gateway": self.gateway, **facts})

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_gaia2.config import options
 from pytest_gaia2.engine.pool import EnginePool
 from pytest_gaia2.report.book import ResultBook
+from pytest_gaia2.run.run_options import RunOptions
 from pytest_gaia2.run.run_plan import RunPlan
 from pytest_gaia2.run.scenario_runs import scenario_dir
 from pytest_gaia2.run.terms import ExitStatus
@@ -37,9 +37,8 @@ class RunEnd:
     plan: RunPlan
     engines: EnginePool
     folder: store.RunFolder | None
-    values: options.Options
+    run_options: RunOptions
     write: Callable[[str], None]
-    redact: Callable[[str], str]
     alluredir: Path | None
     run_id: str
     session_id: str
@@ -94,7 +93,7 @@ class RunEnd:
 
                 write_run_pages(
                     self.folder.path,
-                    report=self.values.report,
+                    report=self.run_options.values.report,
                     write=self.write,
                     alluredir=self.alluredir,
                 )
@@ -145,8 +144,8 @@ class RunEnd:
                 self.engines.remove_run(worker=self.worker if self.is_worker else None)
         except Exception as exc:  # noqa: BLE001 - the run's files are written; the reaper of the next run removes the rest
             self.write(
-                self.redact(
+                self.run_options.redactor.redact(
                     f"gaia2: warning: the session's containers could not all be removed ({type(exc).__name__}: "
-                    f"{str(exc)[:200]}); the next run removes them once they are {self.values.reap_grace:g} s old"
+                    f"{str(exc)[:200]}); the next run removes them once they are {self.run_options.values.reap_grace:g} s old"
                 )
             )

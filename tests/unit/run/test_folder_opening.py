@@ -13,15 +13,17 @@ import pytest
 from pytest_gaia2.config import options
 from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.run.folder_opening import locate
+from pytest_gaia2.run.run_options import RunOptions
+from pytest_gaia2.run.terms import Invocation
 from pytest_gaia2.store import folder as store
 
 STARTED = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 
 
 def located(output: Path, notes: list[str], **cli: Any) -> tuple[store.RunFolder, str]:
-    values = options.resolve(cli, {}, {})
-    return locate(values, output, lambda raw: output / raw, run_id="new", session_id="session",
-                  started=STARTED, notes=notes)
+    """Where the run goes when pytest started in ``output`` and writes its runs there."""
+    run_options = RunOptions(Invocation(base=output), lambda toml: options.resolve({"output": ".", **cli}, toml, {}), [])
+    return locate(run_options, run_id="new", session_id="session", started=STARTED, notes=notes)
 
 
 def test_a_new_run_names_its_folder_and_creates_nothing(tmp_path: Path) -> None:

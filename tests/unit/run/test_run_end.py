@@ -18,9 +18,10 @@ from pytest_gaia2.engine.spec import EngineSpec
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.run.run_end import RunEnd
+from pytest_gaia2.run.run_options import RunOptions
 from pytest_gaia2.run.run_plan import RunPlan
 from pytest_gaia2.run.scenario_runs import scenario_dir
-from pytest_gaia2.run.terms import ExitStatus
+from pytest_gaia2.run.terms import ExitStatus, Invocation
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 
@@ -30,7 +31,9 @@ DOWN = EngineSpec(url="unix:///nonexistent/gaia2-engine.sock")
 
 
 def ending(tmp_path: Path, *, prepared: bool, is_worker: bool = False) -> tuple[RunEnd, list[str]]:
-    values = options.resolve({"scenarios": [str(SHIPPED / "search")], "report": False}, {}, {})
+    cli = {"scenarios": [str(SHIPPED / "search")], "report": False}
+    run_options = RunOptions(Invocation(base=tmp_path), lambda toml: options.resolve(cli, toml, {}), [])
+    values = run_options.values
     settings = RunSettings.from_options(values, rootdir=tmp_path, environ={}, reference_image="gaia2-ref:test")
     plan = RunPlan(values, active=True, base=tmp_path, path=lambda raw: tmp_path / raw, handed_over={},
                    settings=lambda: settings, notes=[])
@@ -40,7 +43,7 @@ def ending(tmp_path: Path, *, prepared: bool, is_worker: bool = False) -> tuple[
     engines = EnginePool.of_process([DOWN], {}, workers=1, distributed=False, run_id="session", worker="main",
                                     owner_pid=1)
     lines: list[str] = []
-    end = RunEnd(book, plan, engines, folder, values, lines.append, lambda text: text, alluredir=None,
+    end = RunEnd(book, plan, engines, folder, run_options, lines.append, alluredir=None,
                  run_id="run", session_id="session", worker="main", is_worker=is_worker, prepared=prepared)
     return end, lines
 

@@ -83,7 +83,7 @@ class FolderOpening:
         return store.RunFolder.create(self.run_options.output, self.run_id, self.started)
 
     def open(self, folder: store.RunFolder, facts: dict[str, Any], planned: list[str]) -> None:
-        """Lock ``folder`` (checked first, when resuming) and write what the run ran with."""
+        """Lock ``folder``, refuse it when resumed with other settings, and write what the run ran with."""
         holder = {"session_id": self.session_id, "started_at": self.started.isoformat(timespec="seconds")}
         folder.lock(holder)
         if self.values.resume:

@@ -2,7 +2,7 @@
 
 ``docs/reference/options.md`` comes from ``pytest_gaia2.config.options.OPTIONS``,
 ``docs/reference/categories.md`` from ``pytest_gaia2.store.record.CATEGORIES``,
-``docs/reference/exit-codes.md`` from ``pytest_gaia2.run.context.EXIT_STATUSES`` and README.md's
+``docs/reference/exit-codes.md`` from ``pytest_gaia2.run.terms.EXIT_STATUSES`` and README.md's
 "Coming from gaia2-runner" table from ``pytest_gaia2.config.upstream_config``, so the
 reference can never say something the code does not do. The pages are committed; the unit
 test ``tests/unit/test_docs_drift.py`` renders them again and fails when they differ.
@@ -22,7 +22,7 @@ from typing import Any
 from pytest_gaia2.config.options import OPTIONS, Option
 from pytest_gaia2.config.upstream_config import documented_keys
 from pytest_gaia2.config.values import size, size_or_zero
-from pytest_gaia2.run.context import EXIT_STATUSES
+from pytest_gaia2.run.terms import EXIT_STATUSES
 from pytest_gaia2.store.record import CATEGORIES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,7 +150,7 @@ def categories_page() -> str:
 def exit_codes_page() -> str:
     """docs/reference/exit-codes.md: every exit status of a run and what it means."""
     return _table_page(
-        "pytest_gaia2.run.context.EXIT_STATUSES",
+        "pytest_gaia2.run.terms.EXIT_STATUSES",
         EXIT_CODES_INTRO,
         ["Exit status", "What it means"],
         [f"| {code} | {cell(what)} |" for code, what in EXIT_STATUSES],

@@ -1,7 +1,7 @@
 """The run as a pytest plugin: the pytest half of :class:`~pytest_gaia2.run.context.RunContext`.
 
 Created in ``pytest_configure`` and registered as a plugin (pytest-xdist's ``DSession`` is the
-model). It reads what pytest was asked into an :class:`~pytest_gaia2.run.context.Invocation`,
+model). It reads what pytest was asked into an :class:`~pytest_gaia2.run.terms.Invocation`,
 takes each report's record, masks pytest's log handlers, writes the run's lines on pytest's
 terminal, calls the hooks users implement, hands xdist workers the run, and turns the run's
 exits and statuses into pytest's.
@@ -16,7 +16,8 @@ import pytest
 
 from pytest_gaia2.plugin import private_api, pytest_options
 from pytest_gaia2.run import provenance
-from pytest_gaia2.run.context import ExitStatus, Invocation, RunContext, RunExit
+from pytest_gaia2.run.context import RunContext
+from pytest_gaia2.run.terms import ExitStatus, Invocation, RunExit
 from pytest_gaia2.store.redact import RedactingFilter
 
 LOG_HANDLERS = ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler")
@@ -101,9 +102,9 @@ class Controller(RunContext):
             "gaia2_started_at": self.started.isoformat(),
             "gaia2_folder": str(self.folder.path) if self.folder else "",
             **self.engines.handover(worker),
-            "gaia2_discovered": shipped(*self.discovered) if self.active else None,
-            "gaia2_baseline": self.baseline.shipped() if self.active and self.baseline else None,
-            "gaia2_gateway": self.gateway_access,
+            "gaia2_discovered": shipped(*self.plan.discovered) if self.active else None,
+            "gaia2_baseline": self.plan.baseline.shipped() if self.active and self.plan.baseline else None,
+            "gaia2_gateway": self.gateway.access,
         }
 
     def finish(self, exitstatus: int, signum: int | None = None) -> pytest.ExitCode | None:

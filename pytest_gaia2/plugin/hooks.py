@@ -103,9 +103,9 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.stash[CONTEXT_KEY] = context
     config.pluginmanager.register(context, "gaia2-run")
-    for marker in extra_split_markers(context.items()):
+    for marker in extra_split_markers(context.plan.items()):
         config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios from a folder of that name")
-    for marker in universe_markers(context.items()):
+    for marker in universe_markers(context.plan.items()):
         config.addinivalue_line("markers", f"{marker}: Gaia2 scenarios of {marker}")
     if context.active:
         from pytest_gaia2.run.interrupts import FORWARD_ECHO, WindDown
@@ -158,7 +158,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     from pytest_gaia2.plugin import item as scenario_item
 
-    selectable = _selectable(config, context.items())
+    selectable = _selectable(config, context.plan.items())
     for split in dict.fromkeys(item.split for item in selectable):
         nodeid = f"{NODE_PREFIX}/{split}"
         module = ScenarioModule.from_parent(session, path=Path(scenario_item.__file__), nodeid=nodeid, name=nodeid)
@@ -193,7 +193,7 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
         if not planned:
             _nothing_selected(config, items, context)
             return
-        keep = context.narrow(list(planned.values()))
+        keep = context.plan.narrow(list(planned.values()))
     except OptionError as exc:
         _refuse_selection(config, context, items, exc)
         return
@@ -209,7 +209,7 @@ def pytest_narrow_after_deselection(config: pytest.Config, items: list[pytest.It
         from pytest_gaia2.cost.projection import probe_first
 
         key_of = {id(item): planned[id(item)].key for item in items if id(item) in planned}
-        keys = context.choose_probe([planned[id(item)] for item in items if id(item) in planned])
+        keys = context.plan.choose_probe([planned[id(item)] for item in items if id(item) in planned])
         items[:] = probe_first(items, keys, key_of)
 
 
@@ -218,7 +218,7 @@ def _nothing_selected(config: pytest.Config, items: list[pytest.Item], context: 
     from pytest_gaia2.plan.items import extra_split_markers, universe_markers
     from pytest_gaia2.plan.selection import nothing_selected
 
-    planned = context.items()
+    planned = context.plan.items()
     if items or not planned:
         return
     markers = sorted({item.split_marker for item in planned}) + universe_markers(planned)
@@ -235,7 +235,7 @@ def _refuse_selection(config: pytest.Config, context: Controller, items: list[py
     serially; an xdist worker hands it over in ``workeroutput`` (:func:`pytest_testnodedown`),
     so pytest does not end the worker with an INTERNALERROR. Raising here would not stop
     pytest from calling pytest_collection_finish, nor xdist from dealing out what was collected."""
-    from pytest_gaia2.run.context import RunStopped
+    from pytest_gaia2.run.terms import RunStopped
     from pytest_gaia2.store.redact import printable
 
     items.clear()
@@ -279,7 +279,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     context = _context(metafunc.config)
     module = metafunc.definition.parent
     own = isinstance(module, ScenarioModule)
-    items = module.planned if isinstance(module, ScenarioModule) else context.items() if context else []
+    items = module.planned if isinstance(module, ScenarioModule) else context.plan.items() if context else []
     extra = _allure_marks(metafunc.config)
     metafunc.parametrize(
         ITEM_PARAMETER,
@@ -334,7 +334,7 @@ def _active(config: pytest.Config) -> Controller:
 @pytest.fixture
 def gaia2_container(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> Iterator[ScenarioAttempt]:
     """One started, healthy attempt for this test (``.container``, ``.drive()``); always removed."""
-    attempt = _active(request.config).runner.new_attempt(request.node.stash[ITEM_KEY])
+    attempt = _active(request.config).runs.runner.new_attempt(request.node.stash[ITEM_KEY])
     request.node.stash[ATTEMPT_KEY] = attempt
     try:
         attempt.start()
@@ -355,12 +355,12 @@ def gaia2_result(request: pytest.FixtureRequest, gaia2_scenario: Scenario) -> Sc
 
     context = _active(request.config)
     next_items = []
-    if context.ahead is not None:
+    if context.runs.ahead is not None:
         from pytest_gaia2.plugin.in_flight import upcoming
 
         next_items = upcoming(request, context.values.in_flight)
     try:
-        result = context.result_of(request.node.stash[ITEM_KEY], keep, next_items)
+        result = context.runs.result_of(request.node.stash[ITEM_KEY], keep, next_items)
     except NotStarted as exc:
         pytest.skip(str(exc))
     request.node.stash[RESULT_KEY] = result
@@ -429,7 +429,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from pytest_gaia2.plugin.chains import ChainScheduling
 
-    chain_of = {item.key: item.chain for item in context.items() if item.chain}
+    chain_of = {item.key: item.chain for item in context.plan.items() if item.chain}
 
     def scope_of(nodeid: str) -> str:
         keys = _planned(context, [nodeid])
@@ -448,7 +448,7 @@ def _planned(context: Controller, node_ids: list[str]) -> list[str]:
     ]
     if own:
         return list(dict.fromkeys(own))
-    known = {item.key for item in context.items()}
+    known = {item.key for item in context.plan.items()}
     return list(
         dict.fromkeys(
             key for nid in node_ids if "[" in nid for key in [nid.rpartition("[")[2].rstrip("]")] if key in known
@@ -462,7 +462,7 @@ def _prepare(context: Controller, ids: list[str], collect_only: bool = False) ->
     error (exit status 4) or a pre-flight refusal: no test runs, and why is printed last
     (:func:`_print_stop`). Under xdist nothing is raised here: the workers, which wait to be
     dealt tests, end as soon as there are none, instead of being killed after a timeout."""
-    from pytest_gaia2.run.context import RunStopped
+    from pytest_gaia2.run.terms import RunStopped
 
     was_prepared = context.prepared
     try:
@@ -520,7 +520,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         context.remove_worker_containers(node.gateway.id)
     refused = (getattr(node, "workeroutput", None) or {}).get(USAGE_ERROR_OUTPUT)
     if refused and context.stopped is None:
-        from pytest_gaia2.run.context import RunStopped
+        from pytest_gaia2.run.terms import RunStopped
 
         context.stopped = RunStopped([str(refused)], code=pytest.ExitCode.USAGE_ERROR)
 

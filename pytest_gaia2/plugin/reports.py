@@ -87,14 +87,14 @@ def _record(
     if attempt is not None and attempt.result is not None:
         return attempt.result.record
     if planned.error is not None:
-        return context.runner.error_record(planned, "invalid_scenario", str(planned.error))
+        return context.runs.runner.error_record(planned, "invalid_scenario", str(planned.error))
     from pytest_gaia2.run.verdict import Gaia2InfraError
 
     excinfo = call.excinfo
     if excinfo is not None and isinstance(excinfo.value, Gaia2InfraError):
-        return context.runner.error_record(planned, excinfo.value.category, excinfo.value.detail)
+        return context.runs.runner.error_record(planned, excinfo.value.category, excinfo.value.detail)
     cause = f"{excinfo.typename}: {excinfo.value}" if excinfo is not None else "no record was written"
-    return context.runner.error_record(planned, "harness_error", f"the harness failed before any attempt: {cause}")
+    return context.runs.runner.error_record(planned, "harness_error", f"the harness failed before any attempt: {cause}")
 
 
 def annotate(

@@ -1,8 +1,11 @@
-"""One run of pytest-gaia2: its values, settings, plan, engine, run folder and records.
+"""One run of pytest-gaia2, without pytest: the coordinator of its parts.
 
-No pytest here: the plugin's :class:`~pytest_gaia2.plugin.controller.Controller` hands the run
-an :class:`Invocation` (what pytest was asked) and its option values, and turns what the run
-returns (an :class:`ExitStatus`, a :class:`RunStopped` or :class:`RunExit`) into pytest's terms.
+The plugin's :class:`~pytest_gaia2.plugin.controller.Controller` hands the run an ``Invocation``
+and its option values, and turns what the run returns (an ``ExitStatus``, a ``RunStopped`` or
+``RunExit``: :mod:`~pytest_gaia2.run.terms`) into pytest's terms. The context holds the run's
+identity and the state its stages move (the run folder, the records, whether pre-flight passed),
+and calls its parts in order, each a module of its own: ``run_options``, ``run_plan``,
+``run_gateway``, ``preflight``, ``folder_opening``, ``item_runs`` and ``run_end``.
 The controller process (or the only one) owns the run folder, the lock, pre-flight and the
 records; xdist workers get the session, the run and the folder handed over from it.
 """
@@ -10,142 +13,41 @@ records; xdist workers get the session, the run and the folder handed over from 
 from __future__ import annotations
 
 import datetime as _dt
-import enum
 import functools
 import os
-import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_gaia2.config import options, splits
+from pytest_gaia2.config import options
 from pytest_gaia2.config import settings as settings_mod
-from pytest_gaia2.config.values import OptionError
-from pytest_gaia2.cost.budget import Budget, Ledger
-from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.engine.pool import EnginePool
-from pytest_gaia2.plan import items as plan_mod
-from pytest_gaia2.plan import selection, sequence
+from pytest_gaia2.plan import selection
 from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.report.gate import Gate
 from pytest_gaia2.report.run_facts import Isolation
-from pytest_gaia2.report.sequential import Baseline, Decision
+from pytest_gaia2.run import folder_opening, hooked_env, provenance
 from pytest_gaia2.run import gateway as gateway_mod
-from pytest_gaia2.run import hooked_env, provenance
-from pytest_gaia2.run.ahead import Ahead
-from pytest_gaia2.run.scenario_runs import NotStarted, ScenarioRunner, scenario_dir
+from pytest_gaia2.run.item_runs import ItemRuns
+from pytest_gaia2.run.run_end import RunEnd
+from pytest_gaia2.run.run_gateway import RunGateway
+from pytest_gaia2.run.run_options import RunOptions
+from pytest_gaia2.run.run_plan import RunPlan
+from pytest_gaia2.run.scenario_runs import ScenarioRunner
+from pytest_gaia2.run.terms import ExitStatus, Invocation, RunExit, RunStopped
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store import redact
 from pytest_gaia2.store.record import AttemptRecord
 from pytest_gaia2.store.redact import printable
-from pytest_gaia2.store.version import PLUGIN_VERSION
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
-    from pytest_gaia2.plan.scenarios import Scenario, ScenarioError
-    from pytest_gaia2.run.evidence import ScenarioResult
-
-
-class ExitStatus(enum.IntEnum):
-    """A run's exit status, numbered as pytest numbers its own (0 to 5); the plugin's refusal
-    (10) stays clear of the codes pytest adds (9.2 gives 6 to ``--max-warnings``)."""
-
-    OK = 0
-    TESTS_FAILED = 1
-    INTERRUPTED = 2
-    INTERNAL_ERROR = 3
-    USAGE_ERROR = 4
-    NO_TESTS_COLLECTED = 5
-    REFUSED = 10
-
-
-EXIT_REFUSED = int(ExitStatus.REFUSED)
-"""The exit status of a run pre-flight refused (the engine does not answer, the image is missing,
-a model endpoint is not ready, the run to resume was made with other settings, its folder is in
-use): pytest's 3 means an internal error and its 6 too many warnings."""
-EXIT_STATUSES: tuple[tuple[int, str], ...] = (
-    (
-        0,
-        "every scenario passed, or the gate (`--gaia2-min-pass-rate`, `--gaia2-max-error-rate`) is met; "
-        "`--gaia2-preflight-only`: every check passed",
-    ),
-    (
-        1,
-        "a scenario failed or errored, or the gate is missed (it alone decides when set), or a limit (a "
-        "budget halt or cap, `--gaia2-token-halt`, `--gaia2-max-errors`) stopped a run without a gate short "
-        "of its plan; `--gaia2-preflight-only`: a check failed",
-    ),
-    (2, "interrupted: Ctrl-C, SIGTERM, or a collection error (pytest's own)"),
-    (3, "pytest's internal error: a bug, never a refusal of the plugin (pytest's own)"),
-    (
-        4,
-        "a usage error, before any container and before any run folder: a bad option or ini value, a "
-        "`--gaia2-scenarios` path that does not exist, a `-m` or `-k` that selects no scenario, a sample "
-        "larger than its pool; one `ERROR:` line on stderr, the same serially and under `-n`",
-    ),
-    (5, "no test was collected (pytest's own)"),
-    (
-        EXIT_REFUSED,
-        "pre-flight refused the run, before any container and before any run folder: the engine "
-        "does not answer, the image is missing or broken, a model endpoint is not ready, the model gateway "
-        "cannot listen or no container reaches it, the run to resume was made with other settings, the run "
-        "folder is in use or cannot be created; plain lines saying "
-        "why and what to do, the same serially and under `-n`",
-    ),
-)
-"""Every exit status of a pytest run with the plugin, and what it means (docs/reference/exit-codes.md)."""
-WORKER_WIND_DOWN = 30.0
-"""Seconds an interrupted run waits for its xdist workers to write their records."""
-WIND_DOWN_MISSED = "workers still ran attempts"
-"""The start of the line an interrupted run prints when its workers outlived WORKER_WIND_DOWN."""
-
-
-class RunStopped(Exception):
-    """The run ends before any scenario starts: ``lines`` say why, ``code`` is its exit status.
-    The plugin prints the lines as they are (never pytest's ``Exit`` form) and runs no test."""
-
-    def __init__(self, lines: list[str], code: int = EXIT_REFUSED) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
-        self.code = code
-
-
-class RunExit(Exception):
-    """The run ends at once with exit status ``code``, ``message`` said as pytest says its own exits."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """What the run needs of the process it runs in, as plain values the plugin reads from pytest."""
-
-    base: Path
-    """The folder the defaults live in (scenarios/, gaia2-results/, .env): pytest's rootdir."""
-    worker_input: Mapping[str, Any] = field(default_factory=dict)
-    """What the xdist controller handed this worker; empty on the controller or the only process."""
-    processes: int | None = None
-    """``-n``: the number of xdist workers asked for (None: no xdist)."""
-    explicit_test_paths: bool = False
-    """Test paths were given (``pytest tests/unit``): then no scenario runs by default."""
-    config_file: str | None = None
-    """``--gaia2-config``, anchored where it was written."""
-    command: str = ""
-    collect_only: bool = False
-    markexpr: str | None = None
-    keyword: str | None = None
-    alluredir: Path | None = None
 
 
 class RunContext:
-    """Run-wide state and the once-per-run work, without pytest: the plugin's controller
-    (:mod:`pytest_gaia2.plugin.controller`) calls it and writes, hooks and exits for it."""
+    """Run-wide state and the order of the once-per-run work, without pytest: the plugin's
+    controller (:mod:`pytest_gaia2.plugin.controller`) calls it and writes, hooks and exits for it."""
 
     def __init__(self, invocation: Invocation, read: Callable[[Mapping[str, Any]], options.Options]) -> None:
         """``read``: the run's option values from the parsed TOML config's (the plugin merges its
@@ -161,31 +63,31 @@ class RunContext:
         self.started = _dt.datetime.fromisoformat(started) if started else _dt.datetime.now(_dt.timezone.utc)
         # Not PYTEST_XDIST_WORKER_COUNT: a run started from inside an xdist worker inherits the outer count.
         self.workers = int(worker_input.get("workercount") or invocation.processes or 1)
-        self.base = invocation.base
         self.notes: list[str] = []
-        self.upstream_config: dict[str, Any] | None = None
-        """The gaia2-runner TOML this run read and what of it was replaced (run_config.json)."""
-        self.config_secrets: dict[str, str] = {}
-        self.values = self._read_values(read)
-        self.output = self.path(self.values.output)
-        self.active = self._is_active()
-        self.retries: int = self.values.retries
-        self.repeat: int = self.values.repeat
+        self.run_options = RunOptions(invocation, read, self.notes)
+        self.values = self.run_options.values
+        self.active = self.run_options.active
+        self.output = self.run_options.output
+        self.plan = RunPlan(
+            self.values,
+            active=self.active,
+            base=invocation.base,
+            path=self.run_options.path,
+            handed_over=self.handed_over,
+            settings=lambda: self.settings,
+            notes=self.notes,
+        )
         folder = worker_input.get("gaia2_folder")
         self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
         self.book = ResultBook(
             Gate.from_options(self.values),
             allow_incomplete=self.values.allow_incomplete,
-            budget=self.budget,
+            budget=self.run_options.budget,
             on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
         )
         self.prepared = False
         self.stopped: RunStopped | None = None
         """Why pre-flight ended the run before any scenario (the run then has no folder)."""
-        self.probe_keys: set[str] = set()
-        self.order: list[str] = []
-        """The planned keys in start order, on every process: the sequence the stop-when-decided
-        test reads its pairs in (:mod:`~pytest_gaia2.report.sequential`)."""
         self.engines = EnginePool.of_process(
             self.values.engine,
             worker_input,
@@ -196,206 +98,32 @@ class RunContext:
             owner_pid=self.owner_pid,
         )
         self._image_id: str | None = None
-        self.gateway: gateway_mod.Gateway | None = None
-        """The run's model gateway, on the controller (or the only process) while the run lasts."""
-        self.gateway_access: dict[str, Any] | None = worker_input.get("gaia2_gateway")
-        self.gateway_routes: dict[str, gateway_mod.Upstream] = {}
-        self.gateway_notes: list[str] = []
+        self.gateway = RunGateway(worker_input.get("gaia2_gateway"))
+        self.runs = ItemRuns(self._runner, self.values.in_flight)
+        """This process's runner and items in flight (made on first use, after pre-flight)."""
         if self.active:
             self.notes.extend([*self.settings.warnings, *self.engines.notes()])
             if not self.values.preflight_only:
                 settings_mod.validate(self.settings)
-                self.gateway_routes, gateway_notes = gateway_mod.plan(self.settings, self.values.gateway)
-                self.gateway_notes = gateway_notes
-                self.notes.extend(gateway_notes)
-                for cap, value in (
-                    ("scenario-cap", self.values.scenario_cap),
-                    ("scenario-token-cap", self.values.scenario_token_cap),
-                ):
-                    if value is not None and not self.gateway_routes:
-                        raise OptionError(
-                            f"--gaia2-{cap} needs the model gateway, which is off for this run "
-                            f"({'; '.join(gateway_notes) or 'no provider key is configured'})"
-                        )
-                self._check_urls()
-                _ = self.prices  # as does a price file that cannot be read
-                self.items()  # discovery and selection problems surface at start-up
-                _ = self.baseline  # as does a baseline that cannot be read
+                self.notes.extend(self.gateway.plan(self.settings, self.values))
+                self.run_options.check_urls()
+                _ = self.run_options.prices  # as does a price file that cannot be read
+                self.plan.items()  # discovery and selection problems surface at start-up
+                _ = self.plan.baseline  # as does a baseline that cannot be read
 
-    # -- configuration ---------------------------------------------------------------------
-
-    @cached_property
+    @property
     def settings(self) -> settings_mod.RunSettings:
-        """Resolved on first use: a run that collects no scenario never reads .env."""
-        from pytest_gaia2.reference import build
+        return self.run_options.settings
 
-        return settings_mod.RunSettings.from_options(
-            self.values,
-            rootdir=self.base,
-            environ={**os.environ, **self.config_secrets},
-            reference_image=build.image_name(),
-        )
-
-    def _check_urls(self) -> None:
-        from pytest_gaia2.run import preflight
-
-        try:
-            preflight.check_urls(self.settings)
-        except preflight.PreflightError as exc:
-            raise OptionError(str(exc)) from None
-
-    @cached_property
+    @property
     def redactor(self) -> hooked_env.LearningRedactor:
-        return hooked_env.LearningRedactor(self.settings.secret_values() if self.active else ())
-
-    def path(self, raw: str | Path) -> Path:
-        """A path option's value; relative ones are relative to where pytest was started."""
-        path = Path(os.path.expanduser(str(raw)))
-        return path if path.is_absolute() else self.base / path
-
-    def _read_values(self, read: Callable[[Mapping[str, Any]], options.Options]) -> options.Options:
-        config_file = self.invocation.config_file
-        toml: dict[str, Any] = {}
-        if config_file:
-            from pytest_gaia2.config import upstream_config
-
-            loaded = upstream_config.load(self.path(config_file), os.environ)
-            toml = dict(loaded.options)
-            self.notes.extend(loaded.notes)
-            self.upstream_config = {"file": str(loaded.path), "replaced": loaded.replaced}
-            self.config_secrets = loaded.secret_environ()
-        return read(toml)
-
-    def _is_active(self) -> bool:
-        """Scenarios are collected when asked for, or by default when no test paths were given."""
-        if self.values.scenarios or self.values.dataset:
-            return True
-        return not self.invocation.explicit_test_paths and (self.base / "scenarios").is_dir()
-
-    def _roots(self) -> list[Path]:
-        language = self.values.language
-        if self.values.dataset:
-            from pytest_gaia2.plan import dataset
-
-            return dataset.materialise(
-                self.values.dataset,
-                splits.split_names(self.values.splits, language=language),
-                language=language,
-                revision=self.values.dataset_revision,
-            )
-        for name, value in (("language", language), ("dataset-revision", self.values.dataset_revision)):
-            if value:
-                raise OptionError(f"--gaia2-{name} applies to --gaia2-dataset only")
-        given = [self.path(raw) for raw in self.values.scenarios]
-        missing = [str(path) for path in given if not os.path.lexists(path)]
-        if missing:
-            raise OptionError(f"--gaia2-scenarios: no such file or folder: {', '.join(missing)}")
-        return given or [self.base / "scenarios"]
-
-    # -- the plan ----------------------------------------------------------------------------
-
-    @cached_property
-    def discovered(self) -> tuple[list[Scenario], list[ScenarioError]]:
-        """Every scenario file found: discovered once, on the controller (or the only process);
-        xdist workers get the controller's result through ``workerinput``."""
-        from pytest_gaia2.plan import scenarios
-
-        shipment = self.handed_over.get("gaia2_discovered")
-        if shipment is not None:
-            return scenarios.unshipped(shipment)
-        return scenarios.discover(self._roots(), index_path=scenarios.index_path())
-
-    @cached_property
-    def _items(self) -> list[plan_mod.PlannedItem]:
-        scenarios, errors = self.discovered
-        chosen = plan_mod.filtered(scenarios, self.values, self.path)
-        self.notes.extend(chosen.notes)
-        return plan_mod.build(
-            chosen.scenarios,
-            errors,
-            repeats=self.repeat,
-            limits=self.settings.limits,
-            attempts=self.retries + 1,
-            chains=self._chains(),
-        )
-
-    def _chains(self) -> list[sequence.Chain] | None:
-        """--gaia2-sequence's chains, refused with the options that would break a chain apart."""
-        raw = self.values.sequence
-        if not raw:
-            return None
-        clashes = [
-            option
-            for option, given in (
-                ("--gaia2-repeat", self.repeat > 1),
-                ("--gaia2-sample", self.values.sample is not None),
-                ("--gaia2-first-n", self.values.first_n is not None),
-                ("--gaia2-shard", self.values.shard is not None),
-                ("--gaia2-smoke", self.values.smoke),
-                (f"--gaia2-in-flight {self.values.in_flight}", self.values.in_flight > 1),
-            )
-            if given
-        ]
-        if clashes:
-            raise OptionError(f"--gaia2-sequence runs whole chains; it cannot be combined with {', '.join(clashes)}")
-        return sequence.load(self.path(raw))
-
-    @cached_property
-    def baseline(self) -> Baseline | None:
-        """--gaia2-stop-when-decided's run folder, read once on the controller (bounded, strict);
-        xdist workers get the controller's through ``workerinput``."""
-        raw = self.values.stop_when_decided
-        if not raw:
-            return None
-        shipment = self.handed_over.get("gaia2_baseline")
-        if shipment is not None:
-            return Baseline.unshipped(shipment)
-        try:
-            return Baseline.load(self.path(raw))
-        except store.StoreError as exc:
-            raise OptionError(f"--gaia2-stop-when-decided: {exc}") from None
-
-    def decision(self) -> Decision | None:
-        """The comparison with the baseline on every verdict in the run folder so far (every
-        worker's, every session's), in start order; None without a baseline or while undecided."""
-        if self.baseline is None or self.folder is None:
-            return None
-        hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario is not None}
-        return self.baseline.decide(self.order, self.folder.records(), self.values.decision_level, hashes)
-
-    def _decided(self) -> str | None:
-        decision = self.decision()
-        return decision.reason if decision is not None else None
-
-    def items(self) -> list[plan_mod.PlannedItem]:
-        """Every item to collect, identical on every worker: the same files, order and filters."""
-        return self._items if self.active else []
-
-    def narrow(self, planned: list[plan_mod.PlannedItem]) -> set[str]:
-        """Keys kept by the sample or prefix, drawn from what -k, -m and --deselect left; with
-        --gaia2-smoke and neither, the midsmoke rung's stratified sample."""
-        sample = self.values.sample
-        if self.values.smoke and sample is None and self.values.first_n is None:
-            sample = selection.smoke_sample(len({item.name for item in planned if item.scenario}))
-        return plan_mod.narrow(
-            planned,
-            sample=sample,
-            seed=self.values.seed,
-            first_n=self.values.first_n,
-            shard=self.values.shard,
-        )
-
-    def choose_probe(self, items: list[plan_mod.PlannedItem]) -> set[str]:
-        """The --gaia2-probe scenarios among what will run: the same on every worker and the controller."""
-        count = self.values.probe
-        self.probe_keys = plan_mod.probe_keys(items, count, self.values.seed) if count else set()
-        return self.probe_keys
+        return self.run_options.redactor
 
     def header_lines(self) -> list[str]:
         if not self.active:
             return []
-        found = sum(1 for item in self.items() if item.scenario and item.repeat == 1)
-        broken = sum(1 for item in self.items() if item.error)
+        found = sum(1 for item in self.plan.items() if item.scenario and item.repeat == 1)
+        broken = sum(1 for item in self.plan.items() if item.error)
         lines = [
             f"gaia2: session {self.session_id[:8]}, image {self.settings.image}, {found} scenarios found"
             f"{f' ({broken} files cannot run)' if broken else ''}, network {self.settings.network}, "
@@ -413,66 +141,36 @@ class RunContext:
         redact.install(self.redactor)  # every file the store writes is masked with it (close uninstalls)
         if self.is_worker or self.values.preflight_only or self.invocation.collect_only:
             return
-        resume = self.values.resume
-        try:
-            if resume:
-                self.folder = store.RunFolder.find(self.output, None if resume is True else self.path(resume))
-                if self.folder.skipped:
-                    self.notes.append(
-                        f"--gaia2-resume: continuing {self.folder.path.name}, the latest run with a verdict; "
-                        f"newer without one: {', '.join(path.name for path in self.folder.skipped)}"
-                    )
-                stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
-                self.run_id = str(stored.get("run_id") or self.session_id)
-            else:
-                self.folder = store.RunFolder(self.output / store.run_folder_name(self.run_id, self.started))
-        except store.StoreError as exc:  # it names a folder from anywhere: no escape reaches the terminal
-            raise OptionError(str(exc)) from None
+        self.folder, self.run_id = folder_opening.locate(
+            self.run_options,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            started=self.started,
+            notes=self.notes,
+        )
         self.book.folder = self.folder
         self._start_gateway()
 
     def _start_gateway(self) -> None:
-        """The run's model gateway, listening where this engine's containers reach the host, before
-        any worker starts (they are handed its address and admin secret)."""
-        if not self.gateway_routes or self.folder is None:
+        """The run's model gateway (:mod:`~pytest_gaia2.run.run_gateway`), before any worker starts
+        (they are handed its address and admin secret); one that cannot listen refuses the run."""
+        if self.folder is None:
             return
-        from pytest_gaia2.cost.prices import PriceBook
-        from pytest_gaia2.engine.errors import EngineError
-        from pytest_gaia2.run.pacer import Pacer
-
         try:
-            candidate = self.engine().host_gateway_address()
-        except EngineError:
-            candidate = None  # pre-flight names the engine's trouble
-        try:
-            prices = PriceBook.load(self.path(self.values.price_file) if self.values.price_file else None)
-            self.gateway = gateway_mod.Gateway(
-                self.gateway_routes,
-                prices=prices,
-                run_folder=self.folder.path,
-                bind_host=gateway_mod.listen_host(candidate),
-                run_cap=self.values.budget_cap,
-                spent_before=Ledger(self.folder.path).total() if self.values.resume else 0.0,
-                ca_bundle=self.settings.ca_bundle,
-                pacer=Pacer(
-                    self.folder.path,
-                    self.values.max_starts_per_minute,
-                    adaptive=self.values.pacing == "adaptive",
-                    workers=self.workers,
-                ),
+            note = self.gateway.start(
+                self.folder.path,
+                self.values,
+                self.settings,
+                engines=self.engines,
+                path=self.run_options.path,
+                workers=self.workers,
+                redact=self.redactor.redact,
             )
-            self.gateway.start()
-        except OptionError as exc:
-            raise OptionError(self.redactor.redact(str(exc))) from None
         except gateway_mod.GatewayError as exc:  # this host's trouble, not the command's: refused as pre-flight is
-            self.gateway, self.stopped = None, self._stop(f"pytest-gaia2: {exc}; {gateway_mod.OFF_FIX}")
+            self.stopped = self._stop(f"pytest-gaia2: {exc}; {gateway_mod.OFF_FIX}")
             return
-        self.gateway_access = self.gateway.access()
-        routes = ", ".join(self.gateway_routes)
-        self.notes.append(
-            f"model gateway on at {self.gateway.bind_host}:{self.gateway.port} ({routes}): containers get a "
-            "per-scenario token, never a provider key; money is measured on the wire (wire.jsonl)"
-        )
+        if note is not None:
+            self.notes.append(note)
 
     def engine(self) -> Engine:
         return self.engines.engine()
@@ -484,8 +182,8 @@ class RunContext:
         :class:`OptionError` for a usage error, :class:`RunStopped` (kept in ``stopped``) for a
         refusal; either way no run folder is created and ``latest`` does not move.
         """
-        if planned and not collect_only and not self.order:
-            self.order = list(planned)
+        if planned and not collect_only and not self.plan.order:
+            self.plan.order = list(planned)
         if self.prepared or self.stopped or self.is_worker or collect_only:
             return
         if not (planned or self.values.preflight_only):
@@ -497,30 +195,13 @@ class RunContext:
             raise
 
     def _prepare(self, planned: list[str]) -> None:
-        if (
-            self.baseline is not None
-            and self.folder is not None
-            and store.same_folder(self.baseline.path, self.folder.path)
-        ):
-            raise OptionError(
-                f"--gaia2-stop-when-decided: {self.baseline.path} is the run folder this run writes into; "
-                "the baseline is an earlier run"
-            )
-        if self.baseline is not None and not self.baseline.shared(planned):
-            raise OptionError(
-                f"--gaia2-stop-when-decided: the baseline {self.baseline.path} judged none of the "
-                f"{len(planned)} planned scenarios; there is nothing to compare"
-            )
+        self.plan.check_baseline(self.folder, planned)
         self.prepared = True
         self.book.planned = planned
-        chosen = set(planned)
-        self.book.scenario_files = {
-            item.key: (str(item.scenario.path), item.scenario.sha256, tuple(dict.fromkeys(item.scenario.apps)))
-            for item in self.items()
-            if item.scenario is not None and item.key in chosen
-        }
+        self.book.scenario_files = self.plan.scenario_files(planned)
         if self.values.probe:
-            self.choose_probe([item for item in self.items() if item.key in chosen])
+            chosen = set(planned)
+            self.plan.choose_probe([item for item in self.plan.items() if item.key in chosen])
         from pytest_gaia2.engine.errors import EngineError
         from pytest_gaia2.plan.scenarios import cache_dir
         from pytest_gaia2.run import preflight
@@ -532,8 +213,8 @@ class RunContext:
                 preflight_only=self.values.preflight_only,
                 cache_dir=cache_dir(),
                 endpoint_check=not self.values.skip_endpoint_check,
-                gateway_port=self.gateway.port if self.gateway is not None else None,
-                scenario=self._first_scenario(planned),
+                gateway_port=self.gateway.port,
+                scenario=self.plan.first_scenario(planned),
                 require_isolation=self.values.require_isolation,
             )
         except preflight.IsolationRequired as exc:
@@ -548,8 +229,12 @@ class RunContext:
                 write(printable(self.redactor.redact(line)))
             verdict = "ready to run" if outcome.ok else "not ready (see each [FAIL] above)"
             raise RunStopped([f"pytest-gaia2: pre-flight only: {verdict}"], code=0 if outcome.ok else 1)
+        opening = self._opening()
         try:
-            self._open_folder(outcome.facts, planned)
+            if not self.values.resume:
+                self.folder = self.book.folder = opening.create()
+            assert self.folder is not None
+            opening.open(self.folder, outcome.facts, planned)
         except store.StoreError as exc:
             raise self._stop(f"pytest-gaia2: {exc}") from None
         for line in [*(f"warning: {w}" for w in outcome.warnings), *outcome.notes]:
@@ -563,18 +248,6 @@ class RunContext:
         """A refusal: its lines masked and printable, with EXIT_REFUSED."""
         return RunStopped([printable(self.redactor.redact(line)) for line in text.splitlines()])
 
-    def _first_scenario(self, planned: list[str]) -> bytes | None:
-        """The first planned scenario's bytes, for pre-flight's isolation probe (None: none readable)."""
-        for key in planned:
-            entry = self.book.scenario_files.get(key)
-            if entry is None:
-                continue
-            try:
-                return Path(entry[0]).read_bytes()
-            except OSError:
-                continue
-        return None
-
     def write(self, line: str) -> None:
         """A line of its own for the user (the plugin writes it on pytest's terminal)."""
         print(line)
@@ -582,59 +255,6 @@ class RunContext:
     def hook(self, name: str) -> Callable[..., Any]:
         """A ``pytest_gaia2_*`` hook users implement; without pytest there is none."""
         return lambda **kwargs: None
-
-    def _open_folder(self, facts: dict[str, Any], planned: list[str]) -> None:
-        """Create (or check and lock, when resuming) the run folder and write what it ran with."""
-        assert self.folder is not None
-        holder = {"session_id": self.session_id, "started_at": self.started.isoformat(timespec="seconds")}
-        if self.values.resume:
-            self.folder.lock(holder)
-            self._check_resume()
-            for problem in Ledger(self.folder.path).read().problems:  # once, on the controller
-                self.write(self.redactor.redact(f"gaia2: warning: spend ledger: {problem}"))
-        else:
-            self.folder = self.book.folder = store.RunFolder.create(self.output, self.run_id, self.started)
-            self.folder.lock(holder)
-            store.write_json(self.folder.file(store.RUN_CONFIG_FILE), self._run_config(facts, planned))
-        store.append_jsonl(
-            self.folder.file(store.SESSIONS_FILE),
-            self.redactor.redact_obj(
-                {
-                    **holder,
-                    "command": self.invocation.command,
-                    "planned": len(planned),
-                    "provenance": self.provenance(),
-                }
-            ),
-        )
-        chosen = [item.scenario for item in self.items() if item.scenario and item.key in set(planned)]
-        if chosen:
-            selection.write_manifest(self.folder.file(store.MANIFEST_FILE), [(s.split, s.scenario_id) for s in chosen])
-
-    def _check_resume(self) -> None:
-        """Refuse (or warn about) continuing a run made with other provenance or changed files:
-        each difference in words, and the one command that continues the run as it was made."""
-        assert self.folder is not None
-        stored = store.read_json(self.folder.file(store.RUN_CONFIG_FILE)) or {}
-        hashes = {item.key: item.scenario.sha256 for item in self.items() if item.scenario}
-        now = {"provenance": self.provenance(), "settings": settings_mod.public_dict(self.settings)}
-        differences = provenance.differences(stored, now, self.folder.records(), hashes)
-        if not differences:
-            return
-        head = f"--gaia2-resume: {self.folder.path} was run with other settings:"
-        if self.values.resume_mismatch == "warn":
-            self.write(printable(self.redactor.redact(f"gaia2: warning: {head} {'; '.join(differences)}")))
-            return
-        sessions = store.read_jsonl(self.folder.file(store.SESSIONS_FILE))
-        earlier = next((str(s["command"]) for s in reversed(sessions) if s.get("command")), stored.get("command"))
-        lines = [f"pytest-gaia2: {head}", *(f"  {difference}" for difference in differences)]
-        if isinstance(earlier, str) and earlier:
-            lines += [
-                "to continue it with the settings it was run with (its saved verdicts are reused, none is paid again):",
-                f"  {provenance.resume_command(earlier, self.folder.path)}",
-            ]
-        lines.append("to run these settings instead, start a new run: leave out --gaia2-resume")
-        raise RunStopped([printable(self.redactor.redact(line)) for line in lines])
 
     def provenance(self) -> dict[str, Any]:
         return provenance.of_session(
@@ -645,23 +265,19 @@ class RunContext:
             shard=str(self.values.shard) if self.values.shard else None,
         )
 
-    def _run_config(self, facts: dict[str, Any], planned: list[str]) -> dict[str, Any]:
-        roots = self._roots()
-        data = provenance.run_config(
-            self.settings,
-            self.values,
-            command=self.invocation.command,
+    def _opening(self) -> folder_opening.FolderOpening:
+        return folder_opening.FolderOpening(
+            self.run_options,
+            self.invocation,
+            self.plan,
+            self.write,
+            self.provenance,
+            run_id=self.run_id,
+            session_id=self.session_id,
             started=self.started,
             workers=self.workers,
-            planned=planned,
-            session=self.provenance(),
-            dataset=self.values.dataset or (str(roots[0]) if len(roots) == 1 else None),
-            markexpr=self.invocation.markexpr,
-            keyword=self.invocation.keyword,
+            gateway=self.gateway.fact(),
         )
-        upstream = {"upstream_config": self.upstream_config} if self.upstream_config else {}
-        gateway = {"gateway": gateway_mod.run_fact(self.gateway_routes, self.gateway_notes)}
-        return self.redactor.redact_obj({**data, **upstream, **gateway, **facts})
 
     # -- the items' runs ---------------------------------------------------------------------
 
@@ -670,76 +286,43 @@ class RunContext:
             self._image_id = self.engine().image_id(self.settings.image)
         return self._image_id
 
-    @cached_property
-    def runner(self) -> ScenarioRunner:
-        """Made on first use, once pre-flight has settled the run folder and the image id."""
+    def _runner(self) -> ScenarioRunner:
         return ScenarioRunner(
             self.engine(),
             self.settings,
             self.redactor,
             self.folder,
             self.provenance(),
-            retries=self.retries,
+            retries=self.values.retries,
             session_id=self.session_id,
             worker=self.worker,
             workers=self.workers,
-            budget=self.budget,
-            only=self.probe_keys if self.values.probe_only else None,
-            prices=self.prices,
+            budget=self.run_options.budget,
+            only=self.plan.probe_keys if self.values.probe_only else None,
+            prices=self.run_options.prices,
             container_env=functools.partial(hooked_env.adjust, self.hook("pytest_gaia2_container_env"), self.redactor),
             max_starts_per_minute=self.values.max_starts_per_minute,
             decided=self._decided,
             adaptive_pacing=self.values.pacing == "adaptive",
-            gateway=gateway_mod.GatewayClient.of(self.gateway_access) if self.gateway_access else None,
+            gateway=self.gateway.client(),
             scenario_cap=self.values.scenario_cap,
             token_cap=self.values.scenario_token_cap,
             in_flight=self.values.in_flight,
         )
 
-    @cached_property
-    def ahead(self) -> Ahead[ScenarioResult] | None:
-        """--gaia2-in-flight K above 1: this process's items in flight (:mod:`~pytest_gaia2.run.ahead`)."""
-        return Ahead(self.values.in_flight) if self.values.in_flight > 1 else None
-
-    def result_of(
-        self, item: plan_mod.PlannedItem, keep: Callable[[Any], None], upcoming: list[plan_mod.PlannedItem]
-    ) -> ScenarioResult:
-        """The item's verdict (:meth:`ScenarioRunner.result_for`); with --gaia2-in-flight, the work of
-        the ``upcoming`` items this process runs next is started too, in their order, up to K in all."""
-        ahead = self.ahead
-        if ahead is None:
-            return self.runner.result_for(item, keep)
-        for planned in [item, *upcoming]:
-            ahead.offer(planned.key, functools.partial(self.runner.result_for, planned))
-        return ahead.take(item.key, functools.partial(self.runner.result_for, item), keep)
-
     def _land_in_flight(self, exitstatus: int) -> None:
-        """No item's work outlives the session: interrupted, every job in flight stops and writes its
-        record; otherwise (a halt, -x) those not started never start and those started finish."""
-        ahead = self.__dict__.get("ahead")
-        if ahead is None or not ahead.jobs:
-            return
-        longest = max((item.hard_timeout or 0.0 for item in self.items()), default=0.0)
-        ahead.close(
-            KeyboardInterrupt() if exitstatus == ExitStatus.INTERRUPTED else None,
-            NotStarted("the run ended before it started"),
-            wait=longest or self.settings.limits.timeout,
-        )
+        """The items' work in flight landed (:meth:`~pytest_gaia2.run.item_runs.ItemRuns.land`),
+        within the longest hard timeout of any item."""
 
-    @cached_property
-    def prices(self) -> PriceBook:
-        """--gaia2-price-file, read once per process at start-up (a bad file is a usage error)."""
-        raw = self.values.price_file
-        return PriceBook.load(self.path(raw) if raw else None)
+        def wait() -> float:
+            longest = max((item.hard_timeout or 0.0 for item in self.plan.items()), default=0.0)
+            return longest or self.settings.limits.timeout
 
-    @property
-    def budget(self) -> Budget:
-        return Budget(
-            halt=self.values.budget_halt,
-            cap=self.values.budget_cap,
-            token_halt=self.values.token_halt,
-            max_errors=self.values.max_errors,
-        )
+        self.runs.land(exitstatus == ExitStatus.INTERRUPTED, wait)
+
+    def _decided(self) -> str | None:
+        decision = self.plan.decision(self.folder)
+        return decision.reason if decision is not None else None
 
     # -- the end of the run ------------------------------------------------------------------
 
@@ -755,7 +338,7 @@ class RunContext:
         try:
             notices = self.book.add(
                 AttemptRecord.from_json(record),
-                probe_keys=self.probe_keys,
+                probe_keys=self.plan.probe_keys,
                 workers=self.workers,
                 in_flight=self.values.in_flight,
             )
@@ -778,116 +361,30 @@ class RunContext:
             return []
         replaced = [
             printable(f"gaia2: {entry['key']} = {entry['configured']!r} was replaced: the run used {entry['used']}")
-            for entry in (self.upstream_config or {}).get("replaced", ())
+            for entry in (self.run_options.upstream_config or {}).get("replaced", ())
         ]
         if not self.book.anything_to_write:
             return [*replaced, "gaia2: no scenario ran"]
         return [self.redactor.redact(line) for line in [*replaced, *self.book.lines()]]
 
     def finish_run(self, exitstatus: int, signum: int | None = None, *, workers: bool = False) -> ExitStatus | None:
-        """Write results.jsonl, summary.json and the run's pages, remove what is left of the
-        session, and let the gate decide the exit status.
-
-        The files come first and are held against a further signal, and the sweep never raises
-        out: a double Ctrl-C or an engine failure in the sweep still leaves the run's summary.
-        An interrupted run first lets its xdist workers finish the records of the attempts they
-        were running (``workers``: xdist's), so every scenario in flight gets its line; ``signum``,
-        the signal that interrupted it, is forwarded to them first (a signal to the controller
-        alone reaches none). None: the status the run already has stands."""
+        """The items in flight landed, then the run's end (:meth:`~pytest_gaia2.run.run_end.RunEnd.finish`):
+        its files, the gate's exit status and the sweep. None: the status the run already has stands."""
         self._land_in_flight(exitstatus)
-        if self.is_worker or not self.prepared:
-            self._sweep()
-            return None
-        if exitstatus == ExitStatus.INTERRUPTED:
-            self.book.end_reason = "interrupted (Ctrl-C, SIGTERM or a collection error) before they started"
-        try:
-            if exitstatus == ExitStatus.INTERRUPTED and workers:
-                if signum is not None:
-                    self._forward(signum)
-                self._wait_for_workers()
-            return self._write_run_files(exitstatus)
-        finally:
-            self._sweep()
-
-    def _write_run_files(self, exitstatus: int) -> ExitStatus | None:
-        from pytest_gaia2.run import interrupts
-
-        with interrupts.held():
-            self._recover()
-            self.book.decided = self.decision()
-            if not self.book.anything_to_write:
-                return None
-            extra = {
-                "run_id": self.run_id,
-                "session_id": self.session_id,
-                "plugin_version": PLUGIN_VERSION,
-            }
-            try:
-                decision = self.book.write(extra)
-            except store.StoreError as exc:
-                self.write(f"gaia2: {exc}; the records already written are kept")
-                return ExitStatus.INTERNAL_ERROR
-            if self.folder is not None:
-                from pytest_gaia2.report.pages import write_run_pages
-
-                write_run_pages(
-                    self.folder.path,
-                    report=self.values.report,
-                    write=self.write,
-                    alluredir=self.invocation.alluredir,
-                )
-        if exitstatus in (ExitStatus.INTERRUPTED, ExitStatus.INTERNAL_ERROR, ExitStatus.USAGE_ERROR):
-            return None
-        if decision is None:  # no gate: the run's status, but a budget halt is no pass
-            return ExitStatus.TESTS_FAILED if self.book.halted_short() else None
-        return ExitStatus.OK if decision.met else ExitStatus.TESTS_FAILED
-
-    def _forward(self, signum: int) -> None:
-        """The controller's signal to the workers with an attempt in flight, as a terminal's Ctrl-C
-        would have signalled them: they end those attempts now instead of at WORKER_WIND_DOWN."""
-        from pytest_gaia2.run import interrupts
-        from pytest_gaia2.store.phases import busy_pids
-
-        if self.folder is not None:
-            interrupts.forward(signum, busy_pids(self.folder.path))
-
-    def _wait_for_workers(self) -> None:
-        """Until no attempt of any worker is in flight (an attempt leaves the progress board once
-        its result.json is written), at most WORKER_WIND_DOWN seconds (a killed worker's entry stays)."""
-        from pytest_gaia2.store.phases import running
-
-        deadline = time.monotonic() + WORKER_WIND_DOWN
-        while self.folder is not None and running(self.folder.path) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if self.folder is not None and running(self.folder.path):
-            self.write(
-                f"gaia2: {WIND_DOWN_MISSED} {WORKER_WIND_DOWN:g} s after the interrupt; "
-                "their records are recovered from the attempt folders where written, their containers removed"
-            )
-
-    def _recover(self) -> None:
-        """Records this session wrote that never reached the controller (Ctrl-C mid-item, a killed worker)."""
-        index = {item.key: item for item in self.items()}
-        for key in self.book.planned:
-            item = index.get(key)
-            if key in self.book.records or item is None or item.scenario is None or self.folder is None:
-                continue
-            record = self.folder.last_record(scenario_dir(self.folder, item))
-            if record is not None and record.session_id == self.session_id:
-                self.book.add(record)
-
-    def _sweep(self) -> None:
-        """Remove what is left of the session; a failure is one warning line, never raised."""
-        try:
-            if self.engines.connected or (self.prepared and not self.is_worker):
-                self.remove_worker_containers(self.worker if self.is_worker else None)
-        except Exception as exc:  # noqa: BLE001 - the run's files are written; the reaper of the next run removes the rest
-            self.write(
-                self.redactor.redact(
-                    f"gaia2: warning: the session's containers could not all be removed ({type(exc).__name__}: "
-                    f"{str(exc)[:200]}); the next run removes them once they are {self.values.reap_grace:g} s old"
-                )
-            )
+        return RunEnd(
+            self.book,
+            self.plan,
+            self.engines,
+            self.folder,
+            self.run_options,
+            self.write,
+            alluredir=self.invocation.alluredir,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            worker=self.worker,
+            is_worker=self.is_worker,
+            prepared=self.prepared,
+        ).finish(exitstatus, signum, workers=workers)
 
     def remove_worker_containers(self, worker: str | None) -> None:
         """A worker that died (even by SIGKILL) leaves no container behind, on any engine; None: the whole run's."""
@@ -895,11 +392,9 @@ class RunContext:
 
     def close(self) -> None:
         self._land_in_flight(ExitStatus.INTERRUPTED)  # a session that never finished
-        if self.gateway is not None:
-            self.gateway.stop()  # every token with it
-            self.gateway = None
+        self.gateway.stop()
         if self.folder is not None and not self.is_worker:
             self.folder.unlock()
         self.engines.close()
-        if "redactor" in self.__dict__:
+        if "redactor" in self.run_options.__dict__:
             redact.uninstall(self.redactor)

@@ -25,8 +25,8 @@ from test_gateway_run import KEY_VAR, REAL_KEY, gateway_args
 from pytest_gaia2.cost.prices import Price, PriceBook
 from pytest_gaia2.engine.client import Engine
 from pytest_gaia2.reference import build
-from pytest_gaia2.run.context import EXIT_REFUSED
 from pytest_gaia2.run.gateway import WIRE_LOG, Gateway, GatewayClient, Upstream, listen_host
+from pytest_gaia2.run.terms import EXIT_REFUSED
 
 STORM = 2
 """Calls the provider refuses with HTTP 429 before it answers again."""

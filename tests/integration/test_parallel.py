@@ -29,7 +29,8 @@ from gaia2_testing import (
 
 from pytest_gaia2.engine import client as engine
 from pytest_gaia2.engine.ports import worker_slice
-from pytest_gaia2.run.context import EXIT_REFUSED, WIND_DOWN_MISSED, WORKER_WIND_DOWN
+from pytest_gaia2.run.run_end import WIND_DOWN_MISSED, WORKER_WIND_DOWN
+from pytest_gaia2.run.terms import EXIT_REFUSED
 
 HANG = ("--gaia2-env", "GAIA2_FAULT_HANG=1")  # containers stay up until the run is interrupted
 

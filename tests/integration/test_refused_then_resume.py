@@ -31,7 +31,7 @@ from gaia2_testing import (
 
 from pytest_gaia2.cost.budget import Ledger
 from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL
-from pytest_gaia2.run.context import EXIT_REFUSED
+from pytest_gaia2.run.terms import EXIT_REFUSED
 
 ONE_FILE = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
 PER_SCENARIO = 1.2

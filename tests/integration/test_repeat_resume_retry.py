@@ -29,7 +29,7 @@ from gaia2_testing import (
 )
 
 from pytest_gaia2.engine.client import RUN_LABEL, SCENARIO_LABEL
-from pytest_gaia2.run.context import EXIT_REFUSED
+from pytest_gaia2.run.terms import EXIT_REFUSED
 
 SEARCH = SHIPPED / "search"
 SEARCH_IDS = sorted(path.stem for path in SEARCH.glob("*.json"))

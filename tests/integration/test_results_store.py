@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from gaia2_testing import SHIPPED, file_sums, gaia2_containers, run_folders
 
-from pytest_gaia2.run.context import EXIT_REFUSED
+from pytest_gaia2.run.terms import EXIT_REFUSED
 
 ONE = "scenario_universe_21_7kww6e"
 TWO = "scenario_universe_24_zqzvsf"

@@ -17,8 +17,8 @@ import pytest
 from gaia2_testing import SHIPPED, engine_events, gaia2_containers, results_of, run_folder, run_id_of, session_prefix
 
 from pytest_gaia2.engine.client import RUN_LABEL
-from pytest_gaia2.run.context import EXIT_REFUSED
 from pytest_gaia2.run.evidence import Evidence
+from pytest_gaia2.run.terms import EXIT_REFUSED
 
 ONE = "scenario_universe_21_7kww6e"  # one turn, one answer
 TWO_TURNS = "scenario_universe_21_83x6ru"  # ambiguity: two turns

@@ -21,7 +21,7 @@ from gaia2_testing import (
 )
 
 from pytest_gaia2.engine.client import RUN_LABEL
-from pytest_gaia2.run.context import EXIT_REFUSED
+from pytest_gaia2.run.terms import EXIT_REFUSED
 
 HERMES = "pytest-gaia2-test/gaia2-hermes-envprobe:1"
 MISSING = "pytest-gaia2-test/never-built:0"

@@ -13,7 +13,8 @@ from gaia2_testing import SHIPPED
 from pytest_gaia2.config import options
 from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.plan.selection import FIRST_N_WARNING
-from pytest_gaia2.run.context import ExitStatus, Invocation, RunContext
+from pytest_gaia2.run.context import RunContext
+from pytest_gaia2.run.terms import ExitStatus, Invocation
 
 SEARCH = SHIPPED / "search"
 
@@ -57,7 +58,7 @@ def contexts(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Iterator[Any]:
 def test_a_run_without_scenarios_idles(contexts: Any) -> None:
     """Test paths given and no scenario option: nothing is planned and the end changes nothing."""
     context = contexts(invocation=Invocation(base=Path("/nonexistent"), explicit_test_paths=True))
-    assert not context.active and context.items() == [] and context.header_lines() == []
+    assert not context.active and context.plan.items() == [] and context.header_lines() == []
     assert context.finish_run(ExitStatus.OK) is None
     assert context.summary_lines() == []
 
@@ -65,9 +66,9 @@ def test_a_run_without_scenarios_idles(contexts: Any) -> None:
 def test_a_run_plans_its_scenarios_and_says_so(contexts: Any) -> None:
     context = contexts(scenarios=[str(SEARCH)], first_n="2", seed="3")
     assert context.active and not context.is_worker and context.workers == 1
-    items = context.items()
+    items = context.plan.items()
     assert {item.split for item in items} == {"search"} and len(items) == len(list(SEARCH.glob("*.json")))
-    assert len(context.narrow(items)) == 2
+    assert len(context.plan.narrow(items)) == 2
     header = context.header_lines()
     assert f"{len(items)} scenarios found" in header[0] and header[-1] == f"gaia2: {FIRST_N_WARNING}"
 

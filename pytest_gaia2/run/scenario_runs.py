@@ -1,7 +1,7 @@
 """The runs of each planned item: a stored verdict, new attempts, retries, a last-resort record.
 
 :class:`ScenarioRunner` is what the fixtures and the report hook reach through the run
-context (``context.runner``): it decides which folder an attempt writes into, whether a
+context (``context.runs.runner``): it decides which folder an attempt writes into, whether a
 verdict already stored there is final, and how often an infrastructure error is retried.
 How one attempt is driven is :mod:`~pytest_gaia2.run.attempt`'s.
 """

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import socketserver
 import threading
 from pathlib import Path
 from typing import Any
@@ -77,6 +76,8 @@ class ToolServer:
 
     def serve(self, path: Path, stop: threading.Event) -> None:
         """Serve on ``path`` (anyone may connect: the folder's owner decides who reaches it) until ``stop``."""
+        import socketserver  # here: the agent imports this module for its client side only
+
         server_side = self
 
         class Handler(socketserver.StreamRequestHandler):

@@ -32,14 +32,14 @@ log() {
 as_gaia2() { HOME=/var/gaia2 GAIA2_STATE_DIR="$STATE" setpriv --reuid=gaia2 --regid=gaia2 --init-groups "$@"; }
 as_agent() { HOME=/home/agent setpriv --reuid=agent --regid=agent --init-groups "$@"; }
 
-: >> "$LOG" && chown gaia2:gaia2 "$LOG"
-chown gaia2:gaia2 /var/gaia2
+: >> "$LOG"
+chown gaia2:gaia2 "$LOG" /var/gaia2
 chmod 700 /var/gaia2
 
 if [ -f "$SCENARIO" ]; then
     log "Initializing state for $SCENARIO ..."
-    mkdir -p "$STATE"
-    rm -rf "${STATE:?}"/*
+    [ -d "$STATE" ] || mkdir -p "$STATE"
+    compgen -G "$STATE/*" > /dev/null && rm -rf "${STATE:?}"/*
     chown gaia2:gaia2 "$SCENARIO"
     chmod 600 "$SCENARIO"
     chown -R gaia2:gaia2 "$STATE"
@@ -81,7 +81,7 @@ else
 fi
 
 # The agent's home (carried along a chain by the runner) and its trace belong to the agent.
-mkdir -p /home/agent && chown -R agent:agent /home/agent
+{ [ -d /home/agent ] || mkdir -p /home/agent; } && chown -R agent:agent /home/agent
 TRACE="${GAIA2_TRACE_FILE:-/tmp/trace.jsonl}"
 [ -f "$TRACE" ] && [ ! -L "$TRACE" ] && chown agent:agent "$TRACE"
 

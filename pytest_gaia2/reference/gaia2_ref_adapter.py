@@ -18,7 +18,11 @@ import signal
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# http.server pulls in http.client, which imports ssl only to offer HTTPS clients; the adapter
+# serves plain HTTP and calls nothing, and ssl was a good share of its start-up CPU.
+sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
 from pathlib import Path
 from types import FrameType
 from typing import Any

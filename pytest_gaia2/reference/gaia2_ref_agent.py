@@ -71,8 +71,10 @@ class Agent:
         self.faketime = faketime
         self.log = log
         self.stop = stop
-        self.events_tail = RemoteTail(tools, "events")
-        self.notes_tail = RemoteTail(tools, "notes")
+        self.events_tail = RemoteTail("events")
+        self.notes_tail = RemoteTail("notes")
+        self.status: dict[str, Any] = {"status": "waiting"}
+        """The daemon's status as the last look around (``_refresh``) found it."""
         self.seen: dict[str, dict[str, Any]] = {}
         self.user_turns: set[int] = set()
         self.answers = 0
@@ -123,7 +125,7 @@ class Agent:
             self.log.info("No scenario; agent idle")
             return
         scenario = Scenario(self.scenario_data)
-        if not self._wait(lambda: self.tools.status().get("status") != "waiting", None):
+        if not self._wait(lambda: self.status.get("status") != "waiting", None):
             return
         if not scenario.events:
             self.log.info("Scenario has no events; waiting for a task on /notify")
@@ -181,7 +183,7 @@ class Agent:
             self._refresh()
             if predicate():
                 return True
-            if self.tools.status().get("status") in TERMINAL_STATUSES:
+            if self.status.get("status") in TERMINAL_STATUSES:
                 self.log.info("Daemon reached a terminal status; agent stops")
                 return False
             if deadline is not None and time.monotonic() > deadline:
@@ -190,11 +192,13 @@ class Agent:
         return False
 
     def _refresh(self) -> None:
-        for record in self.events_tail.read_new():
+        """New events and notifications, and the status: one request, as the agent polls while it waits."""
+        self.status, (events, notes) = self.tools.poll([self.events_tail, self.notes_tail])
+        for record in events:
             event_id = record.get("event_id")
             if event_id:
                 self.seen.setdefault(str(event_id), record)
-        for note in self.notes_tail.read_new():
+        for note in notes:
             if note.get("type") == "user_message":
                 self.user_turns.add(int(note.get("turn") or 0))
 

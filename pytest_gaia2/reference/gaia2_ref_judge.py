@@ -20,8 +20,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gaia2_ref_scenario import (
     AUI,
@@ -41,8 +40,7 @@ SoftCheck = Callable[[str, str, Any], tuple[bool | None, str]]
 """(tool, oracle text, agent value) -> (verdict, None when inconclusive; the model's reply)."""
 
 
-@dataclass
-class LoggedEvent:
+class LoggedEvent(NamedTuple):
     """One events.jsonl line as the judge sees it."""
 
     event_id: str
@@ -78,8 +76,7 @@ class LoggedEvent:
         )
 
 
-@dataclass
-class Judgment:
+class Judgment(NamedTuple):
     """Outcome of one turn plus the judgments.jsonl record describing it."""
 
     success: bool

@@ -16,8 +16,6 @@ import json
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -61,6 +59,11 @@ class ModelCaller:
 
     def call(self, app: str, fn: str) -> None:
         """One chat completion choosing ``app.fn``; ProviderRefused unless the answer is HTTP 200."""
+        # Imported here: urllib.request (with http.client and ssl) costs every agent start more
+        # CPU than the rest of it, and only agents with the switch set call a model.
+        import urllib.error
+        import urllib.request
+
         body = {"model": self.model, "messages": [{"role": "user", "content": f"next action: {app}.{fn}"}]}
         headers = {"Content-Type": "application/json"}
         if self._key:

@@ -4,9 +4,9 @@ The agent runs as its own user (``agent``), which can neither read ``/var/gaia2`
 scenario, with the oracle's answers) nor write the state folder, nor signal the judge. Like
 the setuid tool wrapper of Gaia2's agent images, this socket lets it do what an agent may:
 log an action (the line, its time and sim time are made here, never an ``event_id``), read
-what the state says (events, notifications, the daemon's status), learn whether a task came
-over ``/notify``, and say that it stopped for good. One JSON request per connection, one JSON
-answer back.
+what the state says (events, notifications, the daemon's status, or all three at once), learn
+whether a task came over ``/notify``, and say that it stopped for good. One JSON request per
+connection, one JSON answer back.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import socketserver
 import threading
 from pathlib import Path
 from typing import Any
@@ -55,9 +54,11 @@ class ToolServer:
         if op == "notified":
             return {"notified": self.notified.is_set()}
         if op == "tail" and request.get("name") in TAILS:
-            offset = request.get("offset")
-            records, end = read_lines(self.state / TAILS[request["name"]], offset if isinstance(offset, int) else 0)
-            return {"records": records, "offset": end}
+            return self._tail(request["name"], request.get("offset"))
+        if op == "poll":  # a waiting agent's look around in one round trip: both tails and the status
+            offsets = request.get("offsets") if isinstance(request.get("offsets"), dict) else {}
+            tails = {name: self._tail(name, offsets.get(name)) for name in TAILS}
+            return {"status": read_status(self.state), "tails": tails}
         if op == "act":
             args = request.get("args") if isinstance(request.get("args"), dict) else {}
             line = make_line(
@@ -75,8 +76,14 @@ class ToolServer:
             return {"ok": True}
         return {"error": "unknown request"}
 
+    def _tail(self, name: str, offset: Any) -> dict[str, Any]:
+        records, end = read_lines(self.state / TAILS[name], offset if isinstance(offset, int) else 0)
+        return {"records": records, "offset": end}
+
     def serve(self, path: Path, stop: threading.Event) -> None:
         """Serve on ``path`` (anyone may connect: the folder's owner decides who reaches it) until ``stop``."""
+        import socketserver  # here: the agent imports this module for its client side only
+
         server_side = self
 
         class Handler(socketserver.StreamRequestHandler):
@@ -123,6 +130,20 @@ class ToolClient:
             return {"status": "waiting"}
         return status if isinstance(status, dict) else {"status": "waiting"}
 
+    def poll(self, tails: list[RemoteTail]) -> tuple[dict[str, Any], list[list[dict[str, Any]]]]:
+        """The status and each tail's new lines, in one request (``waiting`` and none while the
+        socket is not there yet)."""
+        try:
+            answer = self.ask({"op": "poll", "offsets": {tail.name: tail.offset for tail in tails}})
+        except OSError:
+            return {"status": "waiting"}, [[] for _ in tails]
+        status = answer.get("status")
+        found = answer.get("tails") if isinstance(answer.get("tails"), dict) else {}
+        return (
+            status if isinstance(status, dict) else {"status": "waiting"},
+            [tail.take(found.get(tail.name)) for tail in tails],
+        )
+
     def notified(self) -> bool:
         try:
             return bool(self.ask({"op": "notified"}).get("notified"))
@@ -140,17 +161,15 @@ class ToolClient:
 
 
 class RemoteTail:
-    """Lines appended to a state file since the last call, read through the tool socket."""
+    """Where the agent is in a state file it reads through the tool socket (``ToolClient.poll``)."""
 
-    def __init__(self, client: ToolClient, name: str) -> None:
-        self.client = client
+    def __init__(self, name: str) -> None:
         self.name = name
         self.offset = 0
 
-    def read_new(self) -> list[dict[str, Any]]:
-        try:
-            answer = self.client.ask({"op": "tail", "name": self.name, "offset": self.offset})
-        except OSError:
+    def take(self, answer: Any) -> list[dict[str, Any]]:
+        """The records of a tail answer; moves the offset on."""
+        if not isinstance(answer, dict):
             return []
         records = answer.get("records")
         if isinstance(answer.get("offset"), int):

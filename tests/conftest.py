@@ -21,6 +21,7 @@ from gaia2_testing import (
     record_engine_events,
     run_folder,
     run_id_of,
+    session_folder,
 )
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
@@ -113,10 +114,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+             tmp_path_factory: pytest.TempPathFactory) -> pytest.Pytester:
     """pytester's own, with CHILD_ADDOPTS back for its runs (it clears PYTEST_ADDOPTS and puts
-    the earlier value back at its teardown)."""
+    the earlier value back at its teardown), and one pytest-gaia2 cache for the session's runs:
+    pytester's HOME is the test's folder, so each run probed the image in two helper containers
+    again (a test about that cache sets XDG_CACHE_HOME of its own)."""
     os.environ["PYTEST_ADDOPTS"] = CHILD_ADDOPTS
+    monkeypatch.setenv("XDG_CACHE_HOME", str(session_folder(tmp_path_factory, "xdg-cache")))
     return pytester
 
 

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +49,34 @@ def examples(count: int) -> int:
     if os.environ.get("HYPOTHESIS_PROFILE") == "matrix":
         return max(5, count // MATRIX_SHARE)
     return count
+
+
+def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder this test session's xdist workers share (the session's base temp folder when
+    there are none): ``tmp_path_factory`` gives each worker a base of its own."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """``make(folder)`` once per test session, whichever xdist worker asks first (under
+    ``--dist worksteal`` a module's tests land on several workers, and a module-scoped run was
+    made on each); every caller gets a copy of its own, so tests that write into it (a re-judge,
+    a resume) never see each other's files. A ``make`` that raised is tried again by the next."""
+    from filelock import FileLock
+
+    shared = session_folder(tmp_path_factory, "made-once") / name
+    with FileLock(f"{shared}.lock"):
+        if not (shared / ".made").is_file():
+            shutil.rmtree(shared, ignore_errors=True)
+            shared.mkdir()
+            make(shared)
+            (shared / ".made").touch()
+    copy = tmp_path_factory.mktemp(name)
+    shutil.copytree(shared, copy, symlinks=True, dirs_exist_ok=True)
+    return copy
 
 
 def gaia2_containers(run_id: str | None = None) -> list[Any]:

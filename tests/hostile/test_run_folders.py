@@ -21,7 +21,17 @@ from typing import Any
 
 import pytest
 from bad_records import BAD_FIELDS
-from gaia2_testing import REPO, SHIPPED, Finished, file_sums, owned_containers, run_command, run_folder, run_pytest
+from gaia2_testing import (
+    REPO,
+    SHIPPED,
+    Finished,
+    file_sums,
+    made_once,
+    owned_containers,
+    run_command,
+    run_folder,
+    run_pytest,
+)
 
 COMMAND = REPO / ".venv" / "bin" / "pytest-gaia2"
 SCENARIO = "scenario_universe_21_7kww6e"
@@ -32,10 +42,12 @@ PROMPT = 20.0
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real run folder (the oracle passes one shipped search scenario), never changed by a test."""
-    root = tmp_path_factory.mktemp("pristine")
-    result = run_pytest(root, f"--gaia2-scenarios={SHIPPED}", "-m", "search_split", "-k", SCENARIO)
-    assert result.parseoutcomes().get("passed") == 1, "\n".join(result.outlines)
-    return run_folder(root / "out")
+
+    def make(root: Path) -> None:
+        result = run_pytest(root, f"--gaia2-scenarios={SHIPPED}", "-m", "search_split", "-k", SCENARIO)
+        assert result.parseoutcomes().get("passed") == 1, "\n".join(result.outlines)
+
+    return run_folder(made_once(tmp_path_factory, "pristine", make) / "out")
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia2_testing import SHIPPED, file_sums, results_of, run_folder, run_pytest
+from gaia2_testing import SHIPPED, file_sums, made_once, results_of, run_folder, run_pytest
 
 SEARCH_IDS = sorted(path.stem for path in (SHIPPED / "search").glob("*.json"))
 RIGHT_IN_A = "scenario_universe_21_7kww6e"
@@ -54,16 +54,20 @@ def scripted_run(folder: Path, right: str, *selection: str) -> Path:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The four runs at once (each in a folder of its own, as independent runs are): one after
     the other they took a minute, mostly waiting on their containers."""
-    root = tmp_path_factory.mktemp("compare-merge")
     plans = {
         "a": (RIGHT_IN_A,),
         "b": (RIGHT_IN_B,),
         "half1": (RIGHT_IN_A, "-k", " or ".join(FIRST_HALF)),
         "half2": (RIGHT_IN_A, "-k", " or ".join(SECOND_HALF)),
     }
-    with ThreadPoolExecutor(len(plans)) as pool:
-        started = {name: pool.submit(scripted_run, root / name, *plan) for name, plan in plans.items()}
-        return {name: future.result() for name, future in started.items()}
+
+    def make(root: Path) -> None:
+        with ThreadPoolExecutor(len(plans)) as pool:
+            for started in [pool.submit(scripted_run, root / name, *plan) for name, plan in plans.items()]:
+                started.result()
+
+    root = made_once(tmp_path_factory, "compare-merge", make)
+    return {name: run_folder(root / name / "out") for name in plans}
 
 
 def command(*args: Any) -> subprocess.CompletedProcess[str]:

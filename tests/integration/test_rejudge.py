@@ -23,6 +23,7 @@ from gaia2_testing import (
     Finished,
     derived_image,
     file_sums,
+    made_once,
     owned_containers,
     results_of,
     run_command,
@@ -68,10 +69,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                   "COPY entrypoint.sh /opt/gaia2-init-entrypoint.sh",
                   *(f"COPY {name} /opt/scripts/{name}" for name in scripts),
                   files={"entrypoint.sh": ENTRYPOINT.encode(), **scripts})
-    folder = tmp_path_factory.mktemp("rejudge")
-    result = run_pytest(folder, "-n", "2", f"--gaia2-scenarios={SHIPPED / 'search'}", f"--gaia2-image={IMAGE}",
-                        "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
-    result.assert_outcomes(passed=3, failed=1)
+
+    def make(folder: Path) -> None:
+        result = run_pytest(folder, "-n", "2", f"--gaia2-scenarios={SHIPPED / 'search'}", f"--gaia2-image={IMAGE}",
+                            "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
+        result.assert_outcomes(passed=3, failed=1)
+
+    folder = made_once(tmp_path_factory, "rejudge", make)
     assert {r["scenario_id"]: r["success"] for r in results_of(folder / "out")} == {
         key.split("/")[1]: value for key, value in IN_CONTAINER.items()}
     return run_folder(folder / "out")

@@ -95,6 +95,7 @@ def test_no_key_in_anything_the_run_wrote(
         if variable not in ("DOTENV_TOKEN", "PROXY"):
             clean_env.setenv(variable, secret)
     clean_env.setenv("HTTPS_PROXY", PROXY_URL)
+    clean_env.setenv("XDG_CACHE_HOME", str(pytester.path / ".cache"))  # the run's cache is scanned with the rest
     (pytester.path / ".env").write_text(f"DOTENV_TOKEN={SECRETS['DOTENV_TOKEN']}\n", encoding="utf-8")
     (pytester.path / "leak" / "search").mkdir(parents=True)
     shutil.copy(DATA / "reference" / "reference_pass.json", pytester.path / "leak" / "search")

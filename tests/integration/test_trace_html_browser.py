@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import pytest
 from browser import headless_browser, open_page
-from gaia2_testing import DATA, SHIPPED, results_of, run_folder, run_pytest
+from gaia2_testing import DATA, SHIPPED, made_once, results_of, run_folder, run_pytest
 
 from pytest_gaia2.report.trace_page import INDEX_FILE, TRACE_FILE
 from pytest_gaia2.store import folder as store
@@ -27,20 +27,23 @@ OUTPUTS = ("out", "out-scripted", "out-error")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Three runs, one run folder each, the first with Allure results; the plugin wrote every
     attempt's trace and each run's index."""
-    folder = tmp_path_factory.mktemp("trace_html")
-    script = folder / "wrong.jsonl"
-    script.write_text(json.dumps({"app": "AgentUserInterface", "fn": "send_message_to_user",
-                                  "args": {"content": HOSTILE}}) + "\n", encoding="utf-8")
-    scenarios = DATA / "scenarios"
-    run_pytest(folder, f"--gaia2-scenarios={SHIPPED / 'search'}", f"--gaia2-scenarios={scenarios / 'judge_fail'}",
-               f"--gaia2-scenarios={scenarios / 'malformed' / 'not_json.json'}",
-               "-k", "7kww6e or ygzpjz or not_json", f"--alluredir={folder / 'allure'}").assert_outcomes(passed=1, failed=1, errors=1)
-    run_pytest(folder, f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", "7kww6e",
-               f"--gaia2-copy-in={script}:/tmp/agent-script.jsonl",
-               "--gaia2-env=GAIA2_AGENT_SCRIPT=/tmp/agent-script.jsonl",
-               output="out-scripted").assert_outcomes(failed=1)
-    run_pytest(folder, f"--gaia2-scenarios={scenarios / 'no_events'}", "--gaia2-env=GAIA2_FAULT_DAEMON_ERROR=1",
-               "--gaia2-judge-grace=1", output="out-error").assert_outcomes(errors=1)
+
+    def make(folder: Path) -> None:
+        script = folder / "wrong.jsonl"
+        script.write_text(json.dumps({"app": "AgentUserInterface", "fn": "send_message_to_user",
+                                      "args": {"content": HOSTILE}}) + "\n", encoding="utf-8")
+        scenarios = DATA / "scenarios"
+        run_pytest(folder, f"--gaia2-scenarios={SHIPPED / 'search'}", f"--gaia2-scenarios={scenarios / 'judge_fail'}",
+                   f"--gaia2-scenarios={scenarios / 'malformed' / 'not_json.json'}",
+                   "-k", "7kww6e or ygzpjz or not_json", f"--alluredir={folder / 'allure'}").assert_outcomes(passed=1, failed=1, errors=1)
+        run_pytest(folder, f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", "7kww6e",
+                   f"--gaia2-copy-in={script}:/tmp/agent-script.jsonl",
+                   "--gaia2-env=GAIA2_AGENT_SCRIPT=/tmp/agent-script.jsonl",
+                   output="out-scripted").assert_outcomes(failed=1)
+        run_pytest(folder, f"--gaia2-scenarios={scenarios / 'no_events'}", "--gaia2-env=GAIA2_FAULT_DAEMON_ERROR=1",
+                   "--gaia2-judge-grace=1", output="out-error").assert_outcomes(errors=1)
+
+    folder = made_once(tmp_path_factory, "trace_html", make)
     found = {}
     for output in OUTPUTS:
         run = run_folder(folder / output)

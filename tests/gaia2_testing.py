@@ -444,17 +444,25 @@ def scenario_variant(root: Path, source: Path, *, scenario_id: str, duration: fl
     return root
 
 
-def reference_module(name: str) -> ModuleType:
-    """A module of the reference image (standard library only), loaded from its file by name,
-    as it is imported inside the container."""
+def module_from_file(path: Path) -> ModuleType:
+    """A module loaded from its file (a script, a benchmark, a program of the reference image:
+    none is in a package), registered under its file's stem so its own dataclasses and pickles
+    find it; loaded once."""
+    name = path.stem
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "pytest_gaia2" / "reference" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def reference_module(name: str) -> ModuleType:
+    """A module of the reference image (standard library only), loaded from its file by name,
+    as it is imported inside the container."""
+    return module_from_file(REPO / "pytest_gaia2" / "reference" / f"{name}.py")
 
 
 def judge_files(folder: Path, success: bool | None, actions: int = 1) -> None:

@@ -7,11 +7,10 @@ again in memory, so a table changed without its page fails CI instead of mislead
 from __future__ import annotations
 
 import difflib
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from gaia2_testing import module_from_file
 
 from pytest_gaia2.config.options import OPTIONS
 from pytest_gaia2.store.record import CATEGORIES
@@ -19,16 +18,7 @@ from pytest_gaia2.store.record import CATEGORIES
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _gen_docs() -> ModuleType:
-    """scripts/gen_docs.py, loaded by path (scripts/ is no package)."""
-    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN_DOCS = _gen_docs()
+GEN_DOCS = module_from_file(ROOT / "scripts" / "gen_docs.py")
 
 
 @pytest.mark.parametrize("relative", sorted(GEN_DOCS.PAGES))

@@ -6,24 +6,15 @@ Each package is written to tmp_path with two rooms, ``top`` (importing ``low``) 
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from pathlib import Path
-from types import ModuleType
+
+from gaia2_testing import module_from_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _house() -> ModuleType:
-    """scripts/house.py, loaded by path (scripts/ is no package)."""
-    spec = importlib.util.spec_from_file_location("house", ROOT / "scripts" / "house.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-HOUSE = _house()
+HOUSE = module_from_file(ROOT / "scripts" / "house.py")
 
 LOW = """
 class Box:

@@ -4,15 +4,13 @@ the checks the shipped scenarios pass (``scripts/scenarios/check_scenarios.py``)
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from gaia2_testing import REPO
+from gaia2_testing import REPO, module_from_file
 
 from pytest_gaia2.plan import rehearsal
 from pytest_gaia2.plan.builder import dumps
@@ -21,13 +19,7 @@ from pytest_gaia2.store.names import SPLITS, universe_of
 
 
 def _check_scenarios() -> ModuleType:
-    path = REPO / "scripts" / "scenarios" / "check_scenarios.py"
-    spec = importlib.util.spec_from_file_location("check_scenarios", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("check_scenarios", module)
-    spec.loader.exec_module(module)
-    return module
+    return module_from_file(REPO / "scripts" / "scenarios" / "check_scenarios.py")
 
 
 def _write(root: Path, count: int, seed: int = 0) -> list[Path]:

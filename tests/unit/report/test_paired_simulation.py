@@ -5,13 +5,12 @@ simulation, at more runs and in more regimes, is benchmarks/statistics_paired.py
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from gaia2_testing import module_from_file
 
 from pytest_gaia2.report.paired import answer
 from pytest_gaia2.report.rates import clustered_wilson
@@ -21,13 +20,7 @@ RUNS = 1000
 
 
 def benchmark() -> ModuleType:
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "statistics_paired.py"
-    spec = importlib.util.spec_from_file_location("statistics_paired", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("statistics_paired", module)
-    spec.loader.exec_module(module)
-    return module
+    return module_from_file(Path(__file__).resolve().parents[3] / "benchmarks" / "statistics_paired.py")
 
 
 SIM = benchmark()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import os
 import tarfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,8 @@ ENGINE_LOG_MAX_BYTES = 256 << 20
 ENGINE_LOG_FILES = 2
 """json-file rotation: the output lives in this many files of ``log_max_bytes / ENGINE_LOG_FILES``
 each; once one is full the engine starts the next and drops the oldest."""
+EXEC_ASKS = 3
+"""How many times :meth:`Container.answer` asks a command that printed nothing."""
 _JSON_LINE_MIN = len('{"log":"","stream":"stdout","time":"2006-01-02T15:04:05Z"}\n')
 """The least a json-file line adds around one message (its shortest time stamp)."""
 _JSON_ESCAPED = bytes(range(32)) + b'"\\<>&'
@@ -208,6 +211,18 @@ class Container:
             return -1, str(exc)
         output = result.output.decode("utf-8", errors="replace") if result.output else ""
         return int(result.exit_code if result.exit_code is not None else -1), output
+
+    def answer(self, cmd: list[str], user: str = "", asks: int = EXEC_ASKS) -> tuple[int, str]:
+        """:meth:`exec` for a command that always prints and may run again (a read, a health
+        check): asked up to ``asks`` times while it printed nothing, since a busy engine can lose
+        a short exec's output (seen on Docker and Podman), and a lost answer must not read as a
+        missing file or a dead adapter."""
+        for _ in range(asks - 1):
+            code, output = self.exec(cmd, user=user)
+            if output.strip():
+                return code, output
+            time.sleep(0.5)
+        return self.exec(cmd, user=user)
 
     def copy_out(
         self,

@@ -341,7 +341,7 @@ class ScenarioAttempt:
     def _answers_inside(self) -> bool:
         """One in-container check, as upstream's runner does it, to tell a port problem from a dead adapter."""
         assert self.container is not None
-        code, output = self.container.exec(
+        code, output = self.container.answer(
             [
                 "curl",
                 "-sf",

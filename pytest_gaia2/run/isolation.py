@@ -21,14 +21,11 @@ from pytest_gaia2.store.folder import EVENTS_FILE, STATE_DIR, STATUS_FILE
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
-    from pytest_gaia2.engine.container import Container
 
 AGENT_USER = "agent"
 SCENARIO_PATH = "/var/gaia2/custom_scenario.json"
 STATE_WAIT_S = 30.0
 """How long the image's init may take to lay out the judge's state before the probe asks anyway."""
-ASKS = 3
-"""How many times a probe command that printed nothing is asked (it always prints)."""
 JUDGE_FILES = (STATUS_FILE, "judgments.jsonl", EVENTS_FILE)
 
 SHELL = ("/bin/sh", "-c")
@@ -72,18 +69,6 @@ def parse(output: str) -> Isolation:
     return Isolation(problem="the isolation probe gave no answer", passing=True)
 
 
-def _answer(container: Container, cmd: list[str], user: str = "") -> tuple[int, str]:
-    """An exec that must print: asked up to :data:`ASKS` times while it printed nothing, since a
-    busy engine can lose a short exec's output (seen on Docker and Podman), and a lost answer
-    would read as an image without a judge's state."""
-    for _ in range(ASKS - 1):
-        code, output = container.exec(cmd, user=user)
-        if output.strip():
-            return code, output
-        time.sleep(0.5)
-    return container.exec(cmd, user=user)
-
-
 def probe(engine: Engine, image: str, scenario: bytes, *, wait_s: float = STATE_WAIT_S) -> Isolation:
     """Start a container of ``image`` (its own init, ``scenario`` where the runner puts it), wait
     for the judge's state, and ask as the agent's user; the container is removed whatever happens."""
@@ -111,12 +96,12 @@ def probe(engine: Engine, image: str, scenario: bytes, *, wait_s: float = STATE_
             if time.monotonic() > deadline or container.exited() is not None:
                 break
             time.sleep(0.5)
-        code, owner = _answer(container, [*SHELL, PATH + 'stat -c %u "$1"', "probe", STATE_DIR])
+        code, owner = container.answer([*SHELL, PATH + 'stat -c %u "$1"', "probe", STATE_DIR])
         judge = owner.strip()
         if code != 0 or not judge.isdigit():
             return Isolation(problem=f"the image has no judge's state folder at {STATE_DIR}")
-        code, output = _answer(
-            container, [*SHELL, PROBE, "probe", SCENARIO_PATH, STATE_DIR, judge, *JUDGE_FILES], user=AGENT_USER
+        code, output = container.answer(
+            [*SHELL, PROBE, "probe", SCENARIO_PATH, STATE_DIR, judge, *JUDGE_FILES], user=AGENT_USER
         )
         if code != 0 and "isolation" not in output:
             return Isolation(problem=f"the image has no user {AGENT_USER!r} apart from the judge's")

@@ -1,17 +1,17 @@
-"""The isolation probe asks again a command that printed nothing (a busy engine can lose a short
-exec's output), so a lost answer never reads as an image without a judge's state."""
+"""A command that must print is asked again while it printed nothing (a busy engine can lose a
+short exec's output), so a lost answer never reads as a missing judge's state or a dead adapter."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from pytest_gaia2.engine import container as container_mod
+from pytest_gaia2.engine.container import EXEC_ASKS, Container
 from pytest_gaia2.run import isolation
 
 
 class Answers:
-    """A container whose exec gives the listed answers in turn (the last one from then on)."""
+    """Stands in for a container's exec only: the listed answers in turn (the last from then on)."""
 
     def __init__(self, *answers: tuple[int, str]) -> None:
         self.answers = list(answers)
@@ -21,31 +21,33 @@ class Answers:
         self.asked.append((cmd, user))
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
+    answer = Container.answer
+
 
 @pytest.fixture(autouse=True)
 def no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(isolation.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(container_mod.time, "sleep", lambda seconds: None)
 
 
 def test_an_answer_lost_twice_is_asked_for_again() -> None:
     container = Answers((0, ""), (-1, " \n"), (0, "1001\n"))
-    assert isolation._answer(container, ["stat"], user="agent") == (0, "1001\n")  # type: ignore[arg-type]
+    assert container.answer(["stat"], user="agent") == (0, "1001\n")
     assert container.asked == [(["stat"], "agent")] * 3
 
 
 def test_a_first_answer_is_asked_once() -> None:
     container = Answers((1, "isolation read=no write=no signal=no"))
-    assert isolation._answer(container, ["probe"]) == (1, "isolation read=no write=no signal=no")  # type: ignore[arg-type]
+    assert container.answer(["probe"]) == (1, "isolation read=no write=no signal=no")
     assert len(container.asked) == 1
 
 
 def test_silence_is_asked_a_bounded_number_of_times_and_then_reported() -> None:
     container = Answers((0, ""))
-    assert isolation._answer(container, ["stat"]) == (0, "")  # type: ignore[arg-type]
-    assert len(container.asked) == isolation.ASKS
+    assert container.answer(["stat"]) == (0, "")
+    assert len(container.asked) == EXEC_ASKS
 
 
 def test_the_probe_line_parsed_from_a_late_answer() -> None:
-    container: Any = Answers((0, ""), (0, "noise\nisolation read=yes write=no signal=yes\n"))
-    found = isolation.parse(isolation._answer(container, ["probe"])[1])
+    container = Answers((0, ""), (0, "noise\nisolation read=yes write=no signal=yes\n"))
+    found = isolation.parse(container.answer(["probe"])[1])
     assert (found.reads_scenario, found.writes_state, found.signals_judge) == (True, False, True)

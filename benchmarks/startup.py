@@ -1,0 +1,128 @@
+"""What pytest-gaia2 costs every pytest process to start and end, side by side: this checkout against
+another revision (the package of each, exported from git), alternating, in one run.
+
+Each figure is the CPU (user + system, the process and the xdist workers it waited for) of a whole
+``pytest`` run, median of the runs, with bytecode cached (in a cache of the benchmark's own, warmed
+by a first run of each that is not counted):
+
+- ``idle``: ``pytest --co -q`` in an empty folder (the plugin installed, never used);
+- ``collect``: ``pytest --co -q`` of the shipped search split (4 scenarios);
+- ``resumed``: a resumed run of those 4 whose verdicts are all stored (2 passed, 2 failed: no
+  container starts; pre-flight asks the Docker engine, and the reference image must be built),
+  serially and at ``-n 2``.
+
+Every resumed run starts from a fresh copy of the stored run (a run rewrites its folder).
+
+    .venv/bin/python benchmarks/startup.py [--against main] [--runs 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from gaia2_testing import stored_verdict  # noqa: E402 - the tests' helpers, found through the path above
+
+SPLIT = REPO / "scenarios" / "search"
+RESUMED = ("-p", "no:cacheprovider", "-q", "--gaia2-scenarios=scenarios", "--gaia2-output=out", "--gaia2-resume=run")
+CASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "idle": ("empty", ("-p", "no:cacheprovider", "--co", "-q")),
+    "collect": ("project", ("-p", "no:cacheprovider", "--co", "-q", "--gaia2-scenarios=scenarios")),
+    "resumed": ("stored", RESUMED),
+    "resumed -n 2": ("stored", (*RESUMED, "-n", "2")),
+}
+"""Each case: the folder it runs in (``stored`` is copied afresh for every run) and pytest's arguments."""
+EXPECTED = {"idle": 5, "collect": 0, "resumed": 1, "resumed -n 2": 1}
+"""Each case's exit status: nothing collected in the empty folder; two failed verdicts in the stored run."""
+
+
+def _stored_run(folder: Path) -> None:
+    """The search split and a finished run of it, as tests/plugin/conftest.py's ``stored_run`` makes one."""
+    shutil.copytree(SPLIT, folder / "scenarios" / "search")
+    for index, source in enumerate(sorted(SPLIT.glob("*.json"))):
+        success = index % 2 == 0
+        record = {
+            "scenario_id": source.stem,
+            "split": "search",
+            "run": 1,
+            "repeat": 1,
+            "repeats": 1,
+            "attempt": 1,
+            "universe": re.search(r"universe_\d+", source.stem).group(0),  # type: ignore[union-attr]
+            "success": success,
+            "outcome": "passed" if success else "failed",
+            "reused": False,
+            "error": None,
+            "error_category": None,
+            "failure_reasons": [] if success else ["stored failure"],
+            "wall_time_s": 3.0,
+            "num_agent_events": 2,
+        }
+        verdict = folder / "run" / "search" / source.stem
+        verdict.mkdir(parents=True)
+        stored_verdict(verdict, record)
+    (folder / "run" / "run_config.json").write_text('{"run_id": "stored"}', encoding="utf-8")
+
+
+def _measured(package_root: Path, case: str, folders: Path, env: dict[str, str]) -> float:
+    """CPU seconds of one fresh pytest run of ``case`` importing the package under ``package_root``."""
+    place, args = CASES[case]
+    cwd = folders / place
+    if place == "stored":
+        cwd = folders / "run-here"
+        shutil.rmtree(cwd, ignore_errors=True)
+        shutil.copytree(folders / "stored", cwd)
+    with open(folders / "output.txt", "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", *args],
+            cwd=cwd,
+            env={**env, "PYTHONPATH": str(package_root)},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != EXPECTED[case]:
+        text = (folders / "output.txt").read_text(encoding="utf-8", errors="replace")
+        raise SystemExit(f"{case} under {package_root} ended with {os.waitstatus_to_exitcode(status)}:\n{text}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", default="main", help="the revision compared with (default: main)")
+    parser.add_argument("--runs", type=int, default=9, help="runs of each, alternating (default: 9)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as temp:
+        other, folders = Path(temp) / "other", Path(temp) / "folders"
+        other.mkdir()
+        archive = subprocess.run(
+            ["git", "archive", args.against, "pytest_gaia2"], cwd=REPO, capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", other], input=archive.stdout, check=True)
+        (folders / "empty").mkdir(parents=True)
+        shutil.copytree(SPLIT, folders / "project" / "scenarios" / "search")
+        _stored_run(folders / "stored")
+        env = {**os.environ, "PYTHONPYCACHEPREFIX": str(Path(temp) / "pycache")}
+        print(f"{'CPU s, median':<16}  {args.against:>10}  {'this':>10}  this / {args.against}")
+        for case in CASES:
+            _measured(other, case, folders, env), _measured(REPO, case, folders, env)  # warm-up
+            theirs, ours = [], []
+            for _ in range(args.runs):
+                theirs.append(_measured(other, case, folders, env))
+                ours.append(_measured(REPO, case, folders, env))
+            a, b = statistics.median(theirs), statistics.median(ours)
+            print(f"{case:<16}  {a:>10.3f}  {b:>10.3f}  {b / a:.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()

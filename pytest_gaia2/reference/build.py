@@ -27,12 +27,12 @@ import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import docker
-import docker.errors
-from docker import DockerClient
+from typing import TYPE_CHECKING
 
 from pytest_gaia2.store.version import PLUGIN_VERSION
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 HERE = Path(__file__).resolve().parent
 HASH_LABEL = "org.pytest-gaia2.context-hash"
@@ -90,14 +90,18 @@ def _context_tar() -> io.BytesIO:
 
 
 def _has_image(client: DockerClient, name: str) -> bool:
+    from docker.errors import ImageNotFound
+
     try:
         client.images.get(name)
         return True
-    except docker.errors.ImageNotFound:
+    except ImageNotFound:
         return False
 
 
 def _slim_available(client: DockerClient, log: Log) -> bool:
+    from docker.errors import APIError
+
     if _has_image(client, SLIM_BASE):
         return True
     repo, tag = SLIM_BASE.split(":")
@@ -105,7 +109,7 @@ def _slim_available(client: DockerClient, log: Log) -> bool:
         log(f"pulling {SLIM_BASE} ...")
         client.images.pull(repo, tag=tag)
         return True
-    except docker.errors.APIError as exc:
+    except APIError as exc:
         log(f"cannot pull {SLIM_BASE} ({str(exc).splitlines()[0][:160]}); bootstrapping a Debian base instead")
         return False
 
@@ -142,6 +146,8 @@ def _tar_stream(process: subprocess.Popen[bytes]) -> Iterator[bytes]:
 
 def _bootstrap_base(client: DockerClient, log: Log) -> str:
     """Make (or reuse) a Debian bookworm base image without any registry."""
+    from docker.errors import APIError
+
     if _has_image(client, BOOTSTRAP_BASE):
         log(f"reusing bootstrapped base {BOOTSTRAP_BASE}")
         return BOOTSTRAP_BASE
@@ -173,7 +179,7 @@ def _bootstrap_base(client: DockerClient, log: Log) -> str:
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
         try:
             reply = str(client.api.import_image_from_stream(_tar_stream(tar), repository=repo, tag=tag))
-        except docker.errors.APIError as exc:
+        except APIError as exc:
             raise ImageBuildError(f"docker import of the bootstrapped Debian root failed: {exc}") from exc
         finally:
             if tar.stdout:
@@ -187,6 +193,8 @@ def _bootstrap_base(client: DockerClient, log: Log) -> str:
 
 
 def _build(client: DockerClient, name: str, base: str, digest: str, log: Log) -> str:
+    from docker.errors import APIError, BuildError
+
     log(f"building {name} FROM {base} ...")
     try:
         image, _ = client.images.build(
@@ -199,10 +207,10 @@ def _build(client: DockerClient, name: str, base: str, digest: str, log: Log) ->
             forcerm=True,
             pull=False,
         )
-    except docker.errors.BuildError as exc:
+    except BuildError as exc:
         tail = "".join(str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log)[-3000:]
         raise ImageBuildError(f"docker build of {name} FROM {base} failed: {exc.msg}\n{tail}") from exc
-    except docker.errors.APIError as exc:
+    except APIError as exc:
         raise ImageBuildError(f"docker build of {name} FROM {base} failed: {exc}") from exc
     log(f"built {name} ({image.id})")
     return str(image.id)
@@ -210,6 +218,8 @@ def _build(client: DockerClient, name: str, base: str, digest: str, log: Log) ->
 
 def ensure_image(client: DockerClient, name: str | None = None, log: Log = print, force: bool = False) -> str:
     """Return the id of an up-to-date reference image, building it when needed."""
+    from docker.errors import DockerException, ImageNotFound
+
     name = name or image_name()
     digest = context_hash()
     previous: str | None = None
@@ -219,11 +229,11 @@ def ensure_image(client: DockerClient, name: str | None = None, log: Log = print
         if not force and (image.labels or {}).get(HASH_LABEL) == digest:
             return previous
         log(f"{name} exists but is outdated or a rebuild was forced; rebuilding")
-    except docker.errors.ImageNotFound:
+    except ImageNotFound:
         pass
     try:
         base = SLIM_BASE if _slim_available(client, log) else _bootstrap_base(client, log)
-    except docker.errors.DockerException as exc:
+    except DockerException as exc:
         raise ImageBuildError(f"cannot prepare a base image for {name}: {exc}") from exc
     image_id = _build(client, name, base, digest, log)
     if previous and previous != image_id:
@@ -233,14 +243,19 @@ def ensure_image(client: DockerClient, name: str | None = None, log: Log = print
 
 def _remove_stale(client: DockerClient, image_id: str, log: Log) -> None:
     """Drop the image the new build replaced, unless a container still uses it."""
+    from docker.errors import APIError
+
     try:
         client.images.remove(image_id)
         log(f"removed outdated image {image_id}")
-    except docker.errors.APIError:
+    except APIError:
         pass
 
 
 def main(argv: list[str] | None = None) -> int:
+    import docker
+    from docker.errors import DockerException
+
     parser = argparse.ArgumentParser(
         prog="python -m pytest_gaia2.reference.build", description="Build the pytest-gaia2 reference image."
     )
@@ -253,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         image_id = ensure_image(docker.from_env(), name=args.tag, log=log, force=args.force)
-    except (ImageBuildError, docker.errors.DockerException) as exc:
+    except (ImageBuildError, DockerException) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(image_id)

@@ -288,11 +288,11 @@ class RunContext:
 
     def _runner(self) -> ScenarioRunner:
         return ScenarioRunner(
-            self.engine(),
+            self.engine,
             self.settings,
             self.redactor,
             self.folder,
-            self.provenance(),
+            self.provenance,
             retries=self.values.retries,
             session_id=self.session_id,
             worker=self.worker,

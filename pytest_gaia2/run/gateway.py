@@ -21,7 +21,6 @@ it like any other service (:class:`GatewayClient`).
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import hmac
 import json
@@ -29,11 +28,8 @@ import math
 import re
 import secrets
 import socket
-import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,11 +43,14 @@ from pytest_gaia2.cost.prices import PriceBook
 from pytest_gaia2.cost.spend import WIRE_LOG
 from pytest_gaia2.cost.usage import Usage, response_usage
 from pytest_gaia2.run.endpoints import host_side_url, proxies_for
-from pytest_gaia2.run.pacer import Pacer
 from pytest_gaia2.store import folder as store
 
 if TYPE_CHECKING:
+    import asyncio
+
     from aiohttp import ClientSession, web
+
+    from pytest_gaia2.run.pacer import Pacer
 
 REQUEST_MAX_BYTES = 32 * 2**20
 """A request body larger than this is refused (413): long agent contexts stay far below it."""
@@ -345,6 +344,8 @@ class Gateway:
 
     def start(self) -> None:
         """Bind both listeners and serve on a daemon thread; GatewayError if a port cannot be bound."""
+        import asyncio
+
         loop = asyncio.new_event_loop()
         started = threading.Event()
         failure: list[BaseException] = []
@@ -369,6 +370,8 @@ class Gateway:
             raise GatewayError(f"the model gateway could not listen on {self.bind_host}: {cause}")
 
     async def _start(self) -> None:
+        import ssl
+
         from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
         public = web.Application(client_max_size=REQUEST_MAX_BYTES)
@@ -393,6 +396,8 @@ class Gateway:
 
     def stop(self) -> None:
         """Stop serving: every token is revoked with it."""
+        import asyncio
+
         loop = self._loop
         if loop is None:
             return
@@ -505,6 +510,8 @@ class Gateway:
         return None
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
+        import asyncio
+
         from aiohttp import web
 
         route, tail = request.match_info["route"], request.match_info["tail"]
@@ -705,6 +712,9 @@ class GatewayClient:
         return cls(str(access["admin"]), str(access["secret"]), dict(access["urls"]))
 
     def _call(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(
             f"{self.admin}/{name}",
             data=json.dumps(body).encode(),

@@ -138,11 +138,11 @@ class ScenarioRunner:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Callable[[], Engine],
         settings: RunSettings,
         redactor: Redactor,
         folder: RunFolder | None,
-        provenance: dict[str, Any],
+        provenance: Callable[[], dict[str, Any]],
         *,
         retries: int,
         session_id: str,
@@ -160,11 +160,13 @@ class ScenarioRunner:
         token_cap: int | None = None,
         in_flight: int = 1,
     ) -> None:
-        self.engine = engine
+        """``engine`` and ``provenance`` are asked for by the first item that needs them: a process
+        whose every verdict is stored never connects to the engine."""
+        self._engine = engine
         self.settings = settings
         self.redactor = redactor
         self.folder = folder
-        self.provenance = provenance
+        self._session_provenance = provenance
         self.retries = retries
         self.session_id = session_id
         self.worker = worker
@@ -192,7 +194,7 @@ class ScenarioRunner:
             else None
         )
         """The run's pace of starts, shared with every worker and session (:mod:`~pytest_gaia2.run.pacer`)."""
-        self._setup_lock = threading.Lock()
+        self._setup_lock = threading.RLock()
         self.own_errors: dict[str, str] = {}
         """This worker's items that ended in an infrastructure error this session, by key: their category."""
 
@@ -249,6 +251,16 @@ class ScenarioRunner:
         return self.budget.errors_reached(list({**errors, **self.own_errors}.values()))
 
     @property
+    def provenance(self) -> dict[str, Any]:
+        """What made this session's verdicts (the image id is the engine's), once whatever the threads."""
+        with self._setup_lock:
+            return self._provenance
+
+    @cached_property
+    def _provenance(self) -> dict[str, Any]:
+        return self._session_provenance()
+
+    @property
     def attempt_setup(self) -> AttemptSetup:
         """Read on the first attempt, once whatever the threads (``--gaia2-in-flight``)."""
         with self._setup_lock:
@@ -276,7 +288,7 @@ class ScenarioRunner:
             )
         assert self.folder is not None
         return AttemptSetup(
-            self.engine,
+            self._engine(),
             settings,
             settings.limits,
             self.redactor,

@@ -24,12 +24,14 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING, Any
 
 from pytest_gaia2.store import folder as store
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 log = logging.getLogger("pytest_gaia2")
 
@@ -254,10 +256,17 @@ class Pacer:
         at most one longest interval after the one before; a next start beyond it is clamped."""
         self.clock = clock
         self.sleep = sleep
-        self.lock = FileLock(str(folder / LOCK_FILE), timeout=LOCK_TIMEOUT_S)
+
+    @cached_property
+    def lock(self) -> FileLock:
+        from filelock import FileLock
+
+        return FileLock(str(self.folder / LOCK_FILE), timeout=LOCK_TIMEOUT_S)
 
     def _update(self, change: Callable[[PacerState, float], tuple[PacerState, float]]) -> float:
         """Read, change and write the state under the lock; what ``change`` returns besides."""
+        from filelock import Timeout
+
         try:
             with self.lock:
                 now = self.clock()

@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from filelock import FileLock
-
 from pytest_gaia2.config import container_env
 from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.engine.client import pid_alive
@@ -176,6 +174,8 @@ def _ping_endpoints(settings: RunSettings, outcome: PreflightOutcome) -> list[st
 def _image(engine: Engine, settings: RunSettings) -> str:
     """The image id; the reference image is built once per machine under a file lock."""
     if settings.is_reference:
+        from filelock import FileLock
+
         from pytest_gaia2.reference import build
 
         with FileLock(str(IMAGE_BUILD_LOCK)):

@@ -3,7 +3,7 @@ another revision (the package of each, exported from git), alternating, in one r
 
 Each figure is the CPU (user + system, the process and the xdist workers it waited for) of a whole
 ``pytest`` run, median of the runs, with bytecode cached (in a cache of the benchmark's own, warmed
-by a first run of each that is not counted):
+by a first run of each that is not counted, whatever ``PYTHONDONTWRITEBYTECODE`` says):
 
 - ``idle``: ``pytest --co -q`` in an empty folder (the plugin installed, never used);
 - ``collect``: ``pytest --co -q`` of the shipped search split (4 scenarios);
@@ -112,7 +112,8 @@ def main() -> None:
         (folders / "empty").mkdir(parents=True)
         shutil.copytree(SPLIT, folders / "project" / "scenarios" / "search")
         _stored_run(folders / "stored")
-        env = {**os.environ, "PYTHONPYCACHEPREFIX": str(Path(temp) / "pycache")}
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(Path(temp) / "pycache")
         print(f"{'CPU s, median':<16}  {args.against:>10}  {'this':>10}  this / {args.against}")
         for case in CASES:
             _measured(other, case, folders, env), _measured(REPO, case, folders, env)  # warm-up

@@ -30,11 +30,6 @@ from pytest_gaia2.config.values import OptionError
 from pytest_gaia2.cost.usage import Usage, usd_amount
 from pytest_gaia2.store.safejson import JsonReadError, loads_bounded, read_regular_file
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 PRICE_FILE_MAX_BYTES = 16 * 2**20
 PRICE_MAX = 100_000.0
 """USD per million tokens: ten cents a token, hundreds of times any listed price; more is a typo."""
@@ -138,6 +133,11 @@ def read_price_file(path: Path) -> dict[str, Price]:
 
     Raises :class:`OptionError` naming the file and the entry for anything that is not that.
     """
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
     where = f"--gaia2-price-file: {path}"
     try:
         data = read_regular_file(path, max_bytes=PRICE_FILE_MAX_BYTES)

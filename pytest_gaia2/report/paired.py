@@ -22,12 +22,14 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_gaia2.report.rates import Rate, design_effect, t_quantile, wilson, z_of_confidence
 from pytest_gaia2.report.repeats import LETTER, MISSING_RUN
 from pytest_gaia2.report.rows import natural_key
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
@@ -179,6 +181,8 @@ class PairedTable:
 
     def differences(self) -> list[Fraction]:
         """Each scenario's B pass fraction minus A's over its pairs (scenario order)."""
+        from fractions import Fraction
+
         return [Fraction(total, pairs) for pairs, total in self._clusters().values()]
 
     @property

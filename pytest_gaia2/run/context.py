@@ -17,6 +17,7 @@ import functools
 import os
 import uuid
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,13 +25,9 @@ from pytest_gaia2.config import options
 from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.engine.pool import EnginePool
 from pytest_gaia2.plan import selection
-from pytest_gaia2.report.book import ResultBook
-from pytest_gaia2.report.gate import Gate
-from pytest_gaia2.report.run_facts import Isolation
 from pytest_gaia2.run import folder_opening, hooked_env, provenance
 from pytest_gaia2.run import gateway as gateway_mod
 from pytest_gaia2.run.item_runs import ItemRuns
-from pytest_gaia2.run.run_end import RunEnd
 from pytest_gaia2.run.run_gateway import RunGateway
 from pytest_gaia2.run.run_options import RunOptions
 from pytest_gaia2.run.run_plan import RunPlan
@@ -43,6 +40,7 @@ from pytest_gaia2.store.redact import printable
 
 if TYPE_CHECKING:
     from pytest_gaia2.engine.client import Engine
+    from pytest_gaia2.report.book import ResultBook
 
 
 class RunContext:
@@ -79,12 +77,6 @@ class RunContext:
         )
         folder = worker_input.get("gaia2_folder")
         self.folder: store.RunFolder | None = store.RunFolder(Path(folder)) if folder else None
-        self.book = ResultBook(
-            Gate.from_options(self.values),
-            allow_incomplete=self.values.allow_incomplete,
-            budget=self.run_options.budget,
-            on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
-        )
         self.prepared = False
         self.stopped: RunStopped | None = None
         """Why pre-flight ended the run before any scenario (the run then has no folder)."""
@@ -110,6 +102,19 @@ class RunContext:
                 _ = self.run_options.prices  # as does a price file that cannot be read
                 self.plan.items()  # discovery and selection problems surface at start-up
                 _ = self.plan.baseline  # as does a baseline that cannot be read
+
+    @cached_property
+    def book(self) -> ResultBook:
+        """The run's records, summary and gate, made when first used: an xdist worker never uses them."""
+        from pytest_gaia2.report.book import ResultBook
+        from pytest_gaia2.report.gate import Gate
+
+        return ResultBook(
+            Gate.from_options(self.values),
+            allow_incomplete=self.values.allow_incomplete,
+            budget=self.run_options.budget,
+            on_record=lambda record, folder: self.call_hook("pytest_gaia2_record", record=record, folder=folder),
+        )
 
     @property
     def settings(self) -> settings_mod.RunSettings:
@@ -204,6 +209,7 @@ class RunContext:
             self.plan.choose_probe([item for item in self.plan.items() if item.key in chosen])
         from pytest_gaia2.engine.errors import EngineError
         from pytest_gaia2.plan.scenarios import cache_dir
+        from pytest_gaia2.report.run_facts import Isolation
         from pytest_gaia2.run import preflight
 
         try:
@@ -370,9 +376,11 @@ class RunContext:
     def finish_run(self, exitstatus: int, signum: int | None = None, *, workers: bool = False) -> ExitStatus | None:
         """The items in flight landed, then the run's end (:meth:`~pytest_gaia2.run.run_end.RunEnd.finish`):
         its files, the gate's exit status and the sweep. None: the status the run already has stands."""
+        from pytest_gaia2.run.run_end import RunEnd
+
         self._land_in_flight(exitstatus)
         return RunEnd(
-            self.book,
+            lambda: self.book,
             self.plan,
             self.engines,
             self.folder,

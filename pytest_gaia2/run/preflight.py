@@ -22,14 +22,13 @@ from pytest_gaia2.config import settings as settings_mod
 from pytest_gaia2.engine.client import pid_alive
 from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.engine.spec import plain_host
-from pytest_gaia2.report.run_facts import Isolation
-from pytest_gaia2.run import isolation
 from pytest_gaia2.run.endpoints import HOST_ALIAS, Endpoint, ping
 
 if TYPE_CHECKING:
     from pytest_gaia2.config.settings import RunSettings
     from pytest_gaia2.engine.client import Engine
     from pytest_gaia2.engine.pool import EnginePool
+    from pytest_gaia2.report.run_facts import Isolation
 
 ENDPOINT_CHECK_SECONDS = 5
 REAPED_SHOWN = 5  # container names in the one-line reaping report
@@ -234,6 +233,9 @@ def _image_checks(engine: Engine, image_id: str, cache_dir: Path) -> dict[str, A
 def judge_isolation(engine: Engine, image_id: str, scenario: bytes, cache_dir: Path) -> Isolation:
     """:mod:`isolation`'s answer for the image, from the cache or one throwaway container of it.
     An answer that says the probe could not run is not remembered: the next run asks again."""
+    from pytest_gaia2.report.run_facts import Isolation
+    from pytest_gaia2.run import isolation
+
     entry = _cached_checks(cache_dir).get(image_id)
     known = Isolation.from_json(entry.get("isolation")) if isinstance(entry, dict) else None
     if known is not None:

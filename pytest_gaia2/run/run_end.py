@@ -13,15 +13,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_gaia2.engine.pool import EnginePool
-from pytest_gaia2.report.book import ResultBook
 from pytest_gaia2.run.run_options import RunOptions
 from pytest_gaia2.run.run_plan import RunPlan
 from pytest_gaia2.run.scenario_runs import scenario_dir
 from pytest_gaia2.run.terms import ExitStatus
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.version import PLUGIN_VERSION
+
+if TYPE_CHECKING:
+    from pytest_gaia2.report.book import ResultBook
 
 WORKER_WIND_DOWN = 30.0
 """Seconds an interrupted run waits for its xdist workers to write their records."""
@@ -33,7 +36,8 @@ WIND_DOWN_MISSED = "workers still ran attempts"
 class RunEnd:
     """What the run holds when it ends, and the work of its end."""
 
-    book: ResultBook
+    book_of: Callable[[], ResultBook]
+    """The run's book, asked for only by a run that writes its files (an xdist worker never does)."""
     plan: RunPlan
     engines: EnginePool
     folder: store.RunFolder | None
@@ -45,6 +49,10 @@ class RunEnd:
     worker: str
     is_worker: bool
     prepared: bool
+
+    @property
+    def book(self) -> ResultBook:
+        return self.book_of()
 
     def finish(self, exitstatus: int, signum: int | None = None, *, workers: bool = False) -> ExitStatus | None:
         """Write results.jsonl, summary.json and the run's pages, remove what is left of the

@@ -43,7 +43,7 @@ def ending(tmp_path: Path, *, prepared: bool, is_worker: bool = False) -> tuple[
     engines = EnginePool.of_process([DOWN], {}, workers=1, distributed=False, run_id="session", worker="main",
                                     owner_pid=1)
     lines: list[str] = []
-    end = RunEnd(book, plan, engines, folder, run_options, lines.append, alluredir=None,
+    end = RunEnd(lambda: book, plan, engines, folder, run_options, lines.append, alluredir=None,
                  run_id="run", session_id="session", worker="main", is_worker=is_worker, prepared=prepared)
     return end, lines
 

@@ -326,7 +326,9 @@ class _Index:
         return scenario
 
     def save(self, roots: Sequence[Path]) -> None:
-        """Write this discovery's entries, plus those of files outside its roots, when anything changed."""
+        """Write this discovery's entries, plus those of files outside its roots that still exist,
+        when anything changed: every run reads the whole index, so the files of folders since
+        deleted (a test's temporary folder) do not stay in it."""
         if self.path is None:
             return
         prefixes = [os.path.abspath(root) for root in roots]
@@ -338,6 +340,7 @@ class _Index:
         files.update(self.new)
         if files == self.old:
             return
+        files = {name: entry for name, entry in files.items() if name in self.new or os.path.lexists(name)}
         try:
             # ASCII escapes: a task may hold a lone surrogate, which UTF-8 cannot encode.
             write_text(self.path, json.dumps({"version": _INDEX_VERSION, "files": files}, separators=(",", ":")))

@@ -212,3 +212,18 @@ def test_what_the_controller_ships_to_workers_comes_back_the_same(tmp_path: Path
     back, back_errors = unshipped(json.loads(json.dumps(shipped(scenarios, errors))))
     assert back == scenarios
     assert [(e.path, e.field, e.problem) for e in back_errors] == [(e.path, e.field, e.problem) for e in errors]
+
+
+def test_the_files_of_a_deleted_folder_leave_the_index_at_its_next_write(tmp_path: Path, settled: None) -> None:
+    """Every run reads the whole index: a test's temporary folder, long deleted, must not stay in it."""
+    index = tmp_path / "index.json"
+    gone = _tree(tmp_path / "gone")
+    kept = _tree(tmp_path / "kept")
+    discover([tmp_path / "gone"], index)
+    discover([tmp_path / "kept"], index)
+    for file in gone:
+        file.unlink()
+    _tree(tmp_path / "new", count=1)
+    discover([tmp_path / "new"], index)
+    names = set(json.loads(index.read_text())["files"])
+    assert names == {os.path.abspath(file) for file in [*kept, tmp_path / "new" / "search" / "s0.json"]}

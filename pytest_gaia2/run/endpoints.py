@@ -18,15 +18,15 @@ import hashlib
 import json
 import re
 import socket
-import ssl
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    import urllib.request
 
 PING_SECONDS = 20.0
 """A cold model server may take a while for its first token; longer is a problem worth naming."""
@@ -72,13 +72,6 @@ class Answer:
     fatal: bool = False
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer to report, not one to follow (it may lead the key elsewhere)."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
 def host_side_url(url: str) -> str:
     """``url`` as this host reaches it: ``host.docker.internal`` (the containers' name for it) is 127.0.0.1."""
     parts = urlsplit(url)
@@ -90,6 +83,8 @@ def host_side_url(url: str) -> str:
 
 def proxies_for(url: str, proxy_env: Mapping[str, str]) -> dict[str, str]:
     """The proxy per scheme the containers' proxy variables give ``url`` (none when NO_PROXY covers it)."""
+    import urllib.request
+
     lower = {name.lower(): value for name, value in proxy_env.items() if value}
     proxies = {scheme: lower[f"{scheme}_proxy"] for scheme in ("http", "https") if f"{scheme}_proxy" in lower}
     host = urlsplit(url).hostname or ""
@@ -101,11 +96,19 @@ def proxies_for(url: str, proxy_env: Mapping[str, str]) -> dict[str, str]:
 
 
 def _opener(url: str, proxy_env: Mapping[str, str], ca_bundle: Path | None) -> urllib.request.OpenerDirector:
-    """The proxies and CA bundle the containers get, never the host's own settings beyond them."""
+    """The proxies and CA bundle the containers get, never the host's own settings beyond them;
+    a redirect is an answer to report, not one to follow (it may lead the key elsewhere)."""
+    import ssl
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
     proxies = proxies_for(url, proxy_env)
     context = ssl.create_default_context(cafile=str(ca_bundle) if ca_bundle else None)
     return urllib.request.build_opener(
-        urllib.request.ProxyHandler(proxies), urllib.request.HTTPSHandler(context=context), _NoRedirect()
+        urllib.request.ProxyHandler(proxies), urllib.request.HTTPSHandler(context=context), NoRedirect()
     )
 
 
@@ -148,6 +151,9 @@ def _json(raw: bytes) -> Any:
 
 def _listed_models(opener: urllib.request.OpenerDirector, base: str, headers: dict[str, str]) -> list[str] | None:
     """The ids ``GET <base>/models`` lists (plain ones only), or None when it lists none."""
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(f"{base}/models", headers=headers, method="GET")
     try:
         data = _json(_exchange(opener, request))
@@ -166,6 +172,9 @@ def _shown(model: str) -> str:
 
 def ping(endpoint: Endpoint, *, proxy_env: Mapping[str, str], ca_bundle: Path | None) -> Answer:
     """Ask for one token; name what went wrong in one line (never an answer's body)."""
+    import urllib.error
+    import urllib.request
+
     head = f"{endpoint.role} endpoint {endpoint.where} (model {_shown(endpoint.model)})"
     if endpoint.provider.lower() in OWN_PROTOCOL:
         return Answer(True, f"{head}: not pinged (provider {endpoint.provider} has its own protocol)")
@@ -231,6 +240,8 @@ def _refusal(
 
 
 def _unreachable(endpoint: Endpoint, head: str, reason: object) -> Answer:
+    import ssl
+
     if isinstance(reason, ssl.SSLError):
         return Answer(
             False,

@@ -15,6 +15,7 @@ NOT_AT_START = (
     "aiohttp",
     "jinja2",
     "filelock",
+    "urllib.request",
     "tomllib",
     "pytest_gaia2.report.book",
     "pytest_gaia2.report.pages",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_gaia2.engine.client import Engine
 from pytest_gaia2.engine.spec import EngineSpec, facts, in_use, notes, spec_for
+
+if TYPE_CHECKING:
+    from pytest_gaia2.engine.client import Engine
 
 
 @dataclass

@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 
 from pytest_gaia2.config import container_env
 from pytest_gaia2.config import settings as settings_mod
-from pytest_gaia2.engine.client import pid_alive
 from pytest_gaia2.engine.errors import EngineError
 from pytest_gaia2.engine.spec import plain_host
 from pytest_gaia2.run.endpoints import HOST_ALIAS, Endpoint, ping
@@ -309,6 +308,8 @@ def check(
     ``scenario`` (the first planned one's bytes), whether the image keeps its judge from its
     agent (:mod:`isolation`): recorded as the fact ``judge_isolation``; ``require_isolation``
     makes a no fatal."""
+    from pytest_gaia2.engine.client import pid_alive
+
     outcome = PreflightOutcome()
     outcome.lines.append("gaia2 pre-flight:")
     engines = pool.engines()  # raises EngineError with the fix

@@ -17,6 +17,7 @@ NOT_AT_START = (
     "filelock",
     "urllib.request",
     "tomllib",
+    "pytest_gaia2.engine.client",
     "pytest_gaia2.report.book",
     "pytest_gaia2.report.pages",
     "pytest_gaia2.report.run_facts",

@@ -43,6 +43,7 @@ SAMPLE_EVERY = 0.02
 
 def exported(revision: str, folder: Path) -> Path:
     """``revision``'s package, exported into ``folder``."""
+    folder.mkdir()
     archive = subprocess.run(["git", "archive", revision, "pytest_gaia2"], cwd=REPO, capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
     return folder
@@ -185,7 +186,7 @@ def main() -> None:
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gaia2-refbench-") as tmp:
         work = Path(tmp)
-        scenarios = work / "scenarios"
+        scenarios = work / "run" / "scenarios"  # pytest runs in work/run, apart from the exported package
         for path in args.scenarios:
             (scenarios / path.resolve().parent.name).mkdir(parents=True, exist_ok=True)
             shutil.copy(path, scenarios / path.resolve().parent.name / path.name)
@@ -198,7 +199,7 @@ def main() -> None:
             for run_ in range(args.runs):
                 order = ["against", "this"] if run_ % 2 == 0 else ["this", "against"]
                 for side in order:
-                    walls[side].append(run_once(images[side], scenarios, work / "out" / f"{run_}-{side}"))
+                    walls[side].append(run_once(images[side], scenarios, work / "run" / "out" / f"{run_}-{side}"))
                     time.sleep(0.2)  # the last container's cgroup is read before it is counted
                     read, unread = watcher.taken()
                     cpu[side] += [seconds for seconds, _ in read]

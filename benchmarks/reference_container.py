@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pytest_gaia2.engine.client import HELPER_ID, PID_LABEL, SCENARIO_LABEL, connect
+
 REPO = Path(__file__).resolve().parents[1]
 SEARCH = sorted((REPO / "scenarios" / "search").glob("*.json"))
 SAMPLE_EVERY = 0.02
@@ -95,15 +97,15 @@ class ContainerCPU:
     """The CPU of every scenario container of the given images the engine starts while it watches."""
 
     def __init__(self, images: set[str]) -> None:
-        from pytest_gaia2.engine.client import HELPER_ID, SCENARIO_LABEL, connect
-
-        self.images, self.helper, self.label = images, HELPER_ID, SCENARIO_LABEL
+        self.images = images
+        self.owner = ""
+        """The pid of the pytest run whose containers count (the engine is shared with other runs)."""
         self.stream: Any = connect().events(
             decode=True, filters={"type": "container", "event": ["start", "kill"], "label": [SCENARIO_LABEL]}
         )
         self.lock = threading.Lock()
-        self.image: dict[str, str] = {}
-        """The containers being watched: their image."""
+        self.watched: set[str] = set()
+        """The containers counted since the last :meth:`taken`."""
         self.cpu: dict[str, float] = {}
         self.gone: set[str] = set()
         self.read_at_kill: set[str] = set()
@@ -126,18 +128,22 @@ class ContainerCPU:
             attributes = event.get("Actor", {}).get("Attributes", {})
             container_id = event.get("id", "")
             if event.get("Action") == "start":
-                if attributes.get("image") in self.images and attributes.get(self.label) != self.helper:
+                if (
+                    attributes.get("image") in self.images
+                    and attributes.get(SCENARIO_LABEL) != HELPER_ID
+                    and attributes.get(PID_LABEL) == self.owner
+                ):
                     with self.lock:
-                        self.image[container_id] = attributes["image"]
+                        self.watched.add(container_id)
                     self._read(container_id)
-            elif event.get("Action") == "kill" and container_id in self.image and self._read(container_id):
+            elif event.get("Action") == "kill" and container_id in self.watched and self._read(container_id):
                 with self.lock:
                     self.read_at_kill.add(container_id)
 
     def _sample(self) -> None:
         while not self.done.wait(SAMPLE_EVERY):
             with self.lock:
-                watched = [cid for cid in self.image if cid not in self.gone]
+                watched = self.watched - self.gone
             for container_id in watched:
                 self._read(container_id)
 
@@ -145,9 +151,9 @@ class ContainerCPU:
         """The containers started since the last call, forgotten: the CPU seconds of each one read
         and whether it was read at its kill, and how many were gone before any reading."""
         with self.lock:
-            read = [(self.cpu[cid], cid in self.read_at_kill) for cid in self.image if cid in self.cpu]
-            unread = len(self.image) - len(read)
-            self.image.clear()
+            read = [(self.cpu[cid], cid in self.read_at_kill) for cid in self.watched if cid in self.cpu]
+            unread = len(self.watched) - len(read)
+            self.watched.clear()
         return read, unread
 
     def close(self) -> None:
@@ -156,8 +162,9 @@ class ContainerCPU:
         self.threads[1].join()
 
 
-def run_once(image: str, scenarios: Path, output: Path) -> float:
-    """One pytest-gaia2 run of the scenarios on ``image``: its wall seconds; a failed run stops the benchmark."""
+def run_once(image: str, scenarios: Path, output: Path, watcher: ContainerCPU) -> float:
+    """One pytest-gaia2 run of the scenarios on ``image``, its containers watched: its wall
+    seconds; a failed run stops the benchmark."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     command = [
         *(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"),
@@ -168,10 +175,14 @@ def run_once(image: str, scenarios: Path, output: Path) -> float:
         "--gaia2-judge-model=none",
     ]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=scenarios.parent, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
-        raise SystemExit(f"benchmark: pytest-gaia2 on {image} exited {done.returncode}:\n{tail}")
+    process = subprocess.Popen(
+        command, cwd=scenarios.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    watcher.owner = str(process.pid)  # the run labels its containers with its pid, long before the first starts
+    output_text, _ = process.communicate()
+    if process.returncode != 0:
+        tail = "\n".join(output_text.splitlines()[-30:])
+        raise SystemExit(f"benchmark: pytest-gaia2 on {image} exited {process.returncode}:\n{tail}")
     return time.perf_counter() - started
 
 
@@ -199,7 +210,9 @@ def main() -> None:
             for run_ in range(args.runs):
                 order = ["against", "this"] if run_ % 2 == 0 else ["this", "against"]
                 for side in order:
-                    walls[side].append(run_once(images[side], scenarios, work / "run" / "out" / f"{run_}-{side}"))
+                    walls[side].append(
+                        run_once(images[side], scenarios, work / "run" / "out" / f"{run_}-{side}", watcher)
+                    )
                     time.sleep(0.2)  # the last container's cgroup is read before it is counted
                     read, unread = watcher.taken()
                     cpu[side] += [seconds for seconds, _ in read]

@@ -13,7 +13,9 @@ processes, dockerd and containerd are not counted. The plugin removes a containe
 once its files are collected, and the cgroup goes with the task soon after, so the counter is read
 when the engine reports the ``kill`` (the processes are dead then, the cgroup not yet gone), and
 every 20 ms besides in case the event comes late; the largest reading counts (the counter only
-grows). Containers of pre-flight helpers (the isolation probe) are left out. The figure is the
+grows). Only the containers of the pytest run the benchmark started count (the engine is shared:
+they carry its pid as a label), not those of its pre-flight helpers (the isolation probe). The
+last line says how many were read at their kill and how many were gone unread. The figure is the
 median over every container of an image; the wall is one whole pytest run's.
 
     .venv/bin/python benchmarks/reference_container.py [--against main] [--runs 5] [--scenarios FILE ...]

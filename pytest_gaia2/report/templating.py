@@ -1,6 +1,6 @@
 """The package's templates (``report/templates``): the jinja2 environment every page is rendered
 with, its compiled templates kept in the user's cache folder so that a fresh process loads them
-instead of compiling them again (0.11 CPU-s for the five pages of a run end, 0.002 s loaded).
+instead of compiling them again (every page's templates: 0.12 CPU-s compiled, 0.004 s loaded).
 
 This module imports jinja2: import it where a page is rendered, not at a module's top, so that a
 process that renders nothing never loads jinja2.

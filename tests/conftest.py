@@ -27,6 +27,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 pytest_plugins = ["pytester"]
+TESTS = Path(__file__).resolve().parent
 SUBPROCESS_RUNS = {"run_gaia2", "start_gaia2"}
 """Fixtures that run the plugin past collection in a subprocess: pre-flight needs the engine."""
 
@@ -110,6 +111,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "slow: half a minute or more of waiting on containers by design; such tests start first (see SlowFirstInEachBlock)"
     )
+    config.addinivalue_line(
+        "markers", "main_lane: a claim proven by volume (a simulation's thousands of draws, a 64 MiB file), run on CI's "
+        "main Python only: the other Pythons' share (.ci/run) runs the same code through the other unit tests"
+    )
     _quiet_children(config)
 
 
@@ -137,6 +142,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         ):
             item.add_marker(pytest.mark.docker)
     needing = [item for item in items if item.get_closest_marker("docker")]
+    for item in needing:
+        if "unit" in item.path.relative_to(TESTS).parts[:1]:
+            raise pytest.UsageError(f"{item.nodeid} needs the engine: tests/unit is the engine-free lane (CI's engine "
+                                    "tests collect only tests/integration, tests/hostile and tests/plugin)")
     if needing:
         problem = engine_answers()
         if problem:

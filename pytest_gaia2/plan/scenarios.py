@@ -27,6 +27,7 @@ from pytest_gaia2.config.splits import SPLITS, split_marker, universe_of
 from pytest_gaia2.store import names
 from pytest_gaia2.store.folder import StoreError, write_text
 from pytest_gaia2.store.safejson import JsonReadError, loads_bounded, read_json_file, read_regular_file
+from pytest_gaia2.store.user_cache import cache_dir
 
 # Generous: real exports are under 3 MB; the bound keeps a stray huge file from exhausting memory.
 MAX_SCENARIO_BYTES = 64 * 1024 * 1024
@@ -44,12 +45,6 @@ _INDEX_MAX_BYTES = 512 * 1024 * 1024
 _SETTLED_NS = 2_000_000_000
 
 log = logging.getLogger(__name__)
-
-
-def cache_dir() -> Path:
-    """Per-user cache for the scenario index and per-image pre-flight facts."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-gaia2"
 
 
 def index_path() -> Path:

@@ -13,12 +13,13 @@ their own.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from pytest_gaia2.cost import spend
@@ -35,6 +36,9 @@ from pytest_gaia2.report.trace_page import TRACE_FILE
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
 from pytest_gaia2.store.redact import Redactor, secret_values
+
+if TYPE_CHECKING:
+    import jinja2
 
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
@@ -293,33 +297,33 @@ def _kappa(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+@functools.cache
+def _templates() -> jinja2.Environment:
+    from pytest_gaia2.report import templating
+
+    return templating.environment(
+        templating.DOCUMENT,
+        {
+            "rate": _rate,
+            "interval": _interval,
+            "fraction": _fraction,
+            "seconds": _seconds,
+            "code": code_span,
+            "usd": _usd,
+            "design": _design,
+            "kappa": _kappa,
+            "cell": plain,
+            "href": quote,
+            "percent_number": percent_number,
+            "amount": run_facts.amount,
+        },
+    )
+
+
 def render(report: RunReport, uris: dict[str, str], files: dict[str, str]) -> tuple[str, str]:
     """(report.md, report.html): ``uris`` embed the plots in the HTML, ``files`` link them from
     the Markdown. Autoescaping is on for the HTML; the Markdown puts free text in code spans."""
-    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-
-    env = Environment(
-        loader=PackageLoader("pytest_gaia2.report", "templates"),
-        undefined=StrictUndefined,
-        autoescape=select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(
-        rate=_rate,
-        interval=_interval,
-        fraction=_fraction,
-        seconds=_seconds,
-        code=code_span,
-        usd=_usd,
-        design=_design,
-        kappa=_kappa,
-        cell=plain,
-        href=quote,
-        percent_number=percent_number,
-        amount=run_facts.amount,
-    )
+    env = _templates()
     values = {"report": report, "summary": report.summary, "uris": uris, "files": files, "apps_unknown": APPS_UNKNOWN}
     return (env.get_template("report.md.j2").render(values), env.get_template("report.html.j2").render(values))
 

@@ -16,6 +16,7 @@ import stat
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from pytest_gaia2.cost import spend
@@ -26,6 +27,9 @@ from pytest_gaia2.report.run_facts import RunFacts
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.console import enclosing_run
 from pytest_gaia2.store.redact import printable
+
+if TYPE_CHECKING:
+    import jinja2
 
 MAX_RUNS = 10_000
 """Entries of an output folder looked at; a larger folder is listed in part, and says so."""
@@ -205,19 +209,16 @@ def lines(found: list[RunRow]) -> list[str]:
     return out
 
 
+@functools.cache
+def _templates() -> jinja2.Environment:
+    from pytest_gaia2.report import templating
+
+    return templating.environment(templating.PAGE, {"rate": rate_text, "started": started_text, "cost": cost_text})
+
+
 def render_html(found: list[RunRow], title: str, marker: str) -> str:
     """The output folder's index.html of runs (autoescaped; no script, nothing fetched)."""
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("pytest_gaia2.report", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters.update(rate=rate_text, started=started_text, cost=cost_text)
-    return env.get_template("runs.html.j2").render(rows=found, title=title, marker=marker)
+    return _templates().get_template("runs.html.j2").render(rows=found, title=title, marker=marker)
 
 
 def ours(path: Path) -> bool | None:

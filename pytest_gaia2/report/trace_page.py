@@ -11,6 +11,7 @@ that cannot be written is logged, never costing the scenario its result.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -19,10 +20,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-import jinja2
 
 from pytest_gaia2.cost.spend import WIRE_LOG
 from pytest_gaia2.cost.usage import TraceUsage, Usage
@@ -34,6 +33,9 @@ from pytest_gaia2.store.attempt_files import SHOWN_EVENTS, AttemptFiles
 from pytest_gaia2.store.kept import CONTAINER_FILES, listing
 from pytest_gaia2.store.names import spellings
 from pytest_gaia2.store.record import AttemptRecord
+
+if TYPE_CHECKING:
+    import jinja2
 
 log = logging.getLogger("pytest_gaia2")
 
@@ -61,19 +63,19 @@ into the state folder): one line per model call, with the verdict's probability 
 AUDIT_FIELDS = ("provider", "requested_model", "model", "probability", "threshold", "passed", "input_sha256")
 MAX_AUDIT = 200
 
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("pytest_gaia2.report", "templates"),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-_TEMPLATES.filters["amount"] = run_facts.amount
-_FALLBACK = _TEMPLATES.from_string(
+FALLBACK = (
     "<!doctype html><html lang=en><meta charset=utf-8><title>{{ title }}</title>"
     "<h1>{{ title }}</h1><p>This page could not be rendered ({{ problem }}); the raw files are "
     "next to it.</p></html>"
 )
+"""The page for one that could not be rendered (a template from a string: autoescaped)."""
+
+
+@functools.cache
+def _templates() -> jinja2.Environment:
+    from pytest_gaia2.report import templating
+
+    return templating.environment(templating.PAGE, {"amount": run_facts.amount})
 
 
 class PageBudget:
@@ -382,7 +384,7 @@ def _write(path: Path, template: jinja2.Template, context: Callable[[], dict[str
         page = template.render(**context())
     except Exception as exc:  # noqa: BLE001 - no content may stop a run: the raw files stay
         log.warning("gaia2: %s could not be rendered: %s: %s", path, type(exc).__name__, exc)
-        page = _FALLBACK.render(title=title, problem=type(exc).__name__)
+        page = _templates().from_string(FALLBACK).render(title=title, problem=type(exc).__name__)
     try:
         # A lone surrogate from a JSON escape cannot be UTF-8: it becomes "?", never an error.
         store.write_bytes(path, page.encode("utf-8", "replace"))
@@ -396,7 +398,7 @@ def write_trace(folder: Path, seen: AttemptFiles | None = None, traced: Usage | 
     :func:`trace_context`)."""
     return _write(
         folder / TRACE_FILE,
-        _TEMPLATES.get_template("trace.html.j2"),
+        _templates().get_template("trace.html.j2"),
         lambda: trace_context(folder, seen, traced),
         f"trace of {folder.name}",
     )
@@ -481,7 +483,7 @@ def write_index(run_folder: Path) -> Path:
     """``<run folder>/index.html`` from its results.jsonl."""
     return _write(
         run_folder / INDEX_FILE,
-        _TEMPLATES.get_template("index.html.j2"),
+        _templates().get_template("index.html.j2"),
         lambda: index_context(run_folder),
         f"Gaia2 run {run_folder.name}",
     )

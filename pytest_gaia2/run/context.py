@@ -208,9 +208,9 @@ class RunContext:
             chosen = set(planned)
             self.plan.choose_probe([item for item in self.plan.items() if item.key in chosen])
         from pytest_gaia2.engine.errors import EngineError
-        from pytest_gaia2.plan.scenarios import cache_dir
         from pytest_gaia2.report.run_facts import Isolation
         from pytest_gaia2.run import preflight
+        from pytest_gaia2.store.user_cache import cache_dir
 
         try:
             outcome = preflight.check(

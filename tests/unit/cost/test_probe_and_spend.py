@@ -84,6 +84,7 @@ def test_identical_costs_predict_exactly_and_zero_costs_are_a_share_of_their_own
         probe.predict_total([1.0, float("nan")], 3)
 
 
+@pytest.mark.main_lane
 @pytest.mark.parametrize("probed", [5, 10])
 def test_the_projection_covers_the_true_total_of_skewed_costs(probed: int) -> None:
     """Log-normal costs (log-scale SD 1: the dearest of ten scenarios costs about 10x the

@@ -251,6 +251,7 @@ def test_a_200_mb_file_over_the_cap_is_skipped_with_memory_bounded(tmp_path: Pat
     assert peak < 8 * MB, f"peak {peak / MB:.1f} MiB"
 
 
+@pytest.mark.main_lane
 def test_a_large_file_within_the_caps_is_streamed_to_disk_with_memory_bounded(tmp_path: Path) -> None:
     tracemalloc.start()
     try:

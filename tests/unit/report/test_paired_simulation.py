@@ -26,6 +26,7 @@ def benchmark() -> ModuleType:
 SIM = benchmark()
 
 
+@pytest.mark.main_lane
 @pytest.mark.parametrize(("repeats", "heterogeneity"), [(1, 1.5), (3, 0.0), (3, 1.5), (3, 2.5)])
 def test_at_no_difference_the_verdict_and_the_p_value_claim_a_gap_at_most_5_5_percent(
         repeats: int, heterogeneity: float) -> None:
@@ -41,6 +42,7 @@ def test_at_no_difference_the_verdict_and_the_p_value_claim_a_gap_at_most_5_5_pe
     assert rejected / RUNS <= 0.055
 
 
+@pytest.mark.main_lane
 def test_the_control_counting_repeats_as_pairs_claims_too_often() -> None:
     """The same null runs with 3 repeats, each (scenario, run) its own pair: the error the
     scenario-level test exists to avoid (the test above could not fail if nothing could)."""
@@ -53,6 +55,7 @@ def test_the_control_counting_repeats_as_pairs_claims_too_often() -> None:
     assert claimed / (RUNS // 2) > 0.08
 
 
+@pytest.mark.main_lane
 def test_under_a_gap_the_scenario_level_verdict_has_power_and_points_the_right_way() -> None:
     rng = np.random.default_rng(35)
     found = [answer(SIM.table_of(*SIM.draw_pairs(rng, 100, 3, 1.5, 0.8)), 0.05) for _ in range(200)]

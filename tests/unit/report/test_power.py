@@ -34,6 +34,7 @@ def test_rate_scenarios_match_published_values(half_width: float, rate: float, e
     assert power.rate_scenarios(half_width, rate) == expected
 
 
+@pytest.mark.main_lane
 def test_exact_power_agrees_with_a_seeded_simulation_of_the_test_compare_runs() -> None:
     plan = power.paired_pairs(-0.15, 0.25)
     assert plan.pairs is not None and plan.achieved is not None

@@ -72,6 +72,7 @@ def refusals(folder: Path, adaptive: bool, seed: int, boot: tuple[float, float])
 @pytest.mark.parametrize(
     "boot", [(1.0, 3.0), (1.0, 8.0)], ids=["boots within 2 s", "boots within 7 s (a loaded machine)"]
 )
+@pytest.mark.main_lane
 def test_paced_a_storm_costs_fewer_refusals_than_unpaced_whatever_the_boot_times(
     tmp_path: Path, boot: tuple[float, float]
 ) -> None:

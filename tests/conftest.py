@@ -109,7 +109,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SlowFirstInEachBlock(), "gaia2-suite-slow-first")
     config.addinivalue_line("markers", "docker: needs a running container engine (skipped with the reason otherwise)")
     config.addinivalue_line(
-        "markers", "slow: half a minute or more of waiting on containers by design; such tests start first (see SlowFirstInEachBlock)"
+        "markers", "slow: about half a minute or more on the CI machine (waiting on containers by design, or several runs); "
+        "such tests start first, so none is left running alone at the end (see SlowFirstInEachBlock)"
     )
     config.addinivalue_line(
         "markers", "main_lane: a claim proven by volume (a simulation's thousands of draws, a 64 MiB file), run on CI's "

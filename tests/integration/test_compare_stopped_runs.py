@@ -36,6 +36,7 @@ def baseline(path: Path, ids: list[str], outcome: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_compare_after_a_run_stopped_as_better_calls_it_better_and_the_gate_passes(
         pytester: pytest.Pytester, run_gaia2: Any) -> None:
     """The baseline failed all 40; the reference image passes each, so the stop decides after 8

@@ -110,6 +110,7 @@ def test_the_cap_stops_a_running_scenario_and_keeps_its_files(
     assert gaia2_containers(run_id_of(output)) == []
 
 
+@pytest.mark.slow
 def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
     pytester: pytest.Pytester, run_gaia2: Any, priced: Any
 ) -> None:
@@ -226,6 +227,7 @@ def test_a_resumed_session_its_halt_stops_at_once_says_why_on_every_page(
 BROKEN = "--gaia2-env=GAIA2_FAULT_DAEMON_ERROR=1"  # every scenario ends daemon_error: a broken setup
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_max_errors_stops_a_broken_setup_fairly_and_a_resume_after_the_fix_starts_afresh(
     pytester: pytest.Pytester, run_gaia2: Any, workers: list[str]

@@ -52,6 +52,7 @@ def assert_fair(summary: dict[str, Any]) -> None:
     assert summary["coverage"]["under_covered"] == []
 
 
+@pytest.mark.slow
 def test_a_budget_halt_leaves_a_stratified_sample_and_its_reason_on_record(
     pytester: pytest.Pytester, run_gaia2: Any
 ) -> None:

@@ -87,6 +87,7 @@ def scenario_containers(prefix: str, since: float) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_refused_commands_then_resume_pay_for_no_verdict_twice(pytester: pytest.Pytester, priced: Any) -> None:
     halted = priced("-n", "2", "--gaia2-budget-halt=2.0")
     judged = halted.parseoutcomes().get("passed", 0)

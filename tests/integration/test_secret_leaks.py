@@ -86,6 +86,7 @@ def images() -> None:
     derived_image(NO_BASH_IMAGE, "RUN rm -f /usr/bin/bash /bin/bash")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(RUNS))
 def test_no_key_in_anything_the_run_wrote(
     name: str, images: None, pytester: pytest.Pytester, run_gaia2: Any, clean_env: pytest.MonkeyPatch

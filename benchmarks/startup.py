@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -32,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from gaia2_testing import stored_verdict  # noqa: E402 - the tests' helpers, found through the path above
+from gaia2_testing import stored_record, stored_verdict  # noqa: E402 - the tests' helpers, found through the path above
 
 SPLIT = REPO / "scenarios" / "search"
 RESUMED = ("-p", "no:cacheprovider", "-q", "--gaia2-scenarios=scenarios", "--gaia2-output=out", "--gaia2-resume=run")
@@ -52,23 +51,7 @@ def _stored_run(folder: Path) -> None:
     shutil.copytree(SPLIT, folder / "scenarios" / "search")
     for index, source in enumerate(sorted(SPLIT.glob("*.json"))):
         success = index % 2 == 0
-        record = {
-            "scenario_id": source.stem,
-            "split": "search",
-            "run": 1,
-            "repeat": 1,
-            "repeats": 1,
-            "attempt": 1,
-            "universe": re.search(r"universe_\d+", source.stem).group(0),  # type: ignore[union-attr]
-            "success": success,
-            "outcome": "passed" if success else "failed",
-            "reused": False,
-            "error": None,
-            "error_category": None,
-            "failure_reasons": [] if success else ["stored failure"],
-            "wall_time_s": 3.0,
-            "num_agent_events": 2,
-        }
+        record = stored_record(source, success)
         verdict = folder / "run" / "search" / source.stem
         verdict.mkdir(parents=True)
         stored_verdict(verdict, record)

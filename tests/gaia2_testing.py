@@ -478,6 +478,28 @@ def judge_files(folder: Path, success: bool | None, actions: int = 1) -> None:
     (folder / "events.jsonl").write_text("".join(json.dumps(answer) + "\n" for _ in range(actions)), encoding="utf-8")
 
 
+def stored_record(source: Path, success: bool, repeat: int = 1, repeats: int = 1) -> dict[str, Any]:
+    """The result.json of a judged attempt at the scenario file ``source`` (search split), run
+    ``repeat`` of ``repeats``, passed or failed: what :func:`stored_verdict` stores."""
+    return {
+        "scenario_id": source.stem,
+        "split": "search",
+        "run": repeat,
+        "repeat": repeat,
+        "repeats": repeats,
+        "attempt": 1,
+        "universe": re.search(r"universe_\d+", source.stem).group(0),  # type: ignore[union-attr]
+        "success": success,
+        "outcome": "passed" if success else "failed",
+        "reused": False,
+        "error": None,
+        "error_category": None,
+        "failure_reasons": [] if success else ["stored failure"],
+        "wall_time_s": 3.0,
+        "num_agent_events": 2,
+    }
+
+
 def stored_verdict(folder: Path, record: dict[str, Any]) -> None:
     """A judged attempt as a finished run leaves it: result.json and, beside it, the judge's files
     that say the same (resume reuses a verdict only when they do) and one agent action."""

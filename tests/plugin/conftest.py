@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gaia2_testing import DATA, gaia2_containers, stored_verdict
+from gaia2_testing import DATA, gaia2_containers, stored_record, stored_verdict
 
 MANY = DATA / "scenarios" / "many" / "search"
 MALFORMED = DATA / "scenarios" / "malformed"
@@ -24,23 +23,7 @@ def stored_run(pytester: pytest.Pytester, run_gaia2) -> Callable[..., pytest.Run
     options and checks no container is left."""
 
     def store_verdict(source: Path, success: bool, repeat: int, repeats: int) -> None:
-        record = {
-            "scenario_id": source.stem,
-            "split": "search",
-            "run": repeat,
-            "repeat": repeat,
-            "repeats": repeats,
-            "attempt": 1,
-            "universe": re.search(r"universe_\d+", source.stem).group(0),  # type: ignore[union-attr]
-            "success": success,
-            "outcome": "passed" if success else "failed",
-            "reused": False,
-            "error": None,
-            "error_category": None,
-            "failure_reasons": [] if success else ["stored failure"],
-            "wall_time_s": 3.0,
-            "num_agent_events": 2,
-        }
+        record = stored_record(source, success, repeat, repeats)
         folder = pytester.path / "run" / (f"run_{repeat}" if repeats > 1 else "") / "search" / source.stem
         folder.mkdir(parents=True)
         stored_verdict(folder, record)

@@ -53,27 +53,20 @@ def exported(revision: str, folder: Path) -> Path:
     return folder
 
 
+def _in_package(package_root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` with the package under ``package_root`` first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(package_root)}
+    return subprocess.run([sys.executable, *args], cwd=package_root, env=env, capture_output=True, text=True)
+
+
 def built(package_root: Path) -> str:
     """The reference image of the package under ``package_root``, built by that package's own
     build module (reused when built already): its name."""
-    env = {**os.environ, "PYTHONPATH": str(package_root)}
-    build = subprocess.run(
-        [sys.executable, "-m", "pytest_gaia2.reference.build"],
-        cwd=package_root,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if build.returncode != 0:
-        raise SystemExit(f"benchmark: the reference image of {package_root} was not built:\n{build.stderr[-3000:]}")
-    name = subprocess.run(
-        [sys.executable, "-c", "from pytest_gaia2.reference.build import image_name; print(image_name())"],
-        cwd=package_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    build = _in_package(package_root, "-m", "pytest_gaia2.reference.build")
+    name = _in_package(package_root, "-c", "from pytest_gaia2.reference.build import image_name; print(image_name())")
+    if build.returncode != 0 or name.returncode != 0:
+        problem = (build.stderr + name.stderr)[-3000:]
+        raise SystemExit(f"benchmark: the reference image of {package_root} was not built:\n{problem}")
     return name.stdout.strip()
 
 

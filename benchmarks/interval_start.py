@@ -10,7 +10,6 @@ loading scipy. Each figure is a whole child process: CPU (user + system) and pea
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -18,7 +17,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import side_by_side  # this folder's: the script's own folder is first on sys.path
+
+REPO = side_by_side.REPO
 WORK = "from pytest_gaia2.report.stats import cluster_robust; cluster_robust([2, 1, 2, 0], [2, 2, 2, 2])"
 """A run's cluster-robust interval over four universes of two scenarios, as the summary computes it."""
 
@@ -35,20 +36,10 @@ def _measured(package_root: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", default="HEAD~1", help="the revision compared with (default: HEAD~1)")
-    parser.add_argument("--runs", type=int, default=9, help="runs of each, alternating (default: 9)")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as other:
-        archive = subprocess.run(
-            ["git", "archive", args.against, "pytest_gaia2"], cwd=REPO, capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", other], input=archive.stdout, check=True)
-        _measured(Path(other)), _measured(REPO)  # warm-up: bytecode and the page cache
-        theirs, ours = [], []
-        for _ in range(args.runs):
-            theirs.append(_measured(Path(other)))
-            ours.append(_measured(REPO))
+    args = side_by_side.parser(__doc__, against="HEAD~1").parse_args()
+    with tempfile.TemporaryDirectory() as temp:
+        other = side_by_side.exported(args.against, Path(temp))
+        theirs, ours = side_by_side.alternating(args.runs, lambda: _measured(other), lambda: _measured(REPO))
     print(f"{'':<16}  {args.against:>10}  {'this':>10}  this / {args.against}")
     for index, figure in enumerate(("CPU s", "peak MB")):
         a = statistics.median(run[index] for run in theirs)

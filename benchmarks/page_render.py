@@ -11,7 +11,6 @@ instead of compiling them. Each figure is a whole child process, CPU (user + sys
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -19,9 +18,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import side_by_side  # this folder's: the script's own folder is first on sys.path
+
+REPO = side_by_side.REPO
 PAGES = (
     "from pytest_gaia2.report.trace_page import write_index, write_trace; "
     "write_trace(folder / 'search' / 's_01' / 'attempt_1'); write_index(folder)"
@@ -44,11 +46,25 @@ def _run_folder(root: Path) -> Path:
     outcomes: list[bool | None] = [True] * 5 + [False] * 2 + [None] * 3
     records = [
         AttemptRecord(
-            scenario_id=f"s_{i:02d}", success=success, reward=None, num_agent_events=2, agent_response="done",
-            judged_in_container=success is not None, timed_out=False, timeout_seconds=600.0, daemon_status=None,
-            scenario_file="", failure_reasons=["wrong answer"] if success is False else [],
-            error="it broke" if success is None else None, split="search" if i % 2 else "time", universe=f"universe_{i % 4}", repeat=1,
-            repeats=1, outcome=outcome_of(success), run_id="r" * 32, wall_time_s=10.0 + i,
+            scenario_id=f"s_{i:02d}",
+            success=success,
+            reward=None,
+            num_agent_events=2,
+            agent_response="done",
+            judged_in_container=success is not None,
+            timed_out=False,
+            timeout_seconds=600.0,
+            daemon_status=None,
+            scenario_file="",
+            failure_reasons=["wrong answer"] if success is False else [],
+            error="it broke" if success is None else None,
+            split="search" if i % 2 else "time",
+            universe=f"universe_{i % 4}",
+            repeat=1,
+            repeats=1,
+            outcome=outcome_of(success),
+            run_id="r" * 32,
+            wall_time_s=10.0 + i,
             error_category="timeout" if success is None else None,
             folder=f"{'search' if i % 2 else 'time'}/s_{i:02d}/attempt_1",
         )
@@ -56,16 +72,26 @@ def _run_folder(root: Path) -> Path:
     ]
     run = store.RunFolder.create(root / "out", "0123456789abcdef", dt.datetime(2026, 12, 6, tzinfo=dt.timezone.utc))
     keys = [record.key for record in records]
-    store.write_json(run.file(store.RUN_CONFIG_FILE), {
-        "command": "pytest -n 2", "run_id": "0123456789abcdef", "started_at": "2026-12-06T00:00:00+00:00",
-        "planned": keys, "settings": {"image": "example/agent:1", "model": "m1"}})
+    store.write_json(
+        run.file(store.RUN_CONFIG_FILE),
+        {
+            "command": "pytest -n 2",
+            "run_id": "0123456789abcdef",
+            "started_at": "2026-12-06T00:00:00+00:00",
+            "planned": keys,
+            "settings": {"image": "example/agent:1", "model": "m1"},
+        },
+    )
     for record in records:
         store.append_jsonl(run.results, record.to_json())
     write_summary_json(run.file(store.SUMMARY_FILE), summarise([r.to_json() for r in records], keys), None)
     attempt = run.path / records[1].folder
     attempt.mkdir(parents=True)
     (attempt / "result.json").write_text(json.dumps(records[1].to_json()), encoding="utf-8")
-    events = [{"event_type": "AGENT", "action": {"app": "Files", "function": "ls", "args": {"path": str(n)}}} for n in range(20)]
+    events = [
+        {"event_type": "AGENT", "action": {"app": "Files", "function": "ls", "args": {"path": str(n)}}}
+        for n in range(20)
+    ]
     (attempt / "events.jsonl").write_text("".join(json.dumps(event) + "\n" for event in events), encoding="utf-8")
     return run.path
 
@@ -85,23 +111,15 @@ def _measured(package_root: Path, work: str, folder: Path, cache: Path) -> float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", default="HEAD~1", help="the revision compared with (default: HEAD~1)")
-    parser.add_argument("--runs", type=int, default=9, help="runs of each, alternating (default: 9)")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as other, tempfile.TemporaryDirectory() as scratch:
-        archive = subprocess.run(
-            ["git", "archive", args.against, "pytest_gaia2"], cwd=REPO, capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", other], input=archive.stdout, check=True)
+    args = side_by_side.parser(__doc__, against="HEAD~1").parse_args()
+    with tempfile.TemporaryDirectory() as temp, tempfile.TemporaryDirectory() as scratch:
+        other = side_by_side.exported(args.against, Path(temp))
         folder, cache = _run_folder(Path(scratch)), Path(scratch) / "cache"
         print(f"{'CPU s':<24}  {args.against:>10}  {'this':>10}  this / {args.against}")
         for name, work in WORK.items():
-            _measured(Path(other), work, folder, cache), _measured(REPO, work, folder, cache)  # warm-up: bytecode, caches
-            theirs, ours = [], []
-            for _ in range(args.runs):
-                theirs.append(_measured(Path(other), work, folder, cache))
-                ours.append(_measured(REPO, work, folder, cache))
+            theirs, ours = side_by_side.alternating(
+                args.runs, partial(_measured, other, work, folder, cache), partial(_measured, REPO, work, folder, cache)
+            )
             a, b = statistics.median(theirs), statistics.median(ours)
             print(f"{name:<24}  {a:>10.3f}  {b:>10.3f}  {b / a:.2f}x  ({b - a:+.3f} s)")
 

@@ -26,7 +26,6 @@ shows the noise of the machine.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -38,19 +37,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import side_by_side  # this folder's: the script's own folder is first on sys.path
+
 from pytest_gaia2.engine.client import HELPER_ID, PID_LABEL, SCENARIO_LABEL, connect
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = side_by_side.REPO
 SEARCH = sorted((REPO / "scenarios" / "search").glob("*.json"))
 SAMPLE_EVERY = 0.02
-
-
-def exported(revision: str, folder: Path) -> Path:
-    """``revision``'s package, exported into ``folder``."""
-    folder.mkdir()
-    archive = subprocess.run(["git", "archive", revision, "pytest_gaia2"], cwd=REPO, capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    return folder
 
 
 def _in_package(package_root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -182,9 +175,7 @@ def run_once(image: str, scenarios: Path, output: Path, watcher: ContainerCPU) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", default="main", help="the revision compared with (default: main)")
-    parser.add_argument("--runs", type=int, default=5, help="rounds, each one pytest run per image (default: 5)")
+    parser = side_by_side.parser(__doc__, runs=5)  # a run: one pytest run per image
     parser.add_argument(
         "--scenarios", nargs="+", type=Path, default=SEARCH, help="scenario files (default: scenarios/search/*.json)"
     )
@@ -196,7 +187,7 @@ def main() -> None:
         for path in args.scenarios:
             (scenarios / path.resolve().parent.name).mkdir(parents=True, exist_ok=True)
             shutil.copy(path, scenarios / path.resolve().parent.name / path.name)
-        images = {"against": built(exported(args.against, work / "against")), "this": built(REPO)}
+        images = {"against": built(side_by_side.exported(args.against, work / "against")), "this": built(REPO)}
         watcher = ContainerCPU(set(images.values()))
         cpu: dict[str, list[float]] = {side: [] for side in images}
         walls: dict[str, list[float]] = {side: [] for side in images}

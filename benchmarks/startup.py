@@ -19,16 +19,18 @@ per-user cache (scenario index, image checks) is the benchmark's own, so this ma
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import side_by_side  # this folder's: the script's own folder is first on sys.path
+
+REPO = side_by_side.REPO
 sys.path.insert(0, str(REPO / "tests"))
 
 from gaia2_testing import stored_record, stored_verdict  # noqa: E402 - the tests' helpers, found through the path above
@@ -82,17 +84,9 @@ def _measured(package_root: Path, case: str, folders: Path, env: dict[str, str])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", default="main", help="the revision compared with (default: main)")
-    parser.add_argument("--runs", type=int, default=9, help="runs of each, alternating (default: 9)")
-    args = parser.parse_args()
+    args = side_by_side.parser(__doc__).parse_args()
     with tempfile.TemporaryDirectory() as temp:
-        other, folders = Path(temp) / "other", Path(temp) / "folders"
-        other.mkdir()
-        archive = subprocess.run(
-            ["git", "archive", args.against, "pytest_gaia2"], cwd=REPO, capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", other], input=archive.stdout, check=True)
+        other, folders = side_by_side.exported(args.against, Path(temp) / "other"), Path(temp) / "folders"
         (folders / "empty").mkdir(parents=True)
         shutil.copytree(SPLIT, folders / "project" / "scenarios" / "search")
         _stored_run(folders / "stored")
@@ -101,11 +95,9 @@ def main() -> None:
         env["XDG_CACHE_HOME"] = str(Path(temp) / "cache")  # the scenario index and image checks of this run only
         print(f"{'CPU s, median':<16}  {args.against:>10}  {'this':>10}  this / {args.against}")
         for case in CASES:
-            _measured(other, case, folders, env), _measured(REPO, case, folders, env)  # warm-up
-            theirs, ours = [], []
-            for _ in range(args.runs):
-                theirs.append(_measured(other, case, folders, env))
-                ours.append(_measured(REPO, case, folders, env))
+            theirs, ours = side_by_side.alternating(
+                args.runs, partial(_measured, other, case, folders, env), partial(_measured, REPO, case, folders, env)
+            )
             a, b = statistics.median(theirs), statistics.median(ours)
             print(f"{case:<16}  {a:>10.3f}  {b:>10.3f}  {b / a:.2f}x", flush=True)
 

@@ -206,7 +206,7 @@ def start_gaia2(pytester: pytest.Pytester) -> Iterator[Callable[..., BackgroundR
             process = subprocess.Popen(
                 [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--gaia2-output={output}", *args],
                 cwd=pytester.path, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
             )
         runs.append(BackgroundRun(process, pytester.path / output, log))
         return runs[-1]

@@ -394,9 +394,14 @@ class BackgroundRun:
         return self.wait(90)
 
     def wait(self, timeout: float = 180.0) -> int:
+        """The exit code; a run still alive after ``timeout`` fails the test with its log and,
+        from the faulthandler ``start_gaia2`` enables, where each of its threads was stuck."""
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
+            os.kill(self.process.pid, signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(10)
             raise AssertionError(f"the run did not end within {timeout:g} s:\n{self.text()}") from None
 
 

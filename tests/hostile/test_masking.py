@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia2_testing import DATA, HOST_SETTINGS, derived_image, gaia2_containers, results_of, run_folder, run_id_of
+from gaia2_testing import (
+    DATA,
+    HOST_SETTINGS,
+    derived_image,
+    gaia2_containers,
+    made_once,
+    results_of,
+    run_folder,
+    run_id_of,
+)
 from leaks import holds, leaks_in
 
 from pytest_gaia2.store.redact import MASK
@@ -159,20 +168,39 @@ def masking_image() -> str:
 
 @pytest.fixture(scope="module")
 def hostile_run(masking_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One run of the judge's rejection with the key in the container, then ``report`` on it."""
-    folder = tmp_path_factory.mktemp("masking")
-    token = secrets.token_hex(12)
-    key = f"sk-canary-{token}"
-    env = {name: value for name, value in os.environ.items() if name not in HOST_SETTINGS}
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gaia2-output=out", "-v", "-rA",
-         "--junitxml=junit.xml", f"--gaia2-image={masking_image}", "--gaia2-judge-provider=none",
-         "--gaia2-judge-model=none", f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}",
-         f"--gaia2-env=OPENAI_API_KEY={key}"],
-        cwd=folder, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=600)
-    report = subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", "report", "out"], cwd=folder, env=env,
-                            capture_output=True, stdin=subprocess.DEVNULL, timeout=300)
-    return {"folder": folder, "key": key, "token": token, "run": run, "report": report}
+    """One run of the judge's rejection with the key in the container, then ``report`` on it, once
+    per test session (four tests read it, on whichever xdist workers they land): the run in
+    ``run/``, what each command printed beside it (outside the folder the leak scan reads)."""
+
+    def make(root: Path) -> None:
+        token = secrets.token_hex(12)
+        folder = root / "run"
+        folder.mkdir()
+        env = {name: value for name, value in os.environ.items() if name not in HOST_SETTINGS}
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gaia2-output=out", "-v", "-rA",
+             "--junitxml=junit.xml", f"--gaia2-image={masking_image}", "--gaia2-judge-provider=none",
+             "--gaia2-judge-model=none", f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}",
+             f"--gaia2-env=OPENAI_API_KEY=sk-canary-{token}"],
+            cwd=folder, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=600)
+        report = subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", "report", "out"], cwd=folder, env=env,
+                                capture_output=True, stdin=subprocess.DEVNULL, timeout=300)
+        printed = root / "printed"
+        printed.mkdir()
+        (printed / "token").write_text(token, encoding="utf-8")
+        for name, done in (("run", run), ("report", report)):
+            (printed / f"{name}.code").write_text(str(done.returncode), encoding="utf-8")
+            (printed / f"{name}.stdout").write_bytes(done.stdout)
+            (printed / f"{name}.stderr").write_bytes(done.stderr)
+
+    root = made_once(tmp_path_factory, "masking", make)
+    printed = root / "printed"
+    token = (printed / "token").read_text(encoding="utf-8")
+    done = {name: subprocess.CompletedProcess([name], int((printed / f"{name}.code").read_text(encoding="utf-8")),
+                                              (printed / f"{name}.stdout").read_bytes(),
+                                              (printed / f"{name}.stderr").read_bytes())
+            for name in ("run", "report")}
+    return {"folder": root / "run", "key": f"sk-canary-{token}", "token": token, **done}
 
 
 def test_the_container_really_wrote_the_key_in_every_encoding(hostile_run: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from gaia2_testing import (
     engine_events,
     file_sums,
     gaia2_containers,
+    made_once,
     results_of,
     run_folder,
     run_id_of,
@@ -53,11 +54,16 @@ def created(output: Path, since: float) -> list[tuple[str, str]]:
 def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[pytest.RunResult, Path]:
     """The shipped search split in one go, configured by the upstream example TOML: the
     reference the resumed run is compared with."""
-    folder = tmp_path_factory.mktemp("uninterrupted")
-    result = run_pytest(folder, "-n", "2", f"--gaia2-config={UPSTREAM_CONFIG}", "-m", "search_split")
+    def make(folder: Path) -> None:
+        result = run_pytest(folder, "-n", "2", f"--gaia2-config={UPSTREAM_CONFIG}", "-m", "search_split")
+        (folder / "stdout.txt").write_text("\n".join(result.outlines), encoding="utf-8")
+        (folder / "code.txt").write_text(str(int(result.ret)), encoding="utf-8")
+
+    folder = made_once(tmp_path_factory, "uninterrupted", make)
     output = folder / "out"
     assert gaia2_containers(run_id_of(output)) == []
-    return result, output
+    lines = (folder / "stdout.txt").read_text(encoding="utf-8").splitlines()
+    return pytest.RunResult(int((folder / "code.txt").read_text(encoding="utf-8")), lines, [], 0.0), output
 
 
 def test_upstream_example_config_runs_the_shipped_search_split(
@@ -140,6 +146,10 @@ def test_interrupted_run_resumed_runs_only_the_rest(
     assert again["folder"] == f"search/{interrupted}/attempt_2"  # the interrupted attempt 1 is still there
     assert json.loads((folder / "search" / interrupted / "result.json").read_text())["error_category"] == "interrupted"
     assert len(json.loads((folder / "sessions.jsonl").read_text().splitlines()[-1])["session_id"]) == 32
+    # Shaped like the uninterrupted run: a folder with a result.json for each scenario, and no other.
+    reference = run_folder(uninterrupted[1])
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.glob("search/*/result.json")) == sorted(
+        p.relative_to(reference).as_posix() for p in reference.glob("search/*/result.json"))
 
 
 def test_infrastructure_error_is_retried_and_resume_runs_it_again(pytester: pytest.Pytester, run_gaia2) -> None:

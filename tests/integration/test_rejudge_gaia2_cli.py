@@ -28,7 +28,7 @@ from typing import Any
 import docker
 import docker.errors
 import pytest
-from gaia2_testing import SHIPPED, derived_image, run_folder, run_pytest
+from gaia2_testing import SHIPPED, derived_image, made_once, run_folder, run_pytest
 from llm_server import chat_server
 from test_rejudge import (  # the scripted search run (three passes, one failure) and its helpers
     CANARY,
@@ -164,12 +164,15 @@ def gaia2_cli_image(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every shipped split replayed by the reference image's oracle: all pass in the container."""
-    folder = tmp_path_factory.mktemp("oracle-run")
-    result = run_pytest(folder, "-n", "4", f"--gaia2-scenarios={SHIPPED}", f"--gaia2-image={build.image_name()}",
-                        "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
-    result.assert_outcomes(passed=12)
-    return run_folder(folder / "out")
+    """Every shipped split replayed by the reference image's oracle: all pass in the container.
+    Made once per session: the two tests reading it may run on two xdist workers."""
+
+    def make(folder: Path) -> None:
+        result = run_pytest(folder, "-n", "4", f"--gaia2-scenarios={SHIPPED}", f"--gaia2-image={build.image_name()}",
+                            "--gaia2-judge-provider=none", "--gaia2-judge-model=none")
+        result.assert_outcomes(passed=12)
+
+    return run_folder(made_once(tmp_path_factory, "oracle-run", make) / "out")
 
 
 def as_image(run_path: Path, dest: Path, image: str) -> Path:

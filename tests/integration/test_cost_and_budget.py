@@ -9,6 +9,7 @@ import hashlib
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,8 +72,11 @@ def test_costs_add_up_in_every_file(pytester: pytest.Pytester, run_gaia2: Any, p
 def test_the_halt_stops_new_scenarios_on_two_workers_and_resume_continues_the_spend(
     pytester: pytest.Pytester, run_gaia2: Any, priced: Any
 ) -> None:
+    """The run carries a probe of 4, which the halt cuts short: the ``-n 2`` case of
+    ``test_a_probe_the_halt_cuts_short_still_projects_from_what_it_measured`` (the same six
+    scenarios, prices and halt), checked here on this run rather than on a run of its own."""
     _scenarios(pytester, 6)
-    halted = priced(run_gaia2, "-n", "2", "--gaia2-budget-halt=2.0")
+    halted = priced(run_gaia2, "-n", "2", *CUT_SHORT_PROBE)
     outcomes = halted.parseoutcomes()
     # Two start at once (nothing is spent yet); a worker may start one more before the other's
     # spend is recorded; then the halt holds.
@@ -84,6 +88,7 @@ def test_the_halt_stops_new_scenarios_on_two_workers_and_resume_continues_the_sp
     halted.stdout.fnmatch_lines(["INCOMPLETE: *", f"cost: ${spent:.2f} over *; run spend ${spent:.2f} (halt $2.00)"])
     assert "budget: the run has spent" in halted.stdout.str() or "SKIPPED" not in halted.stdout.str()
     assert gaia2_containers(run_id_of(output)) == []
+    assert outcomes["passed"] == projected_from_a_cut_short_probe(halted, folder, ["-n", "2"])
     # Resumed with a higher halt: the earlier spend counts, judged verdicts are not paid again.
     resumed = priced(run_gaia2, "-n", "2", "--gaia2-resume", f"--gaia2-budget-halt={spent + 1.0}")
     again = resumed.parseoutcomes()
@@ -144,15 +149,14 @@ def test_the_probe_projects_the_whole_runs_cost_and_probe_only_stops_there(
         assert 'id="probe-only"' in html and projection in html and "INCOMPLETE" not in html, page
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "n2"])
-def test_a_probe_the_halt_cuts_short_still_projects_from_what_it_measured(
-    pytester: pytest.Pytester, run_gaia2: Any, priced: Any, workers: list[str]
-) -> None:
-    """A probe of 4 under a $2 halt at $1.20 a scenario: serially the halt stops it after 2; on two
-    workers after 2 or 3 (both start before anything is spent). The projection is made from
-    those, says so, and is in summary.json."""
-    _scenarios(pytester, 6)
-    result = priced(run_gaia2, *workers, "--gaia2-probe=4", "--gaia2-seed=3", "--gaia2-budget-halt=2.0")
+CUT_SHORT_PROBE = ("--gaia2-probe=4", "--gaia2-seed=3", "--gaia2-budget-halt=2.0")
+"""A probe of 4 of the six scenarios under a $2 halt at $1.20 a scenario."""
+
+
+def projected_from_a_cut_short_probe(result: pytest.RunResult, folder: Path, workers: list[str]) -> int:
+    """A run of :data:`CUT_SHORT_PROBE`: serially the halt stops it after 2; on two workers after 2
+    or 3 (both start before anything is spent). The projection is made from those, says so, and
+    is in summary.json. How many ran."""
     ran = result.parseoutcomes()["passed"]
     assert ran in ((2,) if not workers else (2, 3)), result.stdout.str()
     at = f"-n {2 if workers else 1}"
@@ -165,9 +169,20 @@ def test_a_probe_the_halt_cuts_short_still_projects_from_what_it_measured(
     )
     result.stdout.fnmatch_lines(["INCOMPLETE: *", line])
     assert sum(line.startswith("gaia2: probe of") for line in result.outlines) == 1  # in the summary, once
-    probe = json.loads((run_folder(pytester.path / "out") / "summary.json").read_text())["probe"]
+    probe = json.loads((folder / "summary.json").read_text())["probe"]
     assert (probe["probed"], probe["chosen"], probe["planned"]) == (ran, 4, 6)
     assert probe["usd"] == pytest.approx(6 * PER_SCENARIO)
+    return ran
+
+
+def test_a_probe_the_halt_cuts_short_still_projects_from_what_it_measured(
+    pytester: pytest.Pytester, run_gaia2: Any, priced: Any
+) -> None:
+    """Serially; its ``-n 2`` case is checked on the run of
+    ``test_the_halt_stops_new_scenarios_on_two_workers_and_resume_continues_the_spend``."""
+    _scenarios(pytester, 6)
+    result = priced(run_gaia2, *CUT_SHORT_PROBE)
+    projected_from_a_cut_short_probe(result, run_folder(pytester.path / "out"), [])
 
 
 def test_an_unknown_model_gives_tokens_and_one_warning_never_a_guessed_price(

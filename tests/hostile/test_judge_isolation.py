@@ -14,14 +14,15 @@ rejection the harness saw is final whatever the agent does to the files afterwar
 from __future__ import annotations
 
 import json
+import subprocess
 import tarfile
 import time
 from pathlib import Path
 
 import docker
 import pytest
-from adapter_proxy import only_record, pytest_says, run_measured
-from gaia2_testing import DATA, SHIPPED, derived_image, run_folders
+from adapter_proxy import MeasuredRun, only_record, pytest_says, run_measured
+from gaia2_testing import DATA, SHIPPED, derived_image, made_once, run_folders
 
 from pytest_gaia2.engine.client import Engine
 from pytest_gaia2.reference import build
@@ -150,6 +151,23 @@ def _run(tmp_path: Path, image: str, mode: str, *args: str):  # type: ignore[no-
                         f"--gaia2-env=HOSTILE={mode}", "--gaia2-timeout=60", *args)
 
 
+@pytest.fixture(scope="module")
+def isolated_forge(tmp_path_factory: pytest.TempPathFactory, isolated_image: str) -> tuple[Path, MeasuredRun]:
+    """The forger on the reference image's privilege model under --gaia2-require-isolation, made
+    once per session: two tests read it, each for its own claim (the forgeries are refused; the
+    requirement lets an isolated image run). The folder, and the run as it printed."""
+
+    def make(folder: Path) -> None:
+        done = _run(folder, isolated_image, "forge", "--gaia2-require-isolation").done
+        printed = {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+        (folder / "printed.json").write_text(json.dumps(printed), encoding="utf-8")
+
+    folder = made_once(tmp_path_factory, "isolated-forge", make)
+    printed = json.loads((folder / "printed.json").read_text(encoding="utf-8"))
+    done = subprocess.CompletedProcess(["pytest"], printed["returncode"], printed["stdout"], printed["stderr"])
+    return folder, MeasuredRun(done, 0, 0.0)
+
+
 def _pages(tmp_path: Path) -> dict[str, str]:
     [run] = run_folders(tmp_path / "out")
     return {name: (run / name).read_text(encoding="utf-8")
@@ -207,8 +225,8 @@ def test_the_probe_says_what_an_open_image_lets_its_agent_do(open_image: str) ->
     assert not found.isolated and "not tamper-proof" in found.line()
 
 
-def test_every_forgery_fails_in_the_reference_images_privilege_model(tmp_path: Path, isolated_image: str) -> None:
-    run = _run(tmp_path, isolated_image, "forge")
+def test_every_forgery_fails_in_the_reference_images_privilege_model(isolated_forge: tuple[Path, MeasuredRun]) -> None:
+    tmp_path, run = isolated_forge
     record = only_record(tmp_path, "search", ONE)
     assert record["outcome"] == "failed", record  # the judge's own verdict on the agent's wrong answer
     assert pytest_says(run, "failed"), run.text
@@ -258,8 +276,8 @@ def test_require_isolation_refuses_an_open_image_before_any_run_folder(tmp_path:
     assert not (tmp_path / "out").exists() or run_folders(tmp_path / "out") == []
 
 
-def test_require_isolation_lets_the_reference_images_model_run(tmp_path: Path, isolated_image: str) -> None:
-    run = _run(tmp_path, isolated_image, "forge", "--gaia2-require-isolation")
+def test_require_isolation_lets_the_reference_images_model_run(isolated_forge: tuple[Path, MeasuredRun]) -> None:
+    tmp_path, run = isolated_forge
     assert only_record(tmp_path, "search", ONE)["outcome"] == "failed"
     assert pytest_says(run, "failed"), run.text
 

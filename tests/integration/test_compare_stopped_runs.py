@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from gaia2_testing import DATA, SHIPPED, BackgroundRun, gaia2_containers, run_folder, scenario_variant
+from test_refused_then_resume import halted_six, printed  # the run that module resumes, made once
 
 from pytest_gaia2.engine.client import SCENARIO_LABEL
 from pytest_gaia2.report.comparison import _p_text
@@ -63,24 +64,19 @@ def test_compare_after_a_run_stopped_as_better_calls_it_better_and_the_gate_pass
     assert pair["missing"] == {"A": {}, "B": {"decided": 40 - ran}}
 
 
-def test_compare_after_a_budget_halt_refuses_to_gate_unless_asked(pytester: pytest.Pytester, run_gaia2: Any) -> None:
+def test_compare_after_a_budget_halt_refuses_to_gate_unless_asked(tmp_path: Path,
+                                                                tmp_path_factory: pytest.TempPathFactory) -> None:
     """Each scenario costs $1.20 (a fixed usage at a price file's prices); a $2.00 halt on two
-    workers lets 2 or 3 of 6 run. Against a baseline that passed all 6 the halted run has no pair
-    it lost: the scenarios it never ran are missing, never "not passed", and gating on it is
-    refused (exit 2) unless --allow-incomplete."""
-    one = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
-    ids = [f"scenario_universe_{21 + n}_halt{n:02d}" for n in range(6)]
-    for sid in ids:
-        scenario_variant(pytester.path / "variants", one, scenario_id=sid)
-    prices = pytester.path / "prices.json"
-    prices.write_text(json.dumps({"bench-model": {"input": 1.0, "output": 2.0, "cached_input": 0.5}}))
-    result = run_gaia2("-n", "2", "--gaia2-scenarios=variants", f"--gaia2-price-file={prices}",
-                       "--gaia2-env=GAIA2_REF_USAGE=1000000,100000,0", "--gaia2-env=MODEL=bench-model",
-                       "--gaia2-budget-halt=2.0")
-    ran = result.parseoutcomes()["passed"]
+    workers lets 2 or 3 of 6 run (the run test_refused_then_resume continues, made once). Against
+    a baseline that passed all 6 the halted run has no pair it lost: the scenarios it never ran
+    are missing, never "not passed", and gating on it is refused (exit 2) unless --allow-incomplete."""
+    halted = halted_six(tmp_path_factory)
+    ids = sorted(path.stem for path in (halted / "variants" / "search").glob("*.json"))
+    assert len(ids) == 6
+    ran = printed(halted).parseoutcomes()["passed"]
     assert 2 <= ran <= 3
-    base = baseline(pytester.path / "base", ids, "passed")
-    folder = run_folder(pytester.path / "out")
+    base = baseline(tmp_path / "base", ids, "passed")
+    folder = run_folder(halted / "out")
     done = command("compare", base, folder, "--fail-if-worse", "0.05")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "B stopped before its plan was done (budget halt: " in done.stderr

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +24,11 @@ from gaia2_testing import (
     engine_events,
     file_sums,
     gaia2_containers,
+    made_once,
     results_of,
     run_folder,
     run_folders,
+    run_pytest,
     scenario_variant,
     session_prefix,
 )
@@ -37,6 +41,7 @@ ONE_FILE = SHIPPED / "search" / "scenario_universe_21_7kww6e.json"
 PER_SCENARIO = 1.2
 USAGE = ("--gaia2-env=GAIA2_REF_USAGE=1000000,100000,0", "--gaia2-env=MODEL=bench-model")
 COUNT = 6
+PRICES = {"bench-model": {"input": 1.0, "output": 2.0, "cached_input": 0.5}}
 USAGE_ERROR = int(pytest.ExitCode.USAGE_ERROR)
 
 REFUSED: list[tuple[tuple[str, ...], int, str, str]] = [
@@ -65,7 +70,7 @@ REFUSED: list[tuple[tuple[str, ...], int, str, str]] = [
 @pytest.fixture
 def priced(pytester: pytest.Pytester, run_gaia2: Any) -> Callable[..., pytest.RunResult]:
     prices = pytester.path / "prices.json"
-    prices.write_text(json.dumps({"bench-model": {"input": 1.0, "output": 2.0, "cached_input": 0.5}}))
+    prices.write_text(json.dumps(PRICES))
     for n in range(COUNT):
         scenario_variant(pytester.path / "variants", ONE_FILE, scenario_id=f"scenario_universe_{21 + n}_cost{n:02d}")
 
@@ -73,6 +78,27 @@ def priced(pytester: pytest.Pytester, run_gaia2: Any) -> Callable[..., pytest.Ru
         return run_gaia2("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *USAGE, *args)
 
     return run
+
+
+def halted_six(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """COUNT $1.20 scenarios at ``-n 2`` under a $2.00 halt (2 or 3 run), made once per session: the
+    run this module's resume continues and test_compare_stopped_runs compares. A copy of a folder
+    holding variants/, prices.json, out/ and what the run printed (halted.txt)."""
+
+    def make(folder: Path) -> None:
+        (folder / "prices.json").write_text(json.dumps(PRICES))
+        for n in range(COUNT):
+            scenario_variant(folder / "variants", ONE_FILE, scenario_id=f"scenario_universe_{21 + n}_cost{n:02d}")
+        result = run_pytest(folder, "-n", "2", "--gaia2-scenarios=variants", "--gaia2-price-file=prices.json", *USAGE,
+                            "--gaia2-budget-halt=2.0")
+        (folder / "halted.txt").write_text("\n".join(result.outlines), encoding="utf-8")
+
+    return made_once(tmp_path_factory, "halted-six", make)
+
+
+def printed(folder: Path) -> pytest.RunResult:
+    """The halted run of :func:`halted_six` as it printed (its outcomes are in its last line)."""
+    return pytest.RunResult(0, (folder / "halted.txt").read_text(encoding="utf-8").splitlines(), [], 0.0)
 
 
 def scenario_containers(prefix: str, since: float) -> list[str]:
@@ -88,8 +114,13 @@ def scenario_containers(prefix: str, since: float) -> list[str]:
 
 
 @pytest.mark.slow
-def test_refused_commands_then_resume_pay_for_no_verdict_twice(pytester: pytest.Pytester, priced: Any) -> None:
-    halted = priced("-n", "2", "--gaia2-budget-halt=2.0")
+def test_refused_commands_then_resume_pay_for_no_verdict_twice(
+    pytester: pytest.Pytester, priced: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # The halted run, made here as `priced("-n", "2", "--gaia2-budget-halt=2.0")` would make it.
+    shared = halted_six(tmp_path_factory)
+    shutil.copytree(shared, pytester.path, symlinks=True, dirs_exist_ok=True)
+    halted = printed(shared)
     judged = halted.parseoutcomes().get("passed", 0)
     assert 2 <= judged <= 3, halted.stdout.str()
     output = pytester.path / "out"

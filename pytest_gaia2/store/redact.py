@@ -357,12 +357,21 @@ Span = tuple[int, int]
 _Json = TypeVar("_Json")
 
 
+class _Sources(NamedTuple):
+    """What a redactor of a set of secrets is built from (once for a set: every writer of a run asks for the same)."""
+
+    longest: int
+    text: str | None
+    bytes: bytes | None
+    raw: bool
+    """Whether some form is matched in final bytes only (:attr:`Forms.raw`)."""
+
+
 @lru_cache(maxsize=32)
-def _sources(values: tuple[str, ...]) -> tuple[int, str | None, bytes | None]:
-    """The longest match and the text and bytes patterns' sources of a redactor of ``values``
-    (built once for a set of secrets: every writer of a run asks for the same)."""
+def _sources(values: tuple[str, ...]) -> _Sources:
+    """The longest match and the text and bytes patterns' sources of a redactor of ``values``."""
     if not values:
-        return 0, None, None
+        return _Sources(0, None, None, raw=False)
     each = [secret_forms(value) for value in values]
     forms = Forms(*(set().union(*parts) for parts in zip(*each, strict=True)))
     gzip_blob = len(_GZIP_START) + MAX_GZIP
@@ -392,10 +401,11 @@ def _sources(values: tuple[str, ...]) -> tuple[int, str | None, bytes | None]:
     source = f"(?:{_LEADING})(?:{'|'.join(filter(None, tries))})"
     raw_text = "".join(f"|{re.escape(wide.decode('utf-8', 'surrogateescape'))}" for wide in sorted(forms.raw))
     raw_bytes = b"".join(b"|" + re.escape(wide) for wide in sorted(forms.raw))
-    return (
+    return _Sources(
         longest,
         f"(?P<secret>{source}{raw_text})|{_PAIRS}",
         b"(?P<secret>" + source.encode() + raw_bytes + b")|" + _PAIRS.encode(),
+        raw=bool(forms.raw),
     )
 
 
@@ -413,12 +423,14 @@ class Redactor:
         candidates = {value for value in values if value and len(value) >= MIN_SECRET_LENGTH}
         # A stable order (the trie, not this order, tries a longer secret before one it starts with).
         self.values: tuple[str, ...] = tuple(sorted(candidates, key=lambda value: (-len(value), value)))
-        self.longest, self._text_source, self._bytes_source = _sources(self.values)
+        sources = _sources(self.values)
+        self.longest = sources.longest
         """Bytes a match can span at most: how much a chunked writer must hold back between chunks."""
+        self._text_source, self._bytes_source, self._raw = sources.text, sources.bytes, sources.raw
 
     @property
     def _pattern(self) -> re.Pattern[str] | None:
-        """Compiled on first use (re keeps it): a writer of files never needs the text one."""
+        """Compiled on first use (re keeps it): only text that is no UTF-8 needs it (:meth:`redact`)."""
         return None if self._text_source is None else re.compile(self._text_source)
 
     @property
@@ -485,9 +497,22 @@ class Redactor:
         return data[:0].join(pieces)
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret replaced by ``***``."""
-        if self._pattern is None or not text:
+        """``text`` with every secret replaced by ``***``.
+
+        Masked as its UTF-8 bytes, so a process compiles one pattern, not two (the compile is
+        most of a redactor's cost): the bytes pattern is the text one's source, and on UTF-8 it
+        matches whole characters only, where the text one matches. Not so for a raw form (no
+        UTF-8: its bytes may sit inside a character), nor for text with a lone surrogate (no
+        UTF-8 at all): those are masked as text."""
+        if self._text_source is None or not text:
             return text
+        if text.isascii() or not self._raw:
+            with contextlib.suppress(UnicodeEncodeError):
+                return self.redact_bytes(text.encode("utf-8")).decode("utf-8")
+        return self._as_text(text)
+
+    def _as_text(self, text: str) -> str:
+        """``text`` masked with the text pattern."""
         return self._masked(text, self._spans(text, len(text)), len(text))
 
     def redact_bytes(self, data: bytes) -> bytes:

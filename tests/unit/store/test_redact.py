@@ -358,6 +358,33 @@ def test_text_without_the_secret_in_any_form_is_unchanged(secret: str, text: str
     assert Redactor([secret]).redact_bytes(text.encode()) == text.encode()
 
 
+WIDE_SECRETS = st.text(st.characters(min_codepoint=0x80, blacklist_categories=("Cs",)), min_size=6, max_size=12)
+"""Keys of characters of two to four bytes, most with a UTF-16 that is no UTF-8 (a form matched in final bytes only)."""
+
+
+@st.composite
+def keys_and_text(draw: st.DrawFn) -> tuple[list[str], str]:
+    """Keys, and a text of their forms and pieces of forms, any characters and lone surrogates
+    (a JSON ``\\udc80`` read back, bytes decoded with ``surrogateescape``)."""
+    keys = draw(st.lists(st.one_of(SECRETS, WIDE_SECRETS), min_size=1, max_size=3))
+    pieces = st.one_of(encoded_secrets().map(lambda pair: pair[1]), AROUND, st.text(max_size=40), st.sampled_from(keys),
+                       st.sampled_from(keys).map(lambda key: key.encode("utf-16-le").decode("utf-8", "surrogateescape")),
+                       st.binary(max_size=24).map(lambda data: data.decode("utf-8", "surrogateescape")))
+    return keys, "".join(draw(st.lists(pieces, max_size=6)))
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(keys_and_text())
+@example(case=(["\u4180\u4342\u4544\u4746\u4948\u4b4a"], "\x80ABCDEFGHIJK"))  # its UTF-16 inside the UTF-8 of \x80
+@example(case=(["\u4180\u4342\u4544\u4746\u4948\u4b4a"], "\udc80ABCDEFGHIJK"))  # and as surrogateescape'd text
+def test_text_is_masked_as_its_text_pattern_masks_it(case: tuple[list[str], str]) -> None:
+    """:meth:`Redactor.redact` masks text as UTF-8 bytes where that gives what the text pattern
+    gives: the same spans in any text, for keys with and without forms in final bytes only."""
+    keys, text = case
+    redactor = Redactor(keys)
+    assert redactor.redact(text) == redactor._as_text(text)
+
+
 def _streamed(redactor: Redactor, whole: bytes, cuts: list[int]) -> bytes:
     bounds = sorted({min(cut, len(whole)) for cut in cuts} | {0, len(whole)})
     chunks = [whole[start:end] for start, end in zip(bounds, bounds[1:], strict=False)]

@@ -7,6 +7,7 @@ CPU seconds (user + system), medians:
 
 - ``build, N keys``: a redactor for 1 and 4 keys, from nothing cached (the module's sources, re's
   compiled patterns), then one ``redact`` and one ``redact_bytes`` (each pattern it uses compiled);
+- ``build, base64 of a key``: the same for 1 key, used once on bytes holding the key's base64;
 - ``redact N MB``: masking a trace-like text (JSON, a JSON string inside, non-ASCII) without the
   keys, with the redactor built before (its patterns compiled);
 - ``test_redact.py``: each revision's own test file with its own package, in a fresh pytest
@@ -17,6 +18,7 @@ CPU seconds (user + system), medians:
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import os
 import re
@@ -61,6 +63,14 @@ def _build(module: ModuleType, keys: list[str]) -> float:
     return _cpu(lambda: (redactor := module.Redactor(keys)).redact("x") + redactor.redact_bytes(b"x").decode())
 
 
+def _build_encoded(module: ModuleType, keys: list[str]) -> float:
+    """CPU of a redactor for ``keys`` built from nothing cached and used on bytes holding a key's base64."""
+    re.purge()
+    module._sources.cache_clear()
+    data = b"key: " + base64.b64encode(keys[0].encode())
+    return _cpu(lambda: module.Redactor(keys).redact_bytes(data))
+
+
 def _redact(module: ModuleType, text: str) -> float:
     redactor = module.Redactor(KEYS[:2])
     redactor.redact("x")
@@ -97,6 +107,8 @@ def main() -> None:
         for count in (1, 4):
             _row(f"build, {count} keys", *side_by_side.alternating(
                 args.runs, partial(_build, before, KEYS[:count]), partial(_build, after, KEYS[:count])))
+        _row("build, base64 of a key", *side_by_side.alternating(
+            args.runs, partial(_build_encoded, before, KEYS[:1]), partial(_build_encoded, after, KEYS[:1])))
         for megabytes in args.megabytes:
             text = _trace(int(megabytes * 1e6)).decode("utf-8")
             assert before.Redactor(KEYS).redact(text) == after.Redactor(KEYS).redact(text)

@@ -483,6 +483,7 @@ class Redactor:
         stripped = data.translate(None, _LEFT_OUT)
         if any(literal in stripped for literal in sources.literals):
             return re.compile(sources.whole)
+        del stripped  # a copy of ``data``: one at a time
         lowered = data.lower().translate(None, _HEX_SEPARATORS)
         if any(form in lowered for form in sources.hex_literals):
             return re.compile(sources.whole)

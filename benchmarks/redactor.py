@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--test-runs", type=int, default=3, help="runs of test_redact.py each (default: 3; 0: none)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temp:
-        other = side_by_side.exported(args.against, Path(temp) / "other", ("pytest_gaia2", "tests", "pyproject.toml"))
+        other = side_by_side.exported(args.against, Path(temp) / "other", ("pytest_gaia2", "tests", "scenarios", "pyproject.toml"))
         before = _module("redact_before", other / "pytest_gaia2" / "store" / "redact.py")
         after = _module("redact_after", REPO / "pytest_gaia2" / "store" / "redact.py")
         print(f"{'CPU s, median':<22}  {args.against:>10}  {'this':>10}  this / {args.against}")

@@ -77,15 +77,15 @@ def _redact(module: ModuleType, text: str) -> float:
     return _cpu(lambda: redactor.redact(text))
 
 
-def _tests(root: Path) -> float:
+def _tests(root: Path, output_file: Path) -> float:
     """CPU of a fresh pytest of ``root``'s test_redact.py with ``root``'s package."""
     env = {**os.environ, "PYTHONPATH": str(root), "HYPOTHESIS_PROFILE": "ci"}
     args = [sys.executable, "-m", "pytest", TEST_FILE, "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
-    with open(root / "output.txt", "wb") as output:
+    with open(output_file, "wb") as output:
         process = subprocess.Popen(args, cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(process.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit((root / "output.txt").read_text(encoding="utf-8", errors="replace"))
+        raise SystemExit(output_file.read_text(encoding="utf-8", errors="replace"))
     return usage.ru_utime + usage.ru_stime
 
 
@@ -115,8 +115,9 @@ def main() -> None:
             _row(f"redact {megabytes:g} MB", *side_by_side.alternating(
                 args.runs, partial(_redact, before, text), partial(_redact, after, text)))
         if args.test_runs:
-            _row("test_redact.py", *side_by_side.alternating(args.test_runs, partial(_tests, other),
-                                                                 partial(_tests, REPO)))
+            output = Path(temp) / "output.txt"
+            _row("test_redact.py", *side_by_side.alternating(args.test_runs, partial(_tests, other, output),
+                                                                 partial(_tests, REPO, output)))
 
 
 if __name__ == "__main__":

@@ -22,10 +22,10 @@ def parser(doc: str, against: str = "main", runs: int = 9) -> argparse.ArgumentP
     return made
 
 
-def exported(revision: str, folder: Path) -> Path:
-    """``revision``'s package, exported into ``folder`` (made here)."""
+def exported(revision: str, folder: Path, paths: tuple[str, ...] = ("pytest_gaia2",)) -> Path:
+    """``revision``'s package (or other ``paths``), exported into ``folder`` (made here)."""
     folder.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "archive", revision, "pytest_gaia2"], cwd=REPO, capture_output=True, check=True)
+    archive = subprocess.run(["git", "archive", revision, *paths], cwd=REPO, capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
     return folder
 

@@ -357,16 +357,28 @@ Span = tuple[int, int]
 _Json = TypeVar("_Json")
 
 
-@lru_cache(maxsize=32)
-def _sources(values: tuple[str, ...]) -> tuple[int, str | None, bytes | None]:
-    """The longest match and the text and bytes patterns' sources of a redactor of ``values``
-    (built once for a set of secrets: every writer of a run asks for the same)."""
-    if not values:
-        return 0, None, None
-    each = [secret_forms(value) for value in values]
-    forms = Forms(*(set().union(*parts) for parts in zip(*each, strict=True)))
-    gzip_blob = len(_GZIP_START) + MAX_GZIP
-    longest = max([gzip_blob, *map(_longest, forms.text | forms.encoded | forms.either_case), *map(len, forms.raw)])
+_LEFT_OUT = b"\r\n\\rn" + b"\0u0%&#xX;"
+"""What may stand between the letters an encoded form's literal (:func:`_literal`) is made of:
+what :data:`_WRAP` takes (a line break, raw or JSON-escaped), and what a zero byte is written
+with in any of its encodings (``\\u0000``, ``%00``, ``&#0;``, ``&#x0;``: UTF-16 of a key)."""
+_HEX_SEPARATORS = b" :.,-"
+"""What :data:`_HEX_SEPARATOR` takes between the letters of hex and base32."""
+MIN_LITERAL = 6
+"""Letters an encoded form's literal (:func:`_literal`) has at least: a form without one is in every pattern."""
+
+
+def _literal(form: str) -> bytes | None:
+    """The longest run of an encoded ``form``'s letters that no writer escapes (its pattern
+    matches them as they are) and zero bytes, without the bytes of :data:`_LEFT_OUT`: whatever
+    the form's pattern matches holds it once those bytes are left out of it too. None when
+    shorter than :data:`MIN_LITERAL`."""
+    runs = re.split("[^\0" + re.escape("".join(sorted(_PLAIN))) + "]", form)
+    literal = max((run.encode().translate(None, _LEFT_OUT) for run in runs), key=len)
+    return literal if len(literal) >= MIN_LITERAL else None
+
+
+def _source(forms: Forms) -> str:
+    """The regex of ``forms`` (but the raw ones): a secret's start (:data:`_LEADING`), then its forms' tries."""
     # Most encoded forms start with a letter no writer escapes: a literal first, tried fast at
     # every position, after one check of the next character against them all. The others (and
     # the secrets) start with their first letter raw or, after a check, encoded.
@@ -389,13 +401,52 @@ def _sources(values: tuple[str, ...]) -> tuple[int, str | None, bytes | None]:
             {case for form in forms.either_case for case in (form[1].lower(), form[1].upper())} | set(" :.,-"),
         ),
     ]
-    source = f"(?:{_LEADING})(?:{'|'.join(filter(None, tries))})"
+    return f"(?:{_LEADING})(?:{'|'.join(filter(None, tries))})"
+
+
+class _Sources(NamedTuple):
+    """What a redactor of a set of secrets is built from (once for a set: every writer of a run asks for the same)."""
+
+    longest: int
+    text: str | None
+    """The text pattern."""
+    whole: bytes | None
+    """The bytes pattern: :attr:`text` in UTF-8 (but for the raw forms, in bytes as they are)."""
+    short: bytes | None
+    """:attr:`whole` without the encoded forms that have a literal, nor hex and base32: bytes that
+    hold none of :attr:`literals` nor :attr:`hex_literals` are masked with it exactly as with the
+    whole one (those forms match nowhere in them; the others are tried in the same order), and
+    it compiles in a fraction of the time."""
+    literals: tuple[bytes, ...]
+    """The literals of the encoded forms :attr:`short` leaves out (:func:`_literal`)."""
+    hex_literals: tuple[bytes, ...]
+    """The hex and base32 forms (lower case): in bytes lower-cased, without :data:`_HEX_SEPARATORS`."""
+    raw: bool
+    """Whether some form is matched in final bytes only (:attr:`Forms.raw`)."""
+
+
+@lru_cache(maxsize=32)
+def _sources(values: tuple[str, ...]) -> _Sources:
+    """The longest match and the patterns' sources of a redactor of ``values``."""
+    if not values:
+        return _Sources(0, None, None, None, (), (), raw=False)
+    each = [secret_forms(value) for value in values]
+    forms = Forms(*(set().union(*parts) for parts in zip(*each, strict=True)))
+    gzip_blob = len(_GZIP_START) + MAX_GZIP
+    longest = max([gzip_blob, *map(_longest, forms.text | forms.encoded | forms.either_case), *map(len, forms.raw)])
+    literals = {form: _literal(form) for form in forms.encoded}
+    kept = Forms(forms.text, {form for form, literal in literals.items() if literal is None}, set(), forms.raw)
+    source = _source(forms)
     raw_text = "".join(f"|{re.escape(wide.decode('utf-8', 'surrogateescape'))}" for wide in sorted(forms.raw))
     raw_bytes = b"".join(b"|" + re.escape(wide) for wide in sorted(forms.raw))
-    return (
+    return _Sources(
         longest,
         f"(?P<secret>{source}{raw_text})|{_PAIRS}",
         b"(?P<secret>" + source.encode() + raw_bytes + b")|" + _PAIRS.encode(),
+        b"(?P<secret>" + _source(kept).encode() + raw_bytes + b")|" + _PAIRS.encode(),
+        tuple(sorted({literal for literal in literals.values() if literal})),
+        tuple(sorted(form.encode() for form in forms.either_case)),
+        raw=bool(forms.raw),
     )
 
 
@@ -413,23 +464,35 @@ class Redactor:
         candidates = {value for value in values if value and len(value) >= MIN_SECRET_LENGTH}
         # A stable order (the trie, not this order, tries a longer secret before one it starts with).
         self.values: tuple[str, ...] = tuple(sorted(candidates, key=lambda value: (-len(value), value)))
-        self.longest, self._text_source, self._bytes_source = _sources(self.values)
+        sources = _sources(self.values)
+        self.longest = sources.longest
         """Bytes a match can span at most: how much a chunked writer must hold back between chunks."""
+        self._sources = sources
 
     @property
     def _pattern(self) -> re.Pattern[str] | None:
-        """Compiled on first use (re keeps it): a writer of files never needs the text one."""
-        return None if self._text_source is None else re.compile(self._text_source)
+        """Compiled on first use (re keeps it): only text that is no UTF-8 needs it (:meth:`redact`)."""
+        return None if self._sources.text is None else re.compile(self._sources.text)
 
-    @property
-    def _bytes_pattern(self) -> re.Pattern[bytes] | None:
-        return None if self._bytes_source is None else re.compile(self._bytes_source)
+    def _bytes_pattern_for(self, data: bytes) -> re.Pattern[bytes]:
+        """The pattern ``data`` is masked with: the short one (:attr:`_Sources.short`, compiled on
+        first use) when ``data`` holds no literal of an encoded form it leaves out, so that a
+        process whose outputs hold no encoded key never compiles the whole one."""
+        sources = self._sources
+        assert sources.whole is not None and sources.short is not None
+        stripped = data.translate(None, _LEFT_OUT)
+        if any(literal in stripped for literal in sources.literals):
+            return re.compile(sources.whole)
+        del stripped  # a copy of ``data``: one at a time
+        lowered = data.lower().translate(None, _HEX_SEPARATORS)
+        if any(form in lowered for form in sources.hex_literals):
+            return re.compile(sources.whole)
+        return re.compile(sources.short)
 
     def _gzip_secret(self, blob: bytes) -> int:
         """How many bytes of a gzip+base64 blob (from its start) hold a secret: those its gzip
         stream takes (to its end, or all when it is cut short), when it inflates (to
         :data:`MAX_GUNZIP` bytes at most) to a secret; else 0."""
-        assert self._bytes_pattern is not None
         letters = _NOT_BASE64.sub(b"", blob).translate(bytes.maketrans(b"-_", b"+/"))
         inflate = zlib.decompressobj(wbits=31)
         try:
@@ -437,7 +500,7 @@ class Redactor:
             data = inflate.decompress(stream, MAX_GUNZIP)
         except (zlib.error, ValueError):
             return 0
-        if not any(match.group("secret") is not None for match in self._bytes_pattern.finditer(data)):
+        if not any(match.group("secret") is not None for match in self._bytes_pattern_for(data).finditer(data)):
             return 0
         used = -(-4 * (len(stream) - len(inflate.unused_data)) // 3) if inflate.eof else len(letters)
         ends = [match.end() for match in _BASE64_LETTER.finditer(blob) if match.group(1)]
@@ -446,7 +509,7 @@ class Redactor:
     def _spans(self, data: Any, stop: int) -> list[Span]:
         """Where ``data`` (text or bytes) holds a secret: the spans of the matches that start
         before ``stop``, overlapping ones joined."""
-        pattern = self._pattern if isinstance(data, str) else self._bytes_pattern
+        pattern = self._pattern if isinstance(data, str) else self._bytes_pattern_for(data)
         assert pattern is not None
         gzip, start = (_GZIP_TEXT, _GZIP_START) if isinstance(data, str) else (_GZIP_BYTES, _GZIP_START.encode())
         spans: list[Span] = []
@@ -485,14 +548,27 @@ class Redactor:
         return data[:0].join(pieces)
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret replaced by ``***``."""
-        if self._pattern is None or not text:
+        """``text`` with every secret replaced by ``***``.
+
+        Masked as its UTF-8 bytes, so a process compiles one pattern, not two (the compile is
+        most of a redactor's cost): the bytes pattern is the text one's source, and on UTF-8 it
+        matches whole characters only, where the text one matches. Not so for a raw form (no
+        UTF-8: its bytes may sit inside a character), nor for text with a lone surrogate (no
+        UTF-8 at all): those are masked as text."""
+        if self._sources.text is None or not text:
             return text
+        if text.isascii() or not self._sources.raw:
+            with contextlib.suppress(UnicodeEncodeError):
+                return self.redact_bytes(text.encode("utf-8")).decode("utf-8")
+        return self._as_text(text)
+
+    def _as_text(self, text: str) -> str:
+        """``text`` masked with the text pattern."""
         return self._masked(text, self._spans(text, len(text)), len(text))
 
     def redact_bytes(self, data: bytes) -> bytes:
         """``data`` with every secret's UTF-8 bytes (in any encoding) replaced: final file bytes."""
-        if self._bytes_pattern is None or not data:
+        if self._sources.whole is None or not data:
             return data
         return self._masked(data, self._spans(data, len(data)), len(data))
 
@@ -501,7 +577,7 @@ class Redactor:
         for the whole: the end of each window (:attr:`longest` bytes, or more, see
         :func:`stream_cut`) is carried unmasked into the next, so a secret a boundary splits is
         seen whole and nothing near the end is masked before what follows is known."""
-        if self._bytes_pattern is None:
+        if self._sources.whole is None:
             yield from chunks
             return
         carry = b""

@@ -11,6 +11,7 @@ import html.entities
 import io
 import json
 import logging
+import re
 import subprocess
 import unicodedata
 from collections.abc import Callable
@@ -356,6 +357,77 @@ def test_text_without_the_secret_in_any_form_is_unchanged(secret: str, text: str
     assume(not holds(text, secret))
     assert Redactor([secret]).redact(text) == text
     assert Redactor([secret]).redact_bytes(text.encode()) == text.encode()
+
+
+WIDE_SECRETS = st.text(st.characters(min_codepoint=0x80, blacklist_categories=("Cs",)), min_size=6, max_size=12)
+"""Keys of characters of two to four bytes, most with a UTF-16 that is no UTF-8 (a form matched in final bytes only)."""
+
+
+@st.composite
+def keys_and_text(draw: st.DrawFn) -> tuple[list[str], str]:
+    """Keys, and a text of their forms and pieces of forms, any characters and lone surrogates
+    (a JSON ``\\udc80`` read back, bytes decoded with ``surrogateescape``)."""
+    keys = draw(st.lists(st.one_of(SECRETS, WIDE_SECRETS), min_size=1, max_size=2))
+    pieces = st.one_of(encoded_secrets().map(lambda pair: pair[1]), AROUND, st.text(max_size=40), st.sampled_from(keys),
+                       st.sampled_from(keys).map(lambda key: key.encode("utf-16-le").decode("utf-8", "surrogateescape")),
+                       st.binary(max_size=24).map(lambda data: data.decode("utf-8", "surrogateescape")))
+    return keys, "".join(draw(st.lists(pieces, max_size=6)))
+
+
+@settings(max_examples=examples(40), deadline=None)  # each example compiles two patterns of up to two keys
+@given(keys_and_text())
+@example(case=(["\u4180\u4342\u4544\u4746\u4948\u4b4a"], "\x80ABCDEFGHIJK"))  # its UTF-16 inside the UTF-8 of \x80
+@example(case=(["\u4180\u4342\u4544\u4746\u4948\u4b4a"], "\udc80ABCDEFGHIJK"))  # and as surrogateescape'd text
+def test_text_is_masked_as_its_text_pattern_masks_it(case: tuple[list[str], str]) -> None:
+    """:meth:`Redactor.redact` masks text as UTF-8 bytes where that gives what the text pattern
+    gives: the same spans in any text, for keys with and without forms in final bytes only."""
+    keys, text = case
+    redactor = Redactor(keys)
+    assert redactor.redact(text) == redactor._as_text(text)
+
+
+def _masked_with_the_whole_pattern(redactor: Redactor, data: bytes) -> bytes:
+    """``data`` masked as before the short pattern: with the whole one, whatever ``data`` holds."""
+    whole = Redactor(redactor.values)
+    whole._bytes_pattern_for = lambda data: re.compile(whole._sources.whole)
+    return whole.redact_bytes(data)
+
+
+@st.composite
+def keys_and_forms(draw: st.DrawFn) -> tuple[list[str], bytes]:
+    """Keys, and bytes of their listed forms (:data:`FORMS`), whole and in pieces, among other
+    bytes and the keys' text forms; inside a JSON string or not."""
+    keys = draw(st.lists(st.one_of(LONG_SECRETS, SECRETS, WIDE_SECRETS), min_size=1, max_size=2))
+    key = st.sampled_from(keys)
+    form = st.tuples(st.sampled_from(sorted(FORMS)), key, st.binary(max_size=7), st.binary(max_size=7)).map(
+        lambda case: FORMS[case[0]](case[1], case[2] + case[1].encode() + case[3]))
+    piece = st.tuples(form, st.integers(0, 40), st.integers(0, 40)).map(lambda case: case[0][case[1]:-case[2] or None])
+    pieces = draw(st.lists(st.one_of(form, piece, AROUND.map(str.encode), st.binary(max_size=24),
+                                     encoded_secrets().map(lambda pair: pair[1].encode())), max_size=6))
+    data = b"".join(pieces)
+    if draw(st.booleans()):
+        data = json.dumps(data.decode("utf-8", "replace")).encode()
+    return keys, data
+
+
+@settings(max_examples=examples(50), deadline=None)  # each example compiles both bytes patterns of up to two keys
+@given(keys_and_forms())
+@example(case=(["sk-canary-0f3a9c1b2d4e5f60718293a4"], base64.encodebytes(b"sk-canary-0f3a9c1b2d4e5f60718293a4")))
+@example(case=(["sk-canary-0f3a9c1b2d4e5f60718293a4"], json.dumps(FORMS["base64 wrapped at 5"](
+    "", b"sk-canary-0f3a9c1b2d4e5f60718293a4").decode()).encode()))
+@example(case=(["sk-canary-0f3a9c1b2d4e5f60718293a4"], b"73 6B 2D 63 61 6E:61:72:79-2d.30 66 33 61"))
+@example(case=(["sk-canary-0f3a9c1b2d4e5f60718293a4"], json.dumps("sk-canary-0f3a9c1b2d4e5f60718293a4".encode(
+    "utf-16-le").decode()).encode()))  # UTF-16 with \u0000 between its letters
+@example(case=(["sk-canary-0f3a9c1b2d4e5f60718293a4"], "".join(  # and its zero bytes in every encoding
+    letter + ["%00", "&#0;", "&#x00;", "\\u0000", "\0", "&#X0;", "\\\\u0000"][index % 7]
+    for index, letter in enumerate("sk-canary-0f3a9c1b2d4e5f60718293a4")).encode()))
+def test_bytes_are_masked_as_the_whole_pattern_masks_them(case: tuple[list[str], bytes]) -> None:
+    """Bytes without a literal of an encoded form (:func:`redact._literal`) are masked with a
+    short pattern without those forms: exactly as the whole pattern masks them, wherever the
+    forms stand whole or in pieces, wrapped, in JSON."""
+    keys, data = case
+    redactor = Redactor(keys)
+    assert redactor.redact_bytes(data) == _masked_with_the_whole_pattern(redactor, data)
 
 
 def _streamed(redactor: Redactor, whole: bytes, cuts: list[int]) -> bytes:

@@ -142,7 +142,10 @@ def _char_forms(char: str) -> tuple[tuple[str, int], ...]:
 
 # -- the forms of a whole secret ---------------------------------------------------------------
 
-_FULLWIDTH = {code: code + 0xFEE0 for code in range(0x21, 0x7F)} | {0x20: 0x3000}
+_FULLWIDTH_LETTERS = {code: code + 0xFEE0 for code in range(0x21, 0x7F)}
+_FULLWIDTH = _FULLWIDTH_LETTERS | {0x20: 0x3000}
+"""Fullwidth, its space ideographic; a secret with a space is also masked with that space left
+as it is (only the letters shifted, as a converter of ASCII's printable letters writes it)."""
 _URL_SAFE = str.maketrans("+/", "-_")
 
 
@@ -198,7 +201,17 @@ class Forms(NamedTuple):
 def secret_forms(secret: str) -> Forms:
     """Every form of ``secret`` the redactor masks (docs/explanation/security.md lists them)."""
     data = secret.encode("utf-8", "surrogatepass")
-    forms = Forms({secret}, {secret[::-1], codecs.encode(secret, "rot13"), secret.translate(_FULLWIDTH)}, set(), set())
+    forms = Forms(
+        {secret},
+        {
+            secret[::-1],
+            codecs.encode(secret, "rot13"),
+            secret.translate(_FULLWIDTH),
+            secret.translate(_FULLWIDTH_LETTERS),
+        },
+        set(),
+        set(),
+    )
     for codec in ("utf-16-le", "utf-16-be"):
         # Without the zero bytes at its ends (an ASCII secret's two forms become one, and none
         # starts with a zero byte, tried at every position of a zero-filled file).

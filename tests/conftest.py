@@ -4,6 +4,7 @@ skip with the reason when none answers, instead of failing."""
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import signal
 import subprocess
@@ -170,30 +171,35 @@ def run_gaia2(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
 
 @pytest.fixture
 def run_gaia2_inprocess(pytester: pytest.Pytester, loaded_once: None) -> Callable[..., pytest.RunResult]:
-    """``run_gaia2`` in this process, for serial runs that start no container (stored verdicts
-    reported again, a refusal at pre-flight): a child pytest costs about 0.4 s of CPU just to
-    start. A run under ``-n``, one that is interrupted, or one whose point is a process of its
-    own (signals, exit code, environment, terminal bytes) takes ``run_gaia2``."""
+    """``run_gaia2`` in this process (under ``-n`` its xdist controller), for runs that start no
+    scenario container (stored verdicts reported again, a refusal at pre-flight): a child pytest
+    costs about 0.4 s of CPU just to start. A run that is interrupted, or one whose point is a
+    process of its own (signals, exit code, environment, terminal bytes), takes ``run_gaia2``."""
 
     def run(*args: str, output: str = "out") -> pytest.RunResult:
-        watch = NewLibraries()
+        watch, before = NewLibraries(), process_state()
         result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--basetemp={pytester.path / 'basetemp'}",
                                               f"--gaia2-output={output}", *args, plugins=[watch])
         assert not watch.new, f"the run imported {sorted(watch.new)}: add them to LOADED_ONCE (tests/conftest.py)"
+        assert process_state() == before, "the run left its process changed (signal handlers, secrets, logging)"
         return result
 
     return run
 
 
 LOADED_ONCE = (
-    "filelock", "jinja2", "numpy", "scipy.special",
+    "filelock", "jinja2", "numpy", "scipy.special", "xdist.dsession",
     "matplotlib.backends.backend_agg", "matplotlib.figure", "matplotlib.ticker",
     "PIL.BmpImagePlugin", "PIL.GifImagePlugin", "PIL.JpegImagePlugin", "PIL.PpmImagePlugin",  # saving a PNG
+    "pytest_gaia2.plugin.controller", "pytest_gaia2.plugin.item", "pytest_gaia2.plugin.reports",
+    "pytest_gaia2.plugin.live_status", "pytest_gaia2.run.run_end", "pytest_gaia2.report.book", "pytest_gaia2.report.pages",
 )
-"""Libraries a run imports on first use, imported in this process before pytester's snapshot of
-``sys.modules``: an in-process run drops every module it imported, and a second import fails
-(numpy's core, Cython's modules) or splits a library's classes from those of the modules kept
-(docker's from requests')."""
+"""What a run imports on first use, imported in this process before pytester's snapshot of
+``sys.modules`` (an in-process run drops every module it imported): the libraries, because a
+second import fails (numpy's core, Cython's modules), registers its fork handlers again
+(filelock) or splits its classes from those of the modules kept (docker's from requests'); the
+plugin's run modules, so each run does not import them again (and a second run in the process
+finds their module state as the first left it, as a leak would)."""
 
 
 @pytest.fixture(scope="session")
@@ -201,6 +207,15 @@ def loaded_once() -> None:
     """:data:`LOADED_ONCE`, once per process (a session fixture is set up before ``pytester``)."""
     for name in LOADED_ONCE:
         importlib.import_module(name)
+
+
+def process_state() -> tuple[object, ...]:
+    """What a run inside a process must leave as it found it: the SIGINT and SIGTERM handlers,
+    the secrets the store masks, the root logger's handlers."""
+    from pytest_gaia2.store import redact
+
+    return (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), redact.active().values,
+            tuple(logging.getLogger().handlers))
 
 
 class NewLibraries:

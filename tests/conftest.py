@@ -191,15 +191,13 @@ LOADED_ONCE = (
     "filelock", "jinja2", "numpy", "scipy.special", "xdist.dsession",
     "matplotlib.backends.backend_agg", "matplotlib.figure", "matplotlib.ticker",
     "PIL.BmpImagePlugin", "PIL.GifImagePlugin", "PIL.JpegImagePlugin", "PIL.PpmImagePlugin",  # saving a PNG
-    "pytest_gaia2.plugin.controller", "pytest_gaia2.plugin.item", "pytest_gaia2.plugin.reports",
-    "pytest_gaia2.plugin.live_status", "pytest_gaia2.run.run_end", "pytest_gaia2.report.book", "pytest_gaia2.report.pages",
 )
-"""What a run imports on first use, imported in this process before pytester's snapshot of
-``sys.modules`` (an in-process run drops every module it imported): the libraries, because a
-second import fails (numpy's core, Cython's modules), registers its fork handlers again
-(filelock) or splits its classes from those of the modules kept (docker's from requests'); the
-plugin's run modules, so each run does not import them again (and a second run in the process
-finds their module state as the first left it, as a leak would)."""
+"""The libraries a run imports on first use, imported in this process before pytester's
+snapshot of ``sys.modules`` (an in-process run drops every module it imported): a second import
+fails (numpy's core, Cython's modules), registers its fork handlers again (filelock) or splits its
+classes from those of the modules kept (docker's from requests'). The plugin's own modules are not
+in it: loaded here after an earlier in-process run had imported and dropped them, a -k/-m sample
+in a later run came out unsampled (test_selection_plugin.py, in file order)."""
 
 
 @pytest.fixture(scope="session")

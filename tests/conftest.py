@@ -3,10 +3,13 @@ skip with the reason when none answers, instead of failing."""
 
 from __future__ import annotations
 
+import importlib
+import logging
 import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,8 +31,8 @@ from hypothesis import settings as hypothesis_settings
 
 pytest_plugins = ["pytester"]
 TESTS = Path(__file__).resolve().parent
-SUBPROCESS_RUNS = {"run_gaia2", "start_gaia2"}
-"""Fixtures that run the plugin past collection in a subprocess: pre-flight needs the engine."""
+ENGINE_RUNS = {"run_gaia2", "run_gaia2_inprocess", "start_gaia2"}
+"""Fixtures that run the plugin past collection: pre-flight needs the engine."""
 
 
 def _cache_bytecode() -> None:
@@ -133,13 +136,13 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Integration and hostile-container tests need the engine; so do tests marked ``docker`` and
-    tests that run the plugin past collection in a subprocess (``run_gaia2``, ``start_gaia2``):
-    its pre-flight asks the engine, even when every verdict is stored."""
+    tests that run the plugin past collection (``run_gaia2``, ``run_gaia2_inprocess``,
+    ``start_gaia2``): its pre-flight asks the engine, even when every verdict is stored."""
     for item in items:
         if (
             "integration" in item.path.parts
             or "hostile" in item.path.parts
-            or SUBPROCESS_RUNS & set(getattr(item, "fixturenames", ()))
+            or ENGINE_RUNS & set(getattr(item, "fixturenames", ()))
         ):
             item.add_marker(pytest.mark.docker)
     needing = [item for item in items if item.get_closest_marker("docker")]
@@ -164,6 +167,66 @@ def run_gaia2(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
         return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--gaia2-output={output}", *args)
 
     return run
+
+
+@pytest.fixture
+def run_gaia2_inprocess(pytester: pytest.Pytester, loaded_once: None) -> Callable[..., pytest.RunResult]:
+    """``run_gaia2`` in this process (under ``-n`` its xdist controller), for runs that start no
+    scenario container (stored verdicts reported again, a refusal at pre-flight): a child pytest
+    costs about 0.4 s of CPU just to start. A run that is interrupted, or one whose point is a
+    process of its own (signals, exit code, environment, terminal bytes), takes ``run_gaia2``."""
+
+    def run(*args: str, output: str = "out") -> pytest.RunResult:
+        watch, before = NewLibraries(), process_state()
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--basetemp={pytester.path / 'basetemp'}",
+                                              f"--gaia2-output={output}", *args, plugins=[watch])
+        assert not watch.new, f"the run imported {sorted(watch.new)}: add them to LOADED_ONCE (tests/conftest.py)"
+        assert process_state() == before, "the run left its process changed (signal handlers, secrets, logging)"
+        return result
+
+    return run
+
+
+LOADED_ONCE = (
+    "filelock", "jinja2", "numpy", "scipy.special", "xdist.dsession",
+    "matplotlib.backends.backend_agg", "matplotlib.figure", "matplotlib.ticker",
+    "PIL.BmpImagePlugin", "PIL.GifImagePlugin", "PIL.JpegImagePlugin", "PIL.PpmImagePlugin",  # saving a PNG
+)
+"""The libraries a run imports on first use, imported in this process before pytester's
+snapshot of ``sys.modules`` (an in-process run drops every module it imported): a second import
+fails (numpy's core, Cython's modules), registers its fork handlers again (filelock) or splits its
+classes from those of the modules kept (docker's from requests'). The plugin's own modules are not
+in it: loaded here after an earlier in-process run had imported and dropped them, a -k/-m sample
+in a later run came out unsampled (test_selection_plugin.py, in file order)."""
+
+
+@pytest.fixture(scope="session")
+def loaded_once() -> None:
+    """:data:`LOADED_ONCE`, once per process (a session fixture is set up before ``pytester``)."""
+    for name in LOADED_ONCE:
+        importlib.import_module(name)
+
+
+def process_state() -> tuple[object, ...]:
+    """What a run inside a process must leave as it found it: the SIGINT and SIGTERM handlers,
+    the secrets the store masks, the root logger's handlers."""
+    from pytest_gaia2.store import redact
+
+    return (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), redact.active().values,
+            tuple(logging.getLogger().handlers))
+
+
+class NewLibraries:
+    """The installed libraries (site-packages) a run imported that this process had not."""
+
+    def __init__(self) -> None:
+        self.before = set(sys.modules)
+        self.new: set[str] = set()
+
+    def pytest_unconfigure(self) -> None:
+        libraries = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+        self.new = {name for name in set(sys.modules) - self.before
+                    if str(getattr(sys.modules[name], "__file__", None) or "").startswith(tuple(libraries))}
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ UNREADABLE = ("not_json.json", "not_object.json", "missing_id.json", "events_not
 
 
 @pytest.fixture
-def stored_run(pytester: pytest.Pytester, run_gaia2) -> Callable[..., pytest.RunResult]:
+def stored_run(pytester: pytest.Pytester, run_gaia2_inprocess) -> Callable[..., pytest.RunResult]:
     """Scenario files plus stored verdicts (``passed`` then ``failed``, each ``repeats`` times in
     gaia2-runner's ``run_<k>`` layout), ``unstored`` scenario files without one (they would start
     a container) and ``errors`` unreadable files; returns a runner that resumes them with extra
@@ -47,7 +47,7 @@ def stored_run(pytester: pytest.Pytester, run_gaia2) -> Callable[..., pytest.Run
             shutil.copy(MALFORMED / name, broken)
 
         def run(*args: str) -> pytest.RunResult:
-            result = run_gaia2("--gaia2-scenarios=scenarios", "--gaia2-resume=run", *args)
+            result = run_gaia2_inprocess("--gaia2-scenarios=scenarios", "--gaia2-resume=run", *args)
             sessions = pytester.path / "run" / "sessions.jsonl"
             for line in sessions.read_text(encoding="utf-8").splitlines() if sessions.is_file() else []:
                 assert gaia2_containers(json.loads(line)["session_id"]) == []

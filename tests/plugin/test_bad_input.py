@@ -49,11 +49,11 @@ def error_lines(result: pytest.RunResult) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_malformed_file_is_one_clear_error_and_starts_no_container(
-    pytester: pytest.Pytester, run_gaia2: Callable[..., pytest.RunResult], name: str
+    pytester: pytest.Pytester, run_gaia2_inprocess: Callable[..., pytest.RunResult], name: str
 ) -> None:
     path = MALFORMED / name
     since = time.time()
-    result = run_gaia2(f"--gaia2-scenarios={path}")
+    result = run_gaia2_inprocess(f"--gaia2-scenarios={path}")
     result.assert_outcomes(errors=1)
     message = f"[invalid_scenario] {path}: {PROBLEMS[name]}"
     [lines] = error_lines(result).values()

@@ -25,13 +25,13 @@ ONE = f"--gaia2-scenarios={SHIPPED / 'search' / 'scenario_universe_21_7kww6e.jso
 )
 def test_a_gateway_option_that_cannot_hold_is_one_usage_error(
     pytester: pytest.Pytester,
-    run_gaia2: Any,
+    run_gaia2_inprocess: Any,
     clean_env: pytest.MonkeyPatch,
     workers: tuple[str, ...],
     args: tuple[str, ...],
     message: str,
 ) -> None:
-    result = run_gaia2(*workers, ONE, *args)
+    result = run_gaia2_inprocess(*workers, ONE, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.stderr.str().count(message) == 1, result.stderr.str()[-2000:]
     assert not (pytester.path / "out").exists()

@@ -41,18 +41,18 @@ def scenarios(pytester: pytest.Pytester) -> str:
     ids=["typo", "split-without-suffix", "keyword"],
 )
 def test_a_selection_of_nothing_names_the_markers_and_the_nearest(
-    run_gaia2, scenarios: str, args: tuple[str, ...], message: str
+    run_gaia2_inprocess, scenarios: str, args: tuple[str, ...], message: str
 ) -> None:
-    result = run_gaia2(scenarios, *args)
+    result = run_gaia2_inprocess(scenarios, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert "gaia2: 0 planned" not in result.stdout.str()
 
 
-def test_a_sample_larger_than_its_pool_is_a_usage_error_naming_both_numbers(run_gaia2, scenarios: str) -> None:
-    result = run_gaia2(scenarios, "--gaia2-sample=500")
+def test_a_sample_larger_than_its_pool_is_a_usage_error_naming_both_numbers(run_gaia2_inprocess, scenarios: str) -> None:
+    result = run_gaia2_inprocess(scenarios, "--gaia2-sample=500")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --gaia2-sample 500: the pool has only 10 scenarios *; ask for at most 10*"])
-    after_k = run_gaia2(scenarios, "--gaia2-sample=8", "-k", "universe_21")
+    after_k = run_gaia2_inprocess(scenarios, "--gaia2-sample=8", "-k", "universe_21")
     assert after_k.ret == pytest.ExitCode.USAGE_ERROR
     after_k.stderr.fnmatch_lines(["ERROR: --gaia2-sample 8: the pool has only * scenarios*"])

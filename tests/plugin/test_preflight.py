@@ -38,10 +38,10 @@ def closed_port() -> int:
 
 
 def test_report_lists_every_check_and_records_engine_and_image(
-    pytester: pytest.Pytester, run_gaia2: Any, clean_env: pytest.MonkeyPatch, host_server: tuple[int, str]
+    pytester: pytest.Pytester, run_gaia2_inprocess: Any, clean_env: pytest.MonkeyPatch, host_server: tuple[int, str]
 ) -> None:
     port, _ = host_server
-    result = run_gaia2("--gaia2-preflight-only", SCENARIOS,
+    result = run_gaia2_inprocess("--gaia2-preflight-only", SCENARIOS,
                        f"--gaia2-base-url=http://host.docker.internal:{port}/v1")
     assert result.ret == 0
     result.stdout.fnmatch_lines([
@@ -58,14 +58,14 @@ def test_report_lists_every_check_and_records_engine_and_image(
 
 
 def test_each_failed_check_comes_with_its_fix(
-    pytester: pytest.Pytester, run_gaia2: Any, clean_env: pytest.MonkeyPatch
+    pytester: pytest.Pytester, run_gaia2_inprocess: Any, clean_env: pytest.MonkeyPatch
 ) -> None:
     """A hermes image without model or judge, key variables named but unset or empty, and a
     model endpoint nobody serves (a warning: the report still ends in the failures' exit code)."""
     derived_image(HERMES)
     clean_env.setenv("TEAM_JUDGE_KEY", "")
     port = closed_port()
-    result = run_gaia2("--gaia2-preflight-only", SCENARIOS, f"--gaia2-image={HERMES}",
+    result = run_gaia2_inprocess("--gaia2-preflight-only", SCENARIOS, f"--gaia2-image={HERMES}",
                        "--gaia2-api-key-env=TEAM_KEY", "--gaia2-judge-api-key-env=TEAM_JUDGE_KEY",
                        f"--gaia2-base-url=http://host.docker.internal:{port}/v1")
     assert result.ret == 1
@@ -86,9 +86,9 @@ def test_each_failed_check_comes_with_its_fix(
 
 
 def test_without_preflight_only_the_same_problems_are_one_usage_error(
-    pytester: pytest.Pytester, run_gaia2: Any, clean_env: pytest.MonkeyPatch
+    pytester: pytest.Pytester, run_gaia2_inprocess: Any, clean_env: pytest.MonkeyPatch
 ) -> None:
-    result = run_gaia2(SCENARIOS, f"--gaia2-image={HERMES}", "--gaia2-api-key-env=TEAM_KEY")
+    result = run_gaia2_inprocess(SCENARIOS, f"--gaia2-image={HERMES}", "--gaia2-api-key-env=TEAM_KEY")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = result.stderr.str()
     assert errors.count("pytest-gaia2 configuration:") == 1
@@ -100,10 +100,10 @@ def test_without_preflight_only_the_same_problems_are_one_usage_error(
 
 @pytest.mark.parametrize("preflight_only", [True, False], ids=["preflight-only", "run"])
 def test_missing_image_is_named_with_how_to_get_it(
-    preflight_only: bool, run_gaia2: Any, clean_env: pytest.MonkeyPatch
+    preflight_only: bool, run_gaia2_inprocess: Any, clean_env: pytest.MonkeyPatch
 ) -> None:
     flags = ("--gaia2-preflight-only",) if preflight_only else ()
-    result = run_gaia2(*flags, SCENARIOS, f"--gaia2-image={MISSING}", *AGENT)
+    result = run_gaia2_inprocess(*flags, SCENARIOS, f"--gaia2-image={MISSING}", *AGENT)
     fix = f"image '{MISSING}' is not on the engine at *; build or pull it (e.g. *docker pull {MISSING}*"
     if preflight_only:
         assert result.ret == 1
@@ -116,14 +116,14 @@ def test_missing_image_is_named_with_how_to_get_it(
 
 @pytest.mark.parametrize("preflight_only", [True, False], ids=["preflight-only", "run"])
 def test_crlf_scripts_in_the_image_are_caught_before_any_scenario(
-    preflight_only: bool, run_gaia2: Any, clean_env: pytest.MonkeyPatch, tmp_path: Any
+    preflight_only: bool, run_gaia2_inprocess: Any, clean_env: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     clean_env.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no per-image result cached yet
     image = f"pytest-gaia2-test/gaia2-oracle-crlf:{'preflight' if preflight_only else 'run'}"
     derived_image(image, "COPY helper.sh /opt/helper.sh", files={"helper.sh": b"#!/usr/bin/bash\r\necho hello\r\n"})
     flags = ("--gaia2-preflight-only",) if preflight_only else ()
     started = time.time()
-    result = run_gaia2(*flags, SCENARIOS, f"--gaia2-image={image}", *AGENT[2:])
+    result = run_gaia2_inprocess(*flags, SCENARIOS, f"--gaia2-image={image}", *AGENT[2:])
     if preflight_only:
         assert result.ret == 1
         result.stdout.fnmatch_lines([
@@ -144,14 +144,14 @@ def test_crlf_scripts_in_the_image_are_caught_before_any_scenario(
 
 
 def test_a_second_run_on_the_same_image_reuses_the_line_ending_check(
-    run_gaia2: Any, clean_env: pytest.MonkeyPatch, tmp_path: Any
+    run_gaia2_inprocess: Any, clean_env: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     """Per-image checks are cached by image id: the second pre-flight starts no helper container."""
     clean_env.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     helpers = []
     for _ in range(2):
         started = time.time()
-        result = run_gaia2("--gaia2-preflight-only", SCENARIOS)
+        result = run_gaia2_inprocess("--gaia2-preflight-only", SCENARIOS)
         assert result.ret == 0
         prefix = session_prefix(result.stdout.str())
         helpers.append([e for e in engine_events(started, label=RUN_LABEL)

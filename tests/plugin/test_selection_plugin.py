@@ -87,36 +87,39 @@ def test_sample_is_identical_on_two_workers(pytester: pytest.Pytester, run_gaia2
     assert sorted(f"{s}/{i}" for s, ids in manifest["splits"].items() for i in ids) == sorted(single)
 
 
-def test_sample_is_drawn_after_k_and_m(pytester: pytest.Pytester, run_gaia2, check_gaia2) -> None:
+def test_sample_is_drawn_after_k_and_m(pytester: pytest.Pytester, run_gaia2_inprocess, check_gaia2) -> None:
     """-m search_split --gaia2-sample 4 runs 4 search scenarios; -k universe_21 with a sample as
     large as what matches runs all of them, and the manifest lists exactly what was planned."""
     pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
+    pytester.syspathinsert()  # -p skip_all, in this process
     roots = (f"--gaia2-scenarios={MANY}", f"--gaia2-scenarios={SHIPPED}")
     by_mark = collect(check_gaia2, *roots, "-m", "universe_22", "--gaia2-sample=3", "--gaia2-seed=5")
     assert len(by_mark) == 3 and all("universe_22" in test_id for test_id in by_mark)
     matching = [p for root in (MANY, SHIPPED) for p in root.rglob("*.json") if "universe_21_" in p.name]
     everything = collect(check_gaia2, *roots, "-k", "universe_21", f"--gaia2-sample={len(matching)}", output="k")
     assert len(everything) == len(matching) and all("universe_21" in test_id for test_id in everything)
-    result = run_gaia2("-p", "skip_all", *roots, "-m", "search_split", "--gaia2-sample=4", output="run")
+    result = run_gaia2_inprocess("-p", "skip_all", *roots, "-m", "search_split", "--gaia2-sample=4", output="run")
     result.assert_outcomes(skipped=4)
     manifest = json.loads((run_folder(pytester.path / "run") / "manifest.json").read_text(encoding="utf-8"))
     assert len(manifest["splits"]["search"]) == 4 and set(manifest["splits"]) == {"search"}
 
 
-def test_manifest_round_trips(pytester: pytest.Pytester, run_gaia2, check_gaia2) -> None:
+def test_manifest_round_trips(pytester: pytest.Pytester, run_gaia2_inprocess, check_gaia2) -> None:
     pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
+    pytester.syspathinsert()  # -p skip_all, in this process
     roots = (f"--gaia2-scenarios={MANY}", f"--gaia2-scenarios={SHIPPED}")
     sampled = collect(check_gaia2, *roots, "--gaia2-sample=9", "--gaia2-seed=11", output="first")
-    run_gaia2("-p", "skip_all", *roots, "--gaia2-sample=9", "--gaia2-seed=11", output="first").assert_outcomes(skipped=9)
+    run_gaia2_inprocess("-p", "skip_all", *roots, "--gaia2-sample=9", "--gaia2-seed=11", output="first").assert_outcomes(skipped=9)
     manifest = run_folder(pytester.path / "first") / "manifest.json"
     assert set(json.loads(manifest.read_text(encoding="utf-8"))) == {"splits"}  # upstream's format
     again = collect(check_gaia2, *roots, f"--gaia2-subset={manifest}", output="second")
     assert sorted(again) == sorted(sampled)  # the plan; each run starts it in its own seeded order
 
 
-def test_first_n_is_a_prefix_and_warns_about_universe_bias(pytester: pytest.Pytester, run_gaia2) -> None:
+def test_first_n_is_a_prefix_and_warns_about_universe_bias(pytester: pytest.Pytester, run_gaia2_inprocess) -> None:
     pytester.makepyfile(skip_all=SKIP_ALL_PLUGIN)
-    result = run_gaia2("-p", "skip_all", "-v", f"--gaia2-scenarios={MANY}", "--gaia2-first-n=8")
+    pytester.syspathinsert()  # -p skip_all, in this process
+    result = run_gaia2_inprocess("-p", "skip_all", "-v", f"--gaia2-scenarios={MANY}", "--gaia2-first-n=8")
     result.assert_outcomes(skipped=8)
     prefix = collected(result.stdout.str())
     assert Counter(map(universe, prefix)) == {"universe_21": 4, "universe_22": 4}

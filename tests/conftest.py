@@ -68,12 +68,16 @@ hypothesis_settings.register_profile("dev")
 """A developer's: new random examples each run (and the failures found before, from .hypothesis/)."""
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
-CHILD_ADDOPTS = "-p no:hypothesispytest -p no:anyio -p no:platformdirs -p no:xdist.looponfail"
+CHILD_ADDOPTS = ("-p no:hypothesispytest -p no:anyio -p no:platformdirs -p no:xdist.looponfail "
+                 "-p no:allure_pytest -p no:rerunfailures")
 """Plugins no pytest this suite starts uses: Hypothesis's imports all of Hypothesis at the end of
 every session (about 0.9 s of CPU) and anyio's imports trio (about 0.3 s), in each of the hundreds
 of runs the engine tests start and in their xdist workers, on a 2-core machine already busy with
 containers. A bare child pytest costs 0.4 s of CPU instead of 1.5 s; platformdirs' fixtures and
-xdist's ``--looponfail`` mode take another 0.035 s (0.465 -> 0.430 s for a collection)."""
+xdist's ``--looponfail`` mode take another 0.035 s (0.465 -> 0.430 s for a collection), and
+allure-pytest's and pytest-rerunfailures' 0.075 s more (the latter starts a socket server in every
+session when xdist is installed): a test of either asks for it with ``-p`` (``WITH_ALLURE``,
+``-p rerunfailures``), as a run without them is what the others are about."""
 
 
 def _quiet_children(config: pytest.Config) -> None:

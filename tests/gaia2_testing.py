@@ -32,6 +32,8 @@ SHIPPED = REPO / "scenarios"
 DATA = REPO / "tests" / "data"
 SEARCH = ("-m", "search_split", f"--gaia2-scenarios={SHIPPED}")
 """The shipped search split's arguments: four scenarios, one model call each."""
+WITH_ALLURE = ("-p", "allure_pytest")
+"""allure-pytest's plugin for a pytest a test starts (tests/conftest.py's CHILD_ADDOPTS leaves it out)."""
 SEARCH_IDS = sorted(p.stem for p in (SHIPPED / "search").glob("*.json"))
 FIRST_OF_EACH_SPLIT = tuple(sorted(split.glob("*.json"))[0] for split in sorted(SHIPPED.iterdir()) if split.is_dir())
 """The first shipped scenario file of each split (five splits, four universes): a run that has

@@ -19,6 +19,7 @@ import pytest
 from gaia2_testing import (
     DATA,
     SHIPPED,
+    WITH_ALLURE,
     gaia2_containers,
     run_folder,
     run_id_of,
@@ -59,12 +60,12 @@ def _allure_runs(folder: Path) -> None:
         f"--gaia2-scenarios={scenarios / 'judge_fail'}",
         f"--gaia2-scenarios={scenarios / 'malformed' / 'not_json.json'}",
         "-k", " or ".join((*PASSING, JUDGE_FAIL, INVALID)), f"--gaia2-copy-in={trace}:/tmp/trace.jsonl",
-        f"--gaia2-env=GAIA2_TEST_TOKEN={SECRET}", "--alluredir=allure", "--clean-alluredir",
+        f"--gaia2-env=GAIA2_TEST_TOKEN={SECRET}", *WITH_ALLURE, "--alluredir=allure", "--clean-alluredir",
     )
     first.assert_outcomes(passed=2, failed=1, errors=1)
     second = run_pytest(
         folder, f"--gaia2-scenarios={scenarios / 'no_events'}", "--gaia2-env=GAIA2_FAULT_DAEMON_ERROR=1",
-        "--gaia2-judge-grace=1", "--alluredir=allure", output="out-fault",
+        "--gaia2-judge-grace=1", *WITH_ALLURE, "--alluredir=allure", output="out-fault",
     )
     second.assert_outcomes(errors=1)
     for output in ("out", "out-fault"):

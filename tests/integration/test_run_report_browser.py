@@ -22,6 +22,7 @@ from gaia2_testing import (
     DATA,
     FIRST_OF_EACH_SPLIT,
     SHIPPED,
+    WITH_ALLURE,
     gaia2_containers,
     run_folder,
     run_id_of,
@@ -166,7 +167,7 @@ def test_report_of_a_real_run_renders_in_a_browser_and_in_allure(tmp_path: Path)
     result = run_pytest(
         tmp_path, "-n", "2", *(f"--gaia2-scenarios={path}" for path in FIRST_OF_EACH_SPLIT),
         f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}",
-        f"--gaia2-scenarios={DATA / 'scenarios' / 'malformed' / 'not_json.json'}", "--alluredir=allure",
+        f"--gaia2-scenarios={DATA / 'scenarios' / 'malformed' / 'not_json.json'}", *WITH_ALLURE, "--alluredir=allure",
     )
     result.assert_outcomes(passed=SHIPPED_COUNT, failed=1, errors=1)
     output = tmp_path / "out"
@@ -194,7 +195,7 @@ def test_report_of_a_real_run_renders_in_a_browser_and_in_allure(tmp_path: Path)
 
 def test_gaia2_report_writes_the_report_at_the_end_of_the_run(tmp_path: Path) -> None:
     result = run_pytest(tmp_path, f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", "7kww6e or zqzvsf",
-                        "--gaia2-report", "--alluredir=allure")
+                        "--gaia2-report", *WITH_ALLURE, "--alluredir=allure")
     result.assert_outcomes(passed=2)
     folder = run_folder(tmp_path / "out")
     result.stdout.fnmatch_lines([f"gaia2: report {folder / 'report.html'}"])

@@ -24,6 +24,7 @@ from gaia2_testing import (
     DATA,
     KEY_VARIABLES,
     SHIPPED,
+    WITH_ALLURE,
     derived_image,
     engine_events,
     gaia2_containers,
@@ -110,7 +111,7 @@ def test_no_key_in_anything_the_run_wrote(
     (pytester.path / "script.jsonl").write_text("".join(json.dumps(line) + "\n" for line in script), encoding="utf-8")
     started = time.time()
     result = run_gaia2(
-        "-v", "-v", "--log-level=DEBUG", "--junitxml=junit.xml", "--alluredir=allure",
+        "-v", "-v", "--log-level=DEBUG", "--junitxml=junit.xml", *WITH_ALLURE, "--alluredir=allure",
         f"--gaia2-image={run.image}", "--gaia2-provider=anthropic", "--gaia2-model=m",
         "--gaia2-judge-provider=anthropic", "--gaia2-judge-model=j", "--gaia2-api-key-env=TEAM_AGENT_KEY",
         "--gaia2-judge-api-key-env=TEAM_JUDGE_KEY", f"--gaia2-env=SOME_TOKEN={SECRETS['SOME_TOKEN']}",

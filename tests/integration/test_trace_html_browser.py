@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import pytest
 from browser import headless_browser, open_page
-from gaia2_testing import DATA, SHIPPED, made_once, results_of, run_folder, run_pytest
+from gaia2_testing import DATA, SHIPPED, WITH_ALLURE, made_once, results_of, run_folder, run_pytest
 
 from pytest_gaia2.report.trace_page import INDEX_FILE, TRACE_FILE
 from pytest_gaia2.store import folder as store
@@ -35,7 +35,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         scenarios = DATA / "scenarios"
         run_pytest(folder, f"--gaia2-scenarios={SHIPPED / 'search'}", f"--gaia2-scenarios={scenarios / 'judge_fail'}",
                    f"--gaia2-scenarios={scenarios / 'malformed' / 'not_json.json'}",
-                   "-k", "7kww6e or ygzpjz or not_json", f"--alluredir={folder / 'allure'}").assert_outcomes(passed=1, failed=1, errors=1)
+                   "-k", "7kww6e or ygzpjz or not_json", *WITH_ALLURE, f"--alluredir={folder / 'allure'}").assert_outcomes(passed=1, failed=1, errors=1)
         run_pytest(folder, f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", "7kww6e",
                    f"--gaia2-copy-in={script}:/tmp/agent-script.jsonl",
                    "--gaia2-env=GAIA2_AGENT_SCRIPT=/tmp/agent-script.jsonl",

@@ -8,6 +8,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from gaia2_testing import WITH_ALLURE
 
 from pytest_gaia2.plugin import private_api
 
@@ -91,7 +92,7 @@ def test_allure_test_span(pytester: pytest.Pytester) -> None:
     version = f"allure-pytest {getattr(allure_pytest, '__version__', '(version unknown)')}"
     pytester.makeconftest(ALLURE_CONFTEST)
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--alluredir=allure")
+    result = pytester.runpytest("-p", "no:cacheprovider", *WITH_ALLURE, "--alluredir=allure")
     result.assert_outcomes(passed=1)
     assert (pytester.path / "set.txt").read_text() == "True", (
         f"{version}: pluginmanager.get_plugin('allure_listener').allure_logger.get_test(None) no longer "

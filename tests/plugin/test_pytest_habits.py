@@ -117,7 +117,7 @@ def test_reruns_never_run_a_judged_scenario_again(pytester: pytest.Pytester, run
     rerun reports it again without a container, and every count still says one scenario."""
     pytest.importorskip("pytest_rerunfailures")
     since = time.time()
-    result = run_gaia2(f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}", "--reruns=2", "--junitxml=j.xml")
+    result = run_gaia2(f"--gaia2-scenarios={DATA / 'scenarios' / 'judge_fail'}", "-p", "rerunfailures", "--reruns=2", "--junitxml=j.xml")
     outcomes = result.parseoutcomes()
     assert (outcomes.get("failed"), outcomes.get("rerun")) == (1, 2), outcomes
     output = pytester.path / "out"

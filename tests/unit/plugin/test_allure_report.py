@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_testing import WITH_ALLURE
 
 from pytest_gaia2.plan.items import PlannedItem
 from pytest_gaia2.plan.scenarios import Scenario
@@ -424,7 +425,7 @@ def allure_run(pytester: pytest.Pytester) -> Path:
     (pytester.path / "run" / "run_config.json").write_text(json.dumps(_run_config("run2", "llama3")))
     (pytester.path / "allure").mkdir()
     (pytester.path / "allure" / ENVIRONMENT_FILE).write_text("model=qwen3\nrun.id=run1\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--alluredir=allure")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *WITH_ALLURE, "--alluredir=allure")
     result.assert_outcomes(failed=1, errors=1)
     return pytester.path / "allure"
 

@@ -24,6 +24,9 @@ from pathlib import Path
 import side_by_side  # this folder's: the script's own folder is first on sys.path
 
 REPO = side_by_side.REPO
+sys.path.insert(0, str(REPO / "tests"))
+from gaia2_testing import attempt_record  # noqa: E402 - the tests' record builder, found through the path above
+
 PAGES = (
     "from pytest_gaia2.report.trace_page import write_index, write_trace; "
     "write_trace(folder / 'search' / 's_01' / 'attempt_1'); write_index(folder)"
@@ -41,28 +44,20 @@ def _run_folder(root: Path) -> Path:
     from pytest_gaia2.report.stats import summarise
     from pytest_gaia2.report.summary import write_summary_json
     from pytest_gaia2.store import folder as store
-    from pytest_gaia2.store.record import AttemptRecord, outcome_of
 
     outcomes: list[bool | None] = [True] * 5 + [False] * 2 + [None] * 3
     records = [
-        AttemptRecord(
-            scenario_id=f"s_{i:02d}",
-            success=success,
-            reward=None,
+        attempt_record(
+            f"s_{i:02d}",
+            success,
             num_agent_events=2,
             agent_response="done",
-            judged_in_container=success is not None,
-            timed_out=False,
-            timeout_seconds=600.0,
-            daemon_status=None,
-            scenario_file="",
             failure_reasons=["wrong answer"] if success is False else [],
             error="it broke" if success is None else None,
             split="search" if i % 2 else "time",
             universe=f"universe_{i % 4}",
             repeat=1,
             repeats=1,
-            outcome=outcome_of(success),
             run_id="r" * 32,
             wall_time_s=10.0 + i,
             error_category="timeout" if success is None else None,

@@ -485,6 +485,20 @@ def judge_files(folder: Path, success: bool | None, actions: int = 1) -> None:
     (folder / "events.jsonl").write_text("".join(json.dumps(answer) + "\n" for _ in range(actions)), encoding="utf-8")
 
 
+def attempt_record(scenario_id: str, success: bool | None, **fields: Any) -> Any:
+    """An AttemptRecord of ``scenario_id`` with the fields a test does not care about filled in
+    (a judged pass or fail, or an error), ``fields`` on top: one builder for tests and benchmarks."""
+    from pytest_gaia2.store.record import AttemptRecord, outcome_of
+
+    defaults: dict[str, Any] = {
+        "reward": None, "num_agent_events": 0, "agent_response": "", "judged_in_container": success is not None,
+        "timed_out": False, "timeout_seconds": 600.0, "daemon_status": None, "scenario_file": "",
+        "failure_reasons": ["judge said no"] if success is False else [], "error": "boom" if success is None else None,
+        "split": "search", "outcome": outcome_of(success),
+    }
+    return AttemptRecord(scenario_id=scenario_id, success=success, **{**defaults, **fields})
+
+
 def stored_record(source: Path, success: bool, repeat: int = 1, repeats: int = 1) -> dict[str, Any]:
     """The result.json of a judged attempt at the scenario file ``source`` (search split), run
     ``repeat`` of ``repeats``, passed or failed: what :func:`stored_verdict` stores."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia2_testing import judge_files
+from gaia2_testing import attempt_record, judge_files
 
 from pytest_gaia2.cost.budget import Budget, record_spend
 from pytest_gaia2.cost.prices import PriceBook
@@ -31,7 +31,7 @@ from pytest_gaia2.run.scenario_runs import (
 )
 from pytest_gaia2.run.verdict import Gaia2InfraError
 from pytest_gaia2.store.folder import RESULT_FILE, RunFolder
-from pytest_gaia2.store.record import CATEGORIES, AttemptRecord, outcome_of, reusable
+from pytest_gaia2.store.record import CATEGORIES, AttemptRecord, reusable
 from pytest_gaia2.store.redact import Redactor
 
 SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "search" / "scenario_universe_21_7kww6e.json"
@@ -40,26 +40,11 @@ EARLIER, NOW = "a" * 32, "b" * 32
 
 
 def make_record(success: bool | None, *, attempt: int = 1, category: str | None = None, **extra: Any) -> AttemptRecord:
-    outcome = outcome_of(success)
-    return AttemptRecord(
-        scenario_id="scenario_universe_21_7kww6e",
-        success=success,
-        reward=None,
-        num_agent_events=0,
-        agent_response="",
-        judged_in_container=success is not None,
-        timed_out=False,
-        timeout_seconds=600.0,
-        daemon_status=None,
-        scenario_file=str(SCENARIO),
-        failure_reasons=["judge said no"] if success is False else [],
-        error="boom" if success is None else None,
-        split="search",
-        attempt=attempt,
-        outcome=outcome,
-        error_category=(category or "no_judgment") if success is None else None,
-        **extra,
+    record: AttemptRecord = attempt_record(
+        "scenario_universe_21_7kww6e", success, scenario_file=str(SCENARIO), attempt=attempt,
+        error_category=(category or "no_judgment") if success is None else None, **extra,
     )
+    return record
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from gaia2_testing import attempt_record
+
 import pytest_gaia2
 from pytest_gaia2.store import redact
 from pytest_gaia2.store.folder import RESULT_FILE, RESULTS_FILE, RunFolder
@@ -23,22 +25,8 @@ SECRET = "sk-canary-writers-0123456789"
 
 
 def _record(scenario_id: str, success: bool | None, error: str | None = None) -> AttemptRecord:
-    return AttemptRecord(
-        scenario_id=scenario_id,
-        success=success,
-        reward=None,
-        num_agent_events=0,
-        agent_response="",
-        judged_in_container=success is not None,
-        timed_out=False,
-        timeout_seconds=60.0,
-        daemon_status=None,
-        scenario_file="",
-        failure_reasons=[],
-        error=error,
-        split="search",
-        outcome={True: "passed", False: "failed", None: "error"}[success],
-    )
+    record: AttemptRecord = attempt_record(scenario_id, success, timeout_seconds=60.0, failure_reasons=[], error=error)
+    return record
 
 
 def record_file_writes(source: str) -> list[int]:

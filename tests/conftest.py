@@ -4,7 +4,6 @@ skip with the reason when none answers, instead of failing."""
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import signal
 import subprocess
@@ -21,6 +20,7 @@ from gaia2_testing import (
     engine_answers,
     gaia2_containers,
     http_server,
+    process_state,
     record_engine_events,
     run_folder,
     run_id_of,
@@ -210,15 +210,6 @@ def loaded_once() -> None:
     """:data:`LOADED_ONCE`, once per process (a session fixture is set up before ``pytester``)."""
     for name in LOADED_ONCE:
         importlib.import_module(name)
-
-
-def process_state() -> tuple[object, ...]:
-    """What a run inside a process must leave as it found it: the SIGINT and SIGTERM handlers,
-    the secrets the store masks, the root logger's handlers."""
-    from pytest_gaia2.store import redact
-
-    return (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), redact.active().values,
-            tuple(logging.getLogger().handlers))
 
 
 class NewLibraries:

@@ -7,6 +7,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import logging
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -120,6 +122,88 @@ def run_command(argv: list[str], *, env: Mapping[str, str] | None = None, timeou
             process.kill()
             raise
     return Finished(process.pid, process.returncode, stdout, stderr)
+
+
+def process_state() -> tuple[object, ...]:
+    """What a run inside a process must leave as it found it: the SIGINT and SIGTERM handlers,
+    the secrets the store masks, the root logger's handlers."""
+    from pytest_gaia2.store import redact
+
+    return (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), redact.active().values,
+            tuple(logging.getLogger().handlers))
+
+
+NEW_PROCESS_WARNINGS = (("default", DeprecationWarning, "__main__"), ("ignore", DeprecationWarning, ""),
+                        ("ignore", PendingDeprecationWarning, ""), ("ignore", ImportWarning, ""),
+                        ("ignore", ResourceWarning, ""))
+"""A new interpreter's warning filters (the ``warnings`` module's defaults), which pytest's replace."""
+
+
+def console(*args: object, cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
+            timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """``pytest-gaia2 ARGS`` in this process, as ``subprocess.run(..., capture_output=True,
+    text=True)`` would see it, without a new interpreter's start (0.17 CPU-seconds a call).
+
+    stdout is strict UTF-8 as a pipe is (a name no UTF-8 holds raises as it would there), stderr
+    backslash-escaped as Python's is; ``sys.exit`` is the exit status; a warning, and a log line
+    (no root handler: logging's last resort), land on stderr as in a new process; ``env`` is the whole
+    environment and ``cwd`` the working folder of the call. An exception the command lets out
+    fails the test with its traceback. A command still running after ``timeout`` seconds fails
+    the test (SIGALRM: a read of a FIFO is interrupted). The process is checked left as found
+    (signal handlers, working folder, environment, the root logger's handlers, masked secrets).
+    Claims about a process (the installed executable, a signal's exit status, bytes on a real
+    terminal, containers labelled with its pid) need ``pytest-gaia2`` itself."""
+    from pytest_gaia2.cli.main import main
+
+    argv = [str(arg) for arg in args]
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")
+    root = logging.getLogger()
+    before, handlers, environ, folder = process_state(), root.handlers[:], dict(os.environ), os.getcwd()
+
+    def expired(signum: int, frame: object) -> None:
+        pytest.fail(f"pytest-gaia2 {' '.join(argv)} still running after {timeout} s", pytrace=False)
+
+    def shown(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+              file: Any = None, line: str | None = None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    alarm = signal.signal(signal.SIGALRM, expired)
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(folder if cwd is None else cwd)
+        expected = (dict(os.environ), os.getcwd())
+        root.handlers = []
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.resetwarnings()
+            for action, category, module in reversed(NEW_PROCESS_WARNINGS):
+                warnings.filterwarnings(action, category=category, module=module)
+            warnings.showwarning = shown
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                code = main(argv)
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+                if isinstance(exit_.code, str):
+                    print(exit_.code, file=sys.stderr)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        left = (dict(os.environ), os.getcwd(), root.handlers[:], signal.getsignal(signal.SIGALRM))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, alarm)
+        root.handlers = handlers
+        os.chdir(folder)
+        os.environ.clear()
+        os.environ.update(environ)
+    assert left == (*expected, [], expired), "the console command left its process changed (environment, cwd, logging, SIGALRM)"
+    assert process_state() == before, "the console command left its process changed (signal handlers, secrets, logging)"
+    out.flush()
+    err.flush()
+    return subprocess.CompletedProcess(["pytest-gaia2", *argv], code, out.buffer.getvalue().decode("utf-8"),
+                                       err.buffer.getvalue().decode("utf-8"))
 
 
 def engine_answers() -> str | None:

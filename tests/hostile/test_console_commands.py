@@ -2,8 +2,10 @@
 ``plan``, merge's shard refusal and the one error line a refused command prints.
 
 Run folders are written here by hand (a run_config.json and a results.jsonl of records as the
-plugin writes them), damaged, and handed to ``.venv/bin/pytest-gaia2`` as a user runs it. A
-traceback, a raw escape on the terminal or a write through a planted link fails the test.
+plugin writes them), damaged, and handed to the console command: in this process
+(``gaia2_testing.console``), and as ``.venv/bin/pytest-gaia2`` itself where the process is the
+point (a temporary named by its pid, lists at once). A traceback, a raw escape in what it prints
+or a write through a planted link fails the test.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia2_testing import REPO, raw_controls
+from gaia2_testing import REPO, console, raw_controls
 
 from pytest_gaia2.store import folder as store
 from pytest_gaia2.store.record import AttemptRecord
@@ -24,11 +26,6 @@ from pytest_gaia2.store.record import AttemptRecord
 COMMAND = REPO / ".venv" / "bin" / "pytest-gaia2"
 PROMPT = 30.0
 KEYS = ("search/scenario_universe_21_7kww6e", "search/scenario_universe_24_zqzvsf")
-
-
-def cli(*args: Any, timeout: float = PROMPT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(COMMAND), *map(str, args)], check=False, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
 
 
 def clean(done: subprocess.CompletedProcess[str]) -> str:
@@ -61,7 +58,7 @@ def make_run(folder: Path, **config: Any) -> Path:
 def test_list_takes_a_start_that_has_no_utc_date(tmp_path: Path, started: str) -> None:
     """Year 1 at +01:00 is a valid ISO time with no UTC date: it read as an OverflowError."""
     make_run(tmp_path / "out" / "20260101T000000Z-a", started_at=started)
-    done = cli("list", tmp_path / "out")
+    done = console("list", tmp_path / "out")
     assert done.returncode == 0 and "unknown" in clean(done)
 
 
@@ -71,7 +68,7 @@ def test_list_shows_a_lone_surrogate_of_run_config_escaped(tmp_path: Path) -> No
     (run / "run_config.json").write_text(
         (run / "run_config.json").read_text().replace('"run_id"', '"name": "a\\ud800\\u001b[2J", "run_id"')
     )
-    done = cli("list", tmp_path / "out")
+    done = console("list", tmp_path / "out")
     assert done.returncode == 0 and "a\\ud800\\x1b[2J" in clean(done)
     assert "a\\ud800\\x1b[2J" in (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
 
@@ -83,7 +80,7 @@ def test_list_names_a_folder_that_is_not_utf8(tmp_path: Path) -> None:
     output = tmp_path / "out"
     run = make_run(Path(os.fsdecode(os.fsencode(output) + b"/run-\xff\x1b[2J")))
     (run / "report.html").write_text("<p>the run's page</p>")
-    done = cli("list", output)
+    done = console("list", output)
     assert done.returncode == 0 and "run-\\xff\\x1b[2J" in clean(done)
     assert 'href="run-%FF%1B%5B2J/report.html"' in (output / "index.html").read_text(encoding="utf-8")
 
@@ -100,7 +97,7 @@ def test_list_never_writes_through_a_link_planted_at_its_temporary_name(tmp_path
     process = subprocess.Popen([sys.executable, "-c", launcher, str(COMMAND), "list", str(output)],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     (output / f".index.html.{process.pid}.tmp").symlink_to(victim)
-    out, err = process.communicate("\n", timeout=PROMPT)
+    out, err = process.communicate("\n")
     assert process.returncode == 0, out + err
     assert victim.read_text() == "precious\n"
     index = output / "index.html"
@@ -115,7 +112,7 @@ def test_list_leaves_an_index_link_to_outside_alone(tmp_path: Path) -> None:
     victim.write_text("<!-- pytest-gaia2 list: written by `pytest-gaia2 list`; the next `list` replaces it -->\n")
     before = victim.read_text()
     (output / "index.html").symlink_to(victim)
-    done = cli("list", output)
+    done = console("list", output)
     assert done.returncode == 0 and "not written" in clean(done)
     assert victim.read_text() == before and (output / "index.html").is_symlink()
 
@@ -142,7 +139,7 @@ def test_list_reads_no_ledger_through_a_link(tmp_path: Path) -> None:
     outside = tmp_path / "outside.jsonl"
     outside.write_text('{"entry": "outside", "usd": 4242.5}\n')
     (run / "spend.jsonl").symlink_to(outside)
-    done = cli("list", tmp_path / "out")
+    done = console("list", tmp_path / "out")
     text = clean(done)
     assert done.returncode == 0 and "4242" not in text and "$0.00" not in text
     assert "4242" not in (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
@@ -171,14 +168,14 @@ def test_an_error_naming_a_hostile_folder_sends_no_escape(tmp_path: Path) -> Non
     output = tmp_path / "out"
     make_run(output / "r\x1b[31mX", planned=[1])
     (output / "latest").write_text("r\x1b[31mX\n")
-    done = cli("compare", output, output)
+    done = console("compare", output, output)
     assert done.returncode == 2 and "r\\x1b[31mX" in clean(done)
 
 
 def test_merge_names_few_of_a_forged_million_missing_shards(tmp_path: Path) -> None:
     """A piece claiming shard ``1/999999``: the refusal listed 999998 shards, a line of megabytes."""
     piece = make_run(tmp_path / "piece", provenance={"shard": "1/999999"})
-    done = cli("merge", tmp_path / "merged", piece)
+    done = console("merge", tmp_path / "merged", piece)
     text = clean(done)
     assert done.returncode == 2 and "999978 more" in text and len(text) < 2000
     assert not (tmp_path / "merged").exists()
@@ -190,7 +187,7 @@ def test_merge_names_few_of_a_forged_million_missing_shards(tmp_path: Path) -> N
 @pytest.fixture
 def export(tmp_path: Path) -> Path:
     """A valid export of a hand-made run, by the command itself."""
-    done = cli("export", make_run(tmp_path / "run"), "--output", tmp_path / "export", "--rows", "jsonl")
+    done = console("export", make_run(tmp_path / "run"), "--output", tmp_path / "export", "--rows", "jsonl")
     assert done.returncode == 0, done.stdout + done.stderr
     return tmp_path / "export"
 
@@ -198,19 +195,19 @@ def export(tmp_path: Path) -> Path:
 def test_export_check_refuses_deep_nesting_in_one_line(export: Path) -> None:
     """``[[[[...`` 100000 deep in computed_stats.json or in a row: json's RecursionError was a traceback."""
     (export / "computed_stats.json").write_text("[" * 100_000 + "]" * 100_000)
-    done = cli("export", "--check", export)
+    done = console("export", "--check", export)
     assert done.returncode == 1 and "computed_stats.json" in clean(done) and "deeper" in done.stdout
     (export / "computed_stats.json").write_text("{}")
     with (export / "search" / "validation-00000-of-00001.jsonl").open("a") as rows:
         rows.write("[" * 100_000 + "\n")
-    done = cli("export", "--check", export)
+    done = console("export", "--check", export)
     assert done.returncode == 1 and "validation-00000-of-00001.jsonl:3: nested deeper" in clean(done)
 
 
 def test_export_check_shows_names_of_the_folder_escaped(export: Path) -> None:
     """A config folder named ``ESC[31m...BEL``: every problem line sent it to the terminal raw."""
     (export / "search").rename(export / "\x1b[31mEVIL\x1b]0;title\x07")
-    done = cli("export", "--check", export)
+    done = console("export", "--check", export)
     assert done.returncode == 1 and "\\x1b[31mEVIL" in clean(done)
 
 
@@ -219,7 +216,7 @@ def test_export_check_names_a_statistic_no_double_can_hold(export: Path) -> None
     raised OverflowError, a traceback instead of the field named."""
     report = export / "computed_stats.json"
     report.write_text(report.read_text().replace('"success_rate": 100.0', '"success_rate": 1' + "0" * 400, 1))
-    done = cli("export", "--check", export)
+    done = console("export", "--check", export)
     assert done.returncode == 1 and "field 'statistics.per_capability.search.success_rate' is 1000" in clean(done)
 
 
@@ -229,7 +226,7 @@ def test_export_check_refuses_deep_nesting_in_a_rows_run_config(export: Path) ->
     first, *rest = rows.read_text().splitlines()
     row = {**json.loads(first), "run_config": "[" * 100_000 + "]" * 100_000}
     rows.write_text("\n".join([json.dumps(row), *rest]) + "\n")
-    done = cli("export", "--check", export)
+    done = console("export", "--check", export)
     assert done.returncode == 1 and "validation-00000-of-00001.jsonl:1: field 'run_config' is not JSON" in clean(done)
 
 
@@ -239,7 +236,7 @@ def test_export_check_keeps_a_bounded_number_of_problems(export: Path) -> None:
     rows = export / "search" / "validation-00000-of-00001.jsonl"
     line = json.dumps({str(field): 0 for field in range(2000)}) + "\n"
     rows.write_text(line * 20)
-    done = cli("export", "--check", export)
+    done = console("export", "--check", export)
     assert done.returncode == 1 and "... and 950 more (the check stops at 1000)" in clean(done)
 
 
@@ -251,5 +248,5 @@ def test_export_check_keeps_a_bounded_number_of_problems(export: Path) -> None:
 )
 def test_plan_refuses_a_level_that_vanishes_in_doubles(tmp_path: Path, asked: tuple[str, ...]) -> None:
     """A gap squared of 0 (ZeroDivisionError) or ``1 - alpha/2 == 1`` (StatisticsError) was a traceback."""
-    done = cli("plan", make_run(tmp_path / "run"), *asked)
+    done = console("plan", make_run(tmp_path / "run"), *asked)
     assert done.returncode == 2 and "is below 1e-06, the smallest planned for" in clean(done)

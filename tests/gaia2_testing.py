@@ -198,7 +198,7 @@ def console(*args: object, cwd: Path | str | None = None, env: Mapping[str, str]
         os.chdir(folder)
         os.environ.clear()
         os.environ.update(environ)
-    assert left == (*expected, [], expired), "the console command left its process changed (environment, cwd, logging, SIGALRM)"
+    assert left == (*expected, [], expired), "the command left its environment, cwd, logging or SIGALRM changed"
     assert process_state() == before, "the console command left its process changed (signal handlers, secrets, logging)"
     out.flush()
     err.flush()

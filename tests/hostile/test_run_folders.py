@@ -1,5 +1,7 @@
 """The console command on hostile run folders: a real run of one shipped scenario on the reference
-image, copied and damaged in each test, then handed to ``.venv/bin/pytest-gaia2`` as a user runs it.
+image, copied and damaged in each test, then handed to the console command: in this process
+(``gaia2_testing.console``), and as ``.venv/bin/pytest-gaia2`` itself for a re-judge (its pid labels
+its containers) and a merge stopped by SIGTERM.
 
 Every damage ends in one line naming the file (and line and field), exit status 2, no traceback,
 promptly, and nothing outside the command's own output changed; nothing a record names outside
@@ -25,6 +27,7 @@ from gaia2_testing import (
     REPO,
     SHIPPED,
     Finished,
+    console,
     file_sums,
     made_once,
     owned_containers,
@@ -60,11 +63,6 @@ def run(pristine: Path, tmp_path: Path) -> Iterator[Path]:
     assert file_sums(pristine) == before
 
 
-def cli(*args: Any, timeout: float = PROMPT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(COMMAND), *map(str, args)], check=False, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-
-
 def rejudge(run: Path) -> Finished:
     """``pytest-gaia2 rejudge`` with the reference judge; its process id labels its containers."""
     return run_command([str(COMMAND), "rejudge", str(run), "--judge", "reference", "--scenarios", str(SHIPPED)],
@@ -98,7 +96,7 @@ def sha(path: Path) -> str:
 def test_a_wrong_field_is_one_line_naming_file_line_and_field(run: Path, name: str, value: object) -> None:
     damage(run, **{name: value})
     sums = file_sums(run)
-    refused(cli("report", run), f"{run / 'results.jsonl'}: line 1: field {name!r}: ")
+    refused(console("report", run, timeout=PROMPT), f"{run / 'results.jsonl'}: line 1: field {name!r}: ")
     assert file_sums(run) == sums  # nothing written by a refused report
 
 
@@ -109,13 +107,14 @@ def test_every_command_refuses_the_bad_line_the_same_way(run: Path, tmp_path: Pa
     damage(run, folder=["x"])
     args = {"compare": [good, run], "merge": [tmp_path / "merged", good, run],
             "rejudge": [run, "--judge", "reference", "--scenarios", SHIPPED]}[command]
-    refused(cli(command, *args), f"{run / 'results.jsonl'}: line 1: field 'folder': expected a string")
+    refused(console(command, *args, timeout=PROMPT),
+            f"{run / 'results.jsonl'}: line 1: field 'folder': expected a string")
     assert not (tmp_path / "merged").exists()
 
 
 def test_an_error_category_that_reads_as_mathtext_is_reported(run: Path) -> None:
     damage(run, outcome="error", success=None, error_category="$\\frac{x", error="boom")
-    done = cli("report", run, timeout=120)
+    done = console("report", run)
     assert done.returncode == 0, done.stderr
     assert "frac" in (run / "report.md").read_text() and (run / "report" / "errors.png").is_file()
 
@@ -128,10 +127,10 @@ def test_a_fifo_in_a_run_folder_never_hangs_the_command(run: Path, tmp_path: Pat
     os.mkfifo(run / name)
     if name == "results.jsonl":
         for args in (["report", run], ["compare", good, run], ["merge", tmp_path / "out", good, run]):
-            refused(cli(*args), f"{run / name}: not a regular file (fifo)")
+            refused(console(*args, timeout=PROMPT), f"{run / name}: not a regular file (fifo)")
         assert not (tmp_path / "out").exists()
     else:  # sessions are history, not results: read as empty, the merge goes on
-        done = cli("merge", tmp_path / "out", run)
+        done = console("merge", tmp_path / "out", run, timeout=PROMPT)
         assert done.returncode == 0, done.stderr
         assert json.loads((tmp_path / "out" / "results.jsonl").read_text())["scenario_id"] == SCENARIO
 
@@ -140,7 +139,7 @@ def test_results_linked_to_dev_zero_are_refused_without_reading(run: Path) -> No
     (run / "results.jsonl").unlink()
     (run / "results.jsonl").symlink_to("/dev/zero")
     started = time.monotonic()
-    refused(cli("report", run), f"{run / 'results.jsonl'}: is a symbolic link, not followed")
+    refused(console("report", run, timeout=PROMPT), f"{run / 'results.jsonl'}: is a symbolic link, not followed")
     assert time.monotonic() - started < PROMPT
 
 
@@ -149,8 +148,8 @@ def test_compare_output_into_a_run_folder_is_refused_and_the_file_kept(run: Path
     shutil.copytree(run, other, symlinks=True)
     results = run / "results.jsonl"
     before, sums = sha(results), file_sums(tmp_path)
-    refused(cli("compare", run, other, "--output", results), f"--output {results}: already exists")
-    refused(cli("compare", run, other, "--output", run / "notes.md"), "inside run folder")
+    refused(console("compare", run, other, "--output", results, timeout=PROMPT), f"--output {results}: already exists")
+    refused(console("compare", run, other, "--output", run / "notes.md", timeout=PROMPT), "inside run folder")
     assert sha(results) == before and file_sums(tmp_path) == sums
 
 
@@ -184,7 +183,7 @@ def test_merge_copies_no_link_and_lists_it(run: Path, tmp_path: Path) -> None:
     (run / "search" / SCENARIO / "passwd").symlink_to("/etc/passwd")
     os.mkfifo(run / "search" / SCENARIO / "pipe")
     out = tmp_path / "merged"
-    done = cli("merge", out, run)
+    done = console("merge", out, run, timeout=PROMPT)
     assert done.returncode == 0, done.stderr
     assert "not copied (a link or special file" in done.stdout and "passwd" in done.stdout and "pipe" in done.stdout
     assert [path for path in out.rglob("*") if path.is_symlink() or not (path.is_file() or path.is_dir())] == []

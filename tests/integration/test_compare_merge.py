@@ -14,10 +14,9 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
-from gaia2_testing import SHIPPED, file_sums, made_once, results_of, run_folder, run_pytest
+from gaia2_testing import SHIPPED, console, file_sums, made_once, results_of, run_folder, run_pytest
 
 SEARCH_IDS = sorted(path.stem for path in (SHIPPED / "search").glob("*.json"))
 RIGHT_IN_A = "scenario_universe_21_7kww6e"
@@ -70,16 +69,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {name: run_folder(root / name / "out") for name in plans}
 
 
-def command(*args: Any) -> subprocess.CompletedProcess[str]:
-    """The ``pytest-gaia2`` command, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", *map(str, args)], check=False, capture_output=True,
-                          text=True, timeout=120)
-
-
 @pytest.mark.slow
 def test_compare_finds_exactly_the_discordant_ids(runs: dict[str, Path], tmp_path: Path) -> None:
     report = tmp_path / "compare.json"
-    done = command("compare", runs["a"], runs["b"], "--format", "json", "--output", report)
+    done = console("compare", runs["a"], runs["b"], "--format", "json", "--output", report)
     assert done.returncode == 0, done.stderr
     data = json.loads(report.read_text(encoding="utf-8"))
     (pair,) = data["comparisons"]
@@ -93,7 +86,9 @@ def test_compare_finds_exactly_the_discordant_ids(runs: dict[str, Path], tmp_pat
     assert data["missing"] == {"A": [], "B": []}
     assert data["warnings"] == []  # same image, judge and scenario files: only the agent differs
 
-    markdown = command("compare", runs["a"], runs["b"], "--fail-if-worse", "0.1")
+    # The gate as CI runs it: the command's own process and its exit status.
+    markdown = subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", "compare", str(runs["a"]), str(runs["b"]),
+                               "--fail-if-worse", "0.1"], check=False, capture_output=True, text=True, timeout=120)
     assert markdown.returncode == 0, markdown.stderr
     assert f"- passed in A only (1): search/{RIGHT_IN_A}" in markdown.stdout
     assert f"- passed in B only (1): search/{RIGHT_IN_B}" in markdown.stdout
@@ -104,9 +99,9 @@ def test_two_halves_merged_count_what_the_whole_run_counted(runs: dict[str, Path
     before = [file_sums(piece) for piece in pieces]
     out = tmp_path / "merged"
     # Each half copied its own script file in (same answers, another path): a setting that differs.
-    refused = command("merge", out, *pieces)
+    refused = console("merge", out, *pieces)
     assert refused.returncode == 2 and "settings.copy_in" in refused.stderr and not out.exists()
-    done = command("merge", out, *pieces, "--allow-mixed")
+    done = console("merge", out, *pieces, "--allow-mixed")
     assert done.returncode == 0, done.stderr
     assert [file_sums(piece) for piece in pieces] == before
     merged = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -129,7 +124,7 @@ def test_two_halves_merged_count_what_the_whole_run_counted(runs: dict[str, Path
 
     # The merged folder compares with the whole run as an equal: no discordant pair. With B
     # as a third run, every scenario gets its pattern.
-    three = command("compare", runs["a"], out, runs["b"], "--format", "json")
+    three = console("compare", runs["a"], out, runs["b"], "--format", "json")
     assert three.returncode == 0, three.stderr
     data = json.loads(three.stdout)
     assert data["comparisons"][0]["strict"]["cells"]["only_a_passed"] == []

@@ -6,25 +6,17 @@ scenarios that never ran as a regression, unless asked)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gaia2_testing import DATA, SHIPPED, BackgroundRun, gaia2_containers, run_folder, scenario_variant
+from gaia2_testing import DATA, SHIPPED, BackgroundRun, console, gaia2_containers, run_folder, scenario_variant
 from test_refused_then_resume import halted_six, printed  # the run that module resumes, made once
 
 from pytest_gaia2.engine.client import SCENARIO_LABEL
 from pytest_gaia2.report.comparison import _p_text
 
 MANY = DATA / "scenarios" / "many"
-
-
-def command(*args: Any) -> subprocess.CompletedProcess[str]:
-    """The ``pytest-gaia2`` command, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "pytest_gaia2.cli", *map(str, args)], check=False,
-                          capture_output=True, text=True, timeout=120)
 
 
 def baseline(path: Path, ids: list[str], outcome: str) -> Path:
@@ -50,14 +42,14 @@ def test_compare_after_a_run_stopped_as_better_calls_it_better_and_the_gate_pass
     ran = result.parseoutcomes()["passed"]
     assert 8 <= ran < 20
     folder = run_folder(pytester.path / "out")
-    done = command("compare", base, folder, "--fail-if-worse", "0.05")
+    done = console("compare", base, folder, "--fail-if-worse", "0.05")
     assert done.returncode == 0, done.stdout + done.stderr
     text = done.stdout
     assert (f"**In words:** B is better than A on the strict rate over {ran} pairs: the sequential test decided it "
             f"at level 5.0% (8 better, 0 worse of 8 judged pairs, always-valid p = {_p_text((ran + 1) / 2**ran)})") in text
     assert f"Not compared: B has no verdict for {40 - ran} (stopped on a decision: {40 - ran})." in text
     assert "(always-valid confidence sequence)" in text and ": ok" in text
-    report = json.loads(command("compare", base, folder, "--format", "json").stdout)
+    report = json.loads(console("compare", base, folder, "--format", "json").stdout)
     (pair,) = report["comparisons"]
     assert pair["sequential"] == "B" and pair["strict"]["n"] == ran
     assert pair["answers"]["strict"]["direction"] == "better" and pair["answers"]["strict"]["low"] >= 0
@@ -77,14 +69,14 @@ def test_compare_after_a_budget_halt_refuses_to_gate_unless_asked(tmp_path: Path
     assert 2 <= ran <= 3
     base = baseline(tmp_path / "base", ids, "passed")
     folder = run_folder(halted / "out")
-    done = command("compare", base, folder, "--fail-if-worse", "0.05")
+    done = console("compare", base, folder, "--fail-if-worse", "0.05")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "B stopped before its plan was done (budget halt: " in done.stderr
     assert "--allow-incomplete" in done.stderr
     assert f"Not compared: B has no verdict for {6 - ran} (budget halt: {6 - ran})." in done.stdout
     assert f"B and A pass the same share of the {ran} pairs on the strict rate" in done.stdout
     assert "REFUSED, not gated" in done.stdout and "FAIL" not in done.stdout
-    allowed = command("compare", base, folder, "--fail-if-worse", "0.05", "--allow-incomplete")
+    allowed = console("compare", base, folder, "--fail-if-worse", "0.05", "--allow-incomplete")
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
 
 
@@ -113,12 +105,12 @@ def test_compare_after_ctrl_c_refuses_to_gate_and_says_what_never_started(
     assert run.interrupt_when("the quick result and the slow adapter", quick_done_slow_running) == 2, run.text()
     base = baseline(pytester.path / "base", [quick, slow, *after], "passed")
     folder = run_folder(run.output)
-    done = command("compare", base, folder, "--fail-if-worse", "0.05")
+    done = console("compare", base, folder, "--fail-if-worse", "0.05")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "B stopped before its plan was done (interrupted: 2 planned keys without a verdict; interrupted" in (
         done.stderr)
     assert "Not compared: B has no verdict for 2 (interrupted: 2)." in done.stdout
     assert "REFUSED, not gated" in done.stdout and "FAIL" not in done.stdout
     assert "over 2 pairs" in done.stdout  # the quick one passed in both; the slow one errored when stopped
-    allowed = command("compare", base, folder, "--fail-if-worse", "0.05", "--allow-incomplete")
+    allowed = console("compare", base, folder, "--fail-if-worse", "0.05", "--allow-incomplete")
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr  # 1 of 2 pairs lost: could be chance

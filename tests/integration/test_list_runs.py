@@ -14,25 +14,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser import headless_browser, open_page
-from gaia2_testing import run_folder, run_folders
+from gaia2_testing import console, run_folder, run_folders
 from test_fair_stop import USAGE, five_splits, price_file
 
 from pytest_gaia2.report.rates import percent, percent_number
 from pytest_gaia2.report.run_list import MARKER
 
-COMMAND = Path(sys.executable).with_name("pytest-gaia2")
 INTERRUPTED = "interrupted (Ctrl-C, SIGTERM or a collection error) before they started"
-
-
-def _list(output: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(COMMAND), "list", str(output)], capture_output=True, text=True, timeout=120)
 
 
 def _strict(summary: dict[str, Any]) -> str:
@@ -83,7 +76,7 @@ def test_list_shows_five_runs_newest_first_on_the_terminal_and_in_a_browser(
     before = {folder: _files(folder) for folder in run_folders(output)}
     summaries = {folder: json.loads((folder / "summary.json").read_text()) for folder in run_folders(output)}
 
-    done = _list(output)
+    done = console("list", output)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     order = [line.split()[0] for line in lines[1:-1:2]]
@@ -127,7 +120,7 @@ def test_list_shows_five_runs_newest_first_on_the_terminal_and_in_a_browser(
         assert "stopped" in driver.find_element(By.ID, "incomplete").text.lower()
         assert driver.find_element(By.ID, "stop-budget").text.startswith("budget: halt $1.00, cap none, spent $1.20")
 
-    assert _list(output).returncode == 0  # its own index.html is replaced, nothing else
+    assert console("list", output).returncode == 0  # its own index.html is replaced, nothing else
 
 
 def test_list_leaves_a_foreign_index_alone_and_names_an_unreadable_run(
@@ -141,7 +134,7 @@ def test_list_leaves_a_foreign_index_alone_and_names_an_unreadable_run(
     with (broken / "results.jsonl").open("a") as stream:
         stream.write('{"scenario_id": "\\u001b[31mred", "outcome": 7}\n')
     (output / "index.html").write_text("<p>a team's own page</p>", encoding="utf-8")
-    done = _list(output)
+    done = console("list", output)
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout
     assert done.stdout.splitlines()[2].startswith("    unreadable: ") and "line 2" in done.stdout
@@ -151,5 +144,5 @@ def test_list_leaves_a_foreign_index_alone_and_names_an_unreadable_run(
     assert (output / "index.html").read_text(encoding="utf-8") == "<p>a team's own page</p>"
     os.unlink(output / "index.html")
     os.symlink(broken / "index.html", output / "index.html")  # a link is nobody's page to replace either
-    assert "not written" in _list(output).stdout.splitlines()[-1]
+    assert "not written" in console("list", output).stdout.splitlines()[-1]
     assert MARKER not in (broken / "index.html").read_text(encoding="utf-8")

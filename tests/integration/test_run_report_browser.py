@@ -11,7 +11,6 @@ import io
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from gaia2_testing import (
     FIRST_OF_EACH_SPLIT,
     SHIPPED,
     WITH_ALLURE,
+    console,
     gaia2_containers,
     run_folder,
     run_id_of,
@@ -35,7 +35,6 @@ SHIPPED_COUNT = len(FIRST_OF_EACH_SPLIT)
 JUDGE_FAIL = "scenario_universe_22_ygzpjz"
 INVALID = "not_json"  # tests/data/scenarios/malformed/not_json.json: never reaches a container
 PLOTS = {"pass_rates", "errors", "wall_times"}  # no cost plot: the oracle leaves no trace
-COMMAND = Path(sys.executable).with_name("pytest-gaia2")
 
 
 def _pixels(png: bytes) -> np.ndarray[Any, Any]:
@@ -175,8 +174,7 @@ def test_report_of_a_real_run_renders_in_a_browser_and_in_allure(tmp_path: Path)
     folder = run_folder(output)
     kappa = _hand_rejudge(folder)
 
-    done = subprocess.run([str(COMMAND), "report", str(output), "--alluredir", str(tmp_path / "allure")],
-                          check=False, capture_output=True, text=True, timeout=300)
+    done = console("report", output, "--alluredir", tmp_path / "allure", timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"pytest-gaia2 report: {folder / 'report.html'} (report.md; plots: {len(PLOTS)})"
     assert {path.stem for path in (folder / "report").glob("*.png")} == PLOTS

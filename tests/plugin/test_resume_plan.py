@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gaia2_testing import console
 
 from pytest_gaia2.cost.budget import record_spend
-
-COMMAND = Path(sys.executable).with_name("pytest-gaia2")
 
 
 def _text_of(html: str, element_id: str) -> str:
@@ -50,7 +47,7 @@ def _pages_agree(run: Path, summary: dict[str, Any], list_output: Path) -> str:
         assert "INCOMPLETE" not in markdown and 'id="incomplete"' not in report + index
     for page in (markdown, report, index):
         assert "run_config.json" not in page  # the plan is summary.json's: no fallback note
-    listed = subprocess.run([str(COMMAND), "list", str(list_output)], capture_output=True, text=True, timeout=120)
+    listed = console("list", list_output)
     assert listed.returncode == 0, listed.stderr
     header, row, status, *_ = listed.stdout.splitlines()
     assert row.split()[0] == run.name and f" {done}/{planned} " in row, listed.stdout
@@ -89,7 +86,7 @@ def test_pages_and_list_count_the_latest_sessions_plan_after_a_larger_resume(
 
     # A damaged summary.json: the pages fall back to the first session's plan and every result, and say so.
     (folder / "summary.json").write_text(json.dumps({**summary, "planned": 7}), encoding="utf-8")
-    listed = subprocess.run([str(COMMAND), "list", str(pytester.path)], capture_output=True, text=True, timeout=120)
+    listed = console("list", pytester.path)
     _, row, status, *_ = listed.stdout.splitlines()
     assert " 4/4 " in row
     assert status.endswith(

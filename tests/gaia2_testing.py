@@ -152,7 +152,9 @@ def console(*args: object, cwd: Path | str | None = None, env: Mapping[str, str]
     the test (SIGALRM: a read of a FIFO is interrupted). The process is checked left as found
     (signal handlers, working folder, environment, the root logger's handlers, masked secrets).
     Claims about a process (the installed executable, a signal's exit status, bytes on a real
-    terminal, containers labelled with its pid) need ``pytest-gaia2`` itself."""
+    terminal, containers labelled with its pid) need ``pytest-gaia2`` itself. Inside a pytester
+    test, a library the command imports on first use is dropped at the test's end (numpy cannot be
+    imported twice): load it before pytester's snapshot (tests/conftest.py's LOADED_ONCE)."""
     from pytest_gaia2.cli.main import main
 
     argv = [str(arg) for arg in args]

@@ -5,6 +5,7 @@ scenarios that never ran as a regression, unless asked)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,14 @@ from pytest_gaia2.engine.client import SCENARIO_LABEL
 from pytest_gaia2.report.comparison import _p_text
 
 MANY = DATA / "scenarios" / "many"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compare_libraries() -> None:
+    """What ``compare`` imports on first use (numpy, scipy.stats), loaded before pytester's snapshot
+    of ``sys.modules``: imported by ``console`` inside a pytester test they were dropped at its end,
+    and numpy cannot be imported a second time (tests/conftest.py's LOADED_ONCE)."""
+    importlib.import_module("scipy.stats")
 
 
 def baseline(path: Path, ids: list[str], outcome: str) -> Path:

@@ -152,7 +152,8 @@ def test_interrupted_run_resumed_runs_only_the_rest(
         p.relative_to(reference).as_posix() for p in reference.glob("search/*/result.json"))
 
 
-def test_infrastructure_error_is_retried_and_resume_runs_it_again(pytester: pytest.Pytester, run_gaia2) -> None:
+def test_infrastructure_error_is_retried_and_resume_runs_it_again(
+        pytester: pytest.Pytester, run_gaia2, run_gaia2_inprocess) -> None:
     args = (f"--gaia2-scenarios={SEARCH}", "-k", ONE)
     since = time.time()
     crashing = run_gaia2(*args, "--gaia2-retries=1", "--gaia2-env=GAIA2_FAULT_EXIT_CODE=3",
@@ -173,7 +174,7 @@ def test_infrastructure_error_is_retried_and_resume_runs_it_again(pytester: pyte
 
     # Resumed without the fault's --gaia2-env: refused, naming the variables (never a value) and
     # the command that continues the run as it was made, unless told to go on.
-    refused = run_gaia2(*args, "--gaia2-resume")
+    refused = run_gaia2_inprocess(*args, "--gaia2-resume")  # refused at pre-flight: no scenario container
     assert refused.ret == EXIT_REFUSED
     folder_path = run_folder(output)
     refused.stdout.fnmatch_lines([
@@ -194,7 +195,8 @@ def test_infrastructure_error_is_retried_and_resume_runs_it_again(pytester: pyte
     assert gaia2_containers(run_id_of(output)) == []
 
 
-def test_judge_failure_is_never_retried_and_resume_reuses_it(pytester: pytest.Pytester, run_gaia2) -> None:
+def test_judge_failure_is_never_retried_and_resume_reuses_it(
+        pytester: pytest.Pytester, run_gaia2, run_gaia2_inprocess) -> None:
     since = time.time()
     failing = run_gaia2(f"--gaia2-scenarios={JUDGE_FAIL}", "--gaia2-retries=2")
     output = pytester.path / "out"
@@ -205,7 +207,7 @@ def test_judge_failure_is_never_retried_and_resume_reuses_it(pytester: pytest.Py
     assert not list(run_folder(output).glob("search/*/attempt_*"))
 
     since = time.time()
-    resumed = run_gaia2(f"--gaia2-scenarios={JUDGE_FAIL}", "--gaia2-retries=2", "--gaia2-resume")
+    resumed = run_gaia2_inprocess(f"--gaia2-scenarios={JUDGE_FAIL}", "--gaia2-retries=2", "--gaia2-resume")
     assert resumed.parseoutcomes() == {"failed": 1}
     assert created(output, since) == []
     (reused,) = results_of(output)

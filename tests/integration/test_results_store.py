@@ -10,7 +10,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gaia2_testing import SHIPPED, file_sums, gaia2_containers, run_folders
@@ -39,6 +41,19 @@ def project(tmp_path: Path) -> Path:
         shutil.copy(SHIPPED / "search" / f"{sid}.json", tmp_path / "scenarios" / "search")
     (tmp_path / "notes.txt").write_text("the team's own file\n")
     return tmp_path
+
+
+@pytest.fixture
+def in_project(project: Path, run_gaia2_inprocess: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[int, str]]:
+    """A run in the project that starts no scenario container (a refusal, stored verdicts), in this
+    process: (its exit status, what it printed)."""
+    monkeypatch.chdir(project)
+
+    def run(*args: str, output: str) -> tuple[int, str]:
+        result = run_gaia2_inprocess(*args, output=output)
+        return int(result.ret), result.stdout.str() + "\n" + result.stderr.str()
+
+    return run
 
 
 def _verdicts(output: Path) -> dict[str, dict[str, bool]]:
@@ -71,7 +86,8 @@ def test_runs_one_after_another_into_one_output_keep_every_verdict(project: Path
     assert (project / "results" / "latest").resolve() == run_folders(project / "results")[-1]
 
 
-def test_two_runs_at_once_get_a_folder_each_and_resuming_a_held_folder_is_refused(project: Path) -> None:
+def test_two_runs_at_once_get_a_folder_each_and_resuming_a_held_folder_is_refused(
+        project: Path, in_project: Callable[..., tuple[int, str]]) -> None:
     """The first run holds its folder for as long as it lives (its agent hangs), whatever the
     machine's load, until it is interrupted as a terminal's Ctrl-C would."""
     first = _pytest(project, "--gaia2-output=results", "--gaia2-env=GAIA2_FAULT_HANG=1", "-k", ONE)
@@ -83,8 +99,7 @@ def test_two_runs_at_once_get_a_folder_each_and_resuming_a_held_folder_is_refuse
     (held,) = run_folders(project / "results")
     code, out = _finish(_pytest(project, "--gaia2-output=results", "-k", TWO))
     assert code == 0 and first.poll() is None, out  # the second ran, beside the first, in a folder of its own
-    code, out = _finish(_pytest(project, "--gaia2-output=results", f"--gaia2-resume={held}",
-                                "--gaia2-resume-mismatch=warn", "-k", ONE))
+    code, out = in_project(f"--gaia2-resume={held}", "--gaia2-resume-mismatch=warn", "-k", ONE, output="results")
     assert code != 0 and f"run folder {held} is in use by" in out and "pid" in out, out
     first.send_signal(signal.SIGINT)
     code, out = _finish(first)
@@ -94,7 +109,8 @@ def test_two_runs_at_once_get_a_folder_each_and_resuming_a_held_folder_is_refuse
     assert not (held / ".gaia2.lock.json").exists()
 
 
-def test_odd_ids_and_output_dot_touch_nothing_outside_the_run_folder(project: Path) -> None:
+def test_odd_ids_and_output_dot_touch_nothing_outside_the_run_folder(
+        project: Path, in_project: Callable[..., tuple[int, str]]) -> None:
     for name, sid in (("dots.json", ".."), ("dot.json", "."), ("hidden.json", ".x")):
         data = json.loads((SHIPPED / "search" / f"{ONE}.json").read_text())
         data["metadata"]["definition"]["scenario_id"] = sid
@@ -103,7 +119,7 @@ def test_odd_ids_and_output_dot_touch_nothing_outside_the_run_folder(project: Pa
     code, out = _finish(_pytest(project, "--gaia2-output=."))
     assert code == 1, out  # three invalid files are errors; the two good scenarios pass
     assert "2 passed" in out and "3 errors" in out and "starts with '.'" in out
-    code, out = _finish(_pytest(project, "--gaia2-output=.", "--gaia2-resume"))
+    code, out = in_project("--gaia2-resume", output=".")  # every verdict stored: no scenario container
     assert "2 reused" in out, out
     runs = {folder.name for folder in run_folders(project)}
     after = {name: digest for name, digest in file_sums(project).items() if name.split("/")[0] not in runs}
@@ -114,9 +130,9 @@ def test_odd_ids_and_output_dot_touch_nothing_outside_the_run_folder(project: Pa
     assert len(sessions) == 2 and all(gaia2_containers(session) == [] for session in sessions), sessions
 
 
-def test_an_unwritable_output_is_one_message(project: Path) -> None:
+def test_an_unwritable_output_is_one_message(project: Path, in_project: Callable[..., tuple[int, str]]) -> None:
     (project / "blocked").write_text("a file where the output folder should be\n")
-    code, out = _finish(_pytest(project, "--gaia2-output=blocked/results"))
+    code, out = in_project(output="blocked/results")
     assert code == EXIT_REFUSED, out
     assert "cannot create a run folder in --gaia2-output" in out and "INTERNALERROR" not in out
     assert (project / "blocked").read_text() == "a file where the output folder should be\n"

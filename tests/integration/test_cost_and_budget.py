@@ -201,7 +201,7 @@ def test_an_unknown_model_gives_tokens_and_one_warning_never_a_guessed_price(
 
 
 def test_a_resumed_session_its_halt_stops_at_once_says_why_on_every_page(
-    pytester: pytest.Pytester, run_gaia2: Any, priced: Any
+    pytester: pytest.Pytester, run_gaia2: Any, run_gaia2_inprocess: Any, priced: Any
 ) -> None:
     """A resumed session that the halt stops before any start (the run's spend already over it)
     still writes its summary: summary.json, the pages and the terminal say this session stopped at
@@ -212,7 +212,7 @@ def test_a_resumed_session_its_halt_stops_at_once_says_why_on_every_page(
     folder = run_folder(pytester.path / "out")
     assert json.loads((folder / "summary.json").read_text())["stop"]["stopped"] is False
     resumed = priced(
-        run_gaia2,
+        run_gaia2_inprocess,  # the halt stops it before any start: no scenario container
         "--gaia2-resume",
         "--gaia2-resume-mismatch=warn",
         "-k",

@@ -73,12 +73,14 @@ def planting_image() -> str:
 
 
 @pytest.fixture
-def priced(pytester: pytest.Pytester, run_gaia2: Any) -> Callable[..., pytest.RunResult]:
+def priced(pytester: pytest.Pytester, run_gaia2: Any, run_gaia2_inprocess: Any) -> Callable[..., pytest.RunResult]:
+    """A run of the variants, priced; one that starts no scenario container (``no_container``: its
+    verdicts stored, the rest stopped by the budget) runs in this process."""
     prices = pytester.path / "prices.json"
     prices.write_text(json.dumps({"bench-model": {"input": 1.0, "output": 2.0}}))
 
-    def run(*args: str) -> pytest.RunResult:
-        return run_gaia2("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *args)
+    def run(*args: str, no_container: bool = False) -> pytest.RunResult:
+        return (run_gaia2_inprocess if no_container else run_gaia2)("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *args)
 
     return run
 
@@ -118,7 +120,8 @@ def test_costs_of_1e308_are_refused_never_infinite_and_resume_reruns_nothing_jud
     # Resumed with a halt: the refused two are not run again, and their unknown cost is not free:
     # with no priced attempt to stand in for it, the budget stops the run before anything new.
     _scenarios(pytester, 2, 3)
-    resumed = priced("--gaia2-resume", "--gaia2-resume-mismatch=warn", "--gaia2-budget-halt=2.0", *PRICED_USAGE)
+    resumed = priced("--gaia2-resume", "--gaia2-resume-mismatch=warn", "--gaia2-budget-halt=2.0", *PRICED_USAGE,
+                     no_container=True)
     outcomes = resumed.parseoutcomes()
     assert (outcomes.get("passed"), outcomes.get("skipped")) == (2, 3), outcomes
     assert Ledger(folder).read().unknown == tuple(sorted(f"{r['split']}/{r['scenario_id']}#1" for r in records))
@@ -174,7 +177,7 @@ def test_an_interrupted_attempts_spend_is_in_the_ledger_once_and_counts_after_re
     assert [json.loads(line)["entry"] for line in lines] == ["search/scenario_universe_30_zzslow#1"]
     # Resumed under a halt the interrupted attempt's spend already reached: nothing starts.
     resumed = priced("--gaia2-resume", f"--gaia2-image={planting_image}", *JUDGE, PRICED_TRACE,
-                     "--gaia2-env=MODEL=bench-model", "--gaia2-budget-halt=1.0", "-rs")
+                     "--gaia2-env=MODEL=bench-model", "--gaia2-budget-halt=1.0", "-rs", no_container=True)
     resumed.assert_outcomes(skipped=1)
     resumed.stdout.fnmatch_lines(["*budget: the run has spent $1.20, its halt is $1.00*"])
     assert (folder / LEDGER_FILE).read_text().splitlines() == lines
@@ -211,7 +214,7 @@ def test_a_zeroed_ledger_still_halts(pytester: pytest.Pytester, priced: Any) -> 
     ahead = ["search/scenario_universe_23_money02#1", "search/scenario_universe_24_money03#1"]
     ledger.write_text("".join(json.dumps({"entry": entry, "usd": 0}) + "\n" for entry in [*entries, *ahead]))
     _scenarios(pytester, 2, 2)
-    resumed = priced("--gaia2-resume", *PRICED_USAGE, "--gaia2-budget-halt=2.0", "-rs")
+    resumed = priced("--gaia2-resume", *PRICED_USAGE, "--gaia2-budget-halt=2.0", "-rs", no_container=True)
     outcomes = resumed.parseoutcomes()
     assert (outcomes.get("passed"), outcomes.get("skipped")) == (2, 2), outcomes  # the two stored; none new
     resumed.stdout.fnmatch_lines([f"gaia2: warning: spend ledger: {ledger}: 2 entries below the cost their records "

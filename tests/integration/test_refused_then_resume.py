@@ -69,15 +69,15 @@ REFUSED: list[tuple[tuple[str, ...], int, str, str]] = [
 
 @pytest.fixture
 def priced(pytester: pytest.Pytester, run_gaia2: Any, run_gaia2_inprocess: Any) -> Callable[..., pytest.RunResult]:
-    """A run of the variants, priced; a ``refused`` one starts no scenario container, so it runs in
-    this process (its exit status, streams, containers and files are what the test reads)."""
+    """A run of the variants, priced; one that starts no scenario container (``no_container``: a
+    refused one) runs in this process."""
     prices = pytester.path / "prices.json"
     prices.write_text(json.dumps(PRICES))
     for n in range(COUNT):
         scenario_variant(pytester.path / "variants", ONE_FILE, scenario_id=f"scenario_universe_{21 + n}_cost{n:02d}")
 
-    def run(*args: str, refused: bool = False) -> pytest.RunResult:
-        return (run_gaia2_inprocess if refused else run_gaia2)("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *USAGE, *args)
+    def run(*args: str, no_container: bool = False) -> pytest.RunResult:
+        return (run_gaia2_inprocess if no_container else run_gaia2)("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *USAGE, *args)
 
     return run
 
@@ -134,7 +134,7 @@ def test_refused_commands_then_resume_pay_for_no_verdict_twice(
     for layout in ((), ("-n", "2")):
         for args, code, stream, line in REFUSED:
             since = time.time()
-            refused = priced(*layout, *args, refused=True)
+            refused = priced(*layout, *args, no_container=True)
             assert refused.ret == code, (layout, args, refused.stdout.str(), refused.stderr.str())
             getattr(refused, stream).fnmatch_lines([line])
             text = refused.stdout.str() + refused.stderr.str()

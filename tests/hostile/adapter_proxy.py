@@ -166,10 +166,13 @@ class MeasuredRun:
         return self.done.stdout + self.done.stderr
 
 
+NO_JUDGE = ("--gaia2-judge-provider=none", "--gaia2-judge-model=none")
+
+
 def run_measured(folder: Path, *args: str) -> MeasuredRun:
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", PEAK_RSS_PROBE, "-p", "no:cacheprovider", "--gaia2-output=out",
-                           "--gaia2-judge-provider=none", "--gaia2-judge-model=none", *args],
+                           *NO_JUDGE, *args],
                           cwd=folder, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     seconds = time.monotonic() - started
     return MeasuredRun(done, peak_rss_mb(done.stdout + done.stderr), seconds)

@@ -18,10 +18,11 @@ import subprocess
 import tarfile
 import time
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
-from adapter_proxy import MeasuredRun, only_record, pytest_says, run_measured
+from adapter_proxy import NO_JUDGE, MeasuredRun, only_record, pytest_says, run_measured
 from gaia2_testing import DATA, SHIPPED, derived_image, made_once, run_folders
 
 from pytest_gaia2.engine.client import Engine
@@ -146,9 +147,14 @@ def open_image() -> str:
     return tag
 
 
+def _forger(image: str, mode: str, *args: str) -> tuple[str, ...]:
+    """The arguments of a run of the forger in ``mode`` on ``image``."""
+    return (f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", ONE, f"--gaia2-image={image}",
+            f"--gaia2-env=HOSTILE={mode}", "--gaia2-timeout=60", *args)
+
+
 def _run(tmp_path: Path, image: str, mode: str, *args: str):  # type: ignore[no-untyped-def]
-    return run_measured(tmp_path, f"--gaia2-scenarios={SHIPPED / 'search'}", "-k", ONE, f"--gaia2-image={image}",
-                        f"--gaia2-env=HOSTILE={mode}", "--gaia2-timeout=60", *args)
+    return run_measured(tmp_path, *_forger(image, mode, *args))
 
 
 @pytest.fixture(scope="module")
@@ -268,12 +274,14 @@ def test_a_rejection_seen_stays_a_failure_when_the_agent_then_rewrites_the_files
 
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")])
-def test_require_isolation_refuses_an_open_image_before_any_run_folder(tmp_path: Path, open_image: str,
-                                                                        workers: tuple[str, ...]) -> None:
-    run = _run(tmp_path, open_image, "forge", "--gaia2-require-isolation", *workers)
-    assert run.done.returncode == 4, run.text
-    assert "--gaia2-require-isolation" in run.text and "judge isolated: no" in run.text
-    assert not (tmp_path / "out").exists() or run_folders(tmp_path / "out") == []
+def test_require_isolation_refuses_an_open_image_before_any_run_folder(
+        pytester: pytest.Pytester, run_gaia2_inprocess: Any, open_image: str, workers: tuple[str, ...]) -> None:
+    # Refused at pre-flight, before any scenario container: in this process.
+    run = run_gaia2_inprocess(*NO_JUDGE, *_forger(open_image, "forge", "--gaia2-require-isolation", *workers))
+    text = run.stdout.str() + run.stderr.str()
+    assert run.ret == 4, text
+    assert "--gaia2-require-isolation" in text and "judge isolated: no" in text
+    assert not (pytester.path / "out").exists() or run_folders(pytester.path / "out") == []
 
 
 def test_require_isolation_lets_the_reference_images_model_run(isolated_forge: tuple[Path, MeasuredRun]) -> None:

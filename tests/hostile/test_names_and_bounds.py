@@ -108,22 +108,23 @@ def _log_bytes(log_path: Path) -> int:
     return sum(sizes.values())
 
 
-def test_ids_windows_cannot_name_and_case_duplicates_are_refused_before_any_container(tmp_path: Path) -> None:
+def test_ids_windows_cannot_name_and_case_duplicates_are_refused_before_any_container(
+        pytester: pytest.Pytester, run_gaia2_inprocess: Any) -> None:
     refused = {"con": "CON", "nul_ext": "nul.x", "com1": "COM1", "aux": "aux.txt", "lpt9": "LPT9.json",
                "dot": "trailing.", "upper": "Case_A", "lower": "case_a"}
-    paths = {name: _scenario_file(tmp_path / "scenarios", "search", name, sid) for name, sid in refused.items()}
+    paths = {name: _scenario_file(pytester.path / "scenarios", "search", name, sid) for name, sid in refused.items()}
     since = time.time()
-    done = _pytest(tmp_path, "--gaia2-scenarios=scenarios", *ORACLE)
-    text = done.stdout + done.stderr
-    assert done.returncode == pytest.ExitCode.TESTS_FAILED, text
+    done = run_gaia2_inprocess("--gaia2-scenarios=scenarios", *ORACLE)  # every file refused: no scenario container
+    text = done.stdout.str() + done.stderr.str()
+    assert done.ret == pytest.ExitCode.TESTS_FAILED, text
     assert "Traceback" not in text
     for name, sid in refused.items():
-        lines = [line for line in done.stdout.splitlines()
+        lines = [line for line in done.outlines
                  if line.startswith(f"[invalid_scenario] {paths[name]}: metadata.definition.scenario_id: ")]
         assert len(lines) == 1 and repr(sid) in lines[0], (name, lines, text)
-    records = results_of(tmp_path / "out")
+    records = results_of(pytester.path / "out")
     assert len(records) == len(refused) and {r["error_category"] for r in records} == {"invalid_scenario"}
-    run_id = run_id_of(tmp_path / "out")
+    run_id = run_id_of(pytester.path / "out")
     created = [event["Actor"]["Attributes"].get(SCENARIO_LABEL)
                for event in engine_events(since, event="create", label=f"{RUN_LABEL}={run_id}")]
     assert [scenario for scenario in created if scenario != "preflight"] == []

@@ -26,9 +26,9 @@ def test_search_split_on_two_workers(pytester: pytest.Pytester, run_gaia2) -> No
     result.stdout.fnmatch_lines(["*strict*100.0%*", "*gaia2: results in*"])
 
 
-def test_time_split_marker_and_k_selection(run_gaia2) -> None:
+def test_time_split_marker_and_k_selection(run_gaia2, run_gaia2_inprocess) -> None:
     times = sorted(p.stem for p in (SHIPPED / "time").glob("*.json"))
-    result = run_gaia2("--collect-only", "-q", "-m", "time_split", f"--gaia2-scenarios={SHIPPED}")
+    result = run_gaia2_inprocess("--collect-only", "-q", "-m", "time_split", f"--gaia2-scenarios={SHIPPED}")
     listed = sorted(line.split("[")[1].rstrip("]") for line in result.stdout.lines if line.startswith("gaia2/time::"))
     assert listed == times, result.stdout.str()  # all of them, in the run's seeded start order
     assert "search/" not in result.stdout.str()

@@ -256,12 +256,13 @@ MODEL = ("--gaia2-provider=openai", "--gaia2-model=m", "--gaia2-judge-provider=o
     ids=["missing image", "engine down"],
 )
 def test_setup_failure_ends_the_run_with_one_message(
-    run_gaia2, clean_env: pytest.MonkeyPatch, args: tuple[str, ...], docker_host: str | None, message: str
+    run_gaia2_inprocess, clean_env: pytest.MonkeyPatch, args: tuple[str, ...], docker_host: str | None, message: str
 ) -> None:
-    """Checked once, on the controller: one message, no error per test, no container."""
+    """Checked once, on the controller: one message, no error per test, no container (so the run
+    is made in this process)."""
     if docker_host:
         clean_env.setenv("DOCKER_HOST", docker_host)
-    result = run_gaia2("-n", "2", *SEARCH, *args)
+    result = run_gaia2_inprocess("-n", "2", *SEARCH, *args)
     assert result.ret == EXIT_REFUSED
     output = result.stdout.lines + result.stderr.lines
     assert len([line for line in output if message in line]) == 1, "\n".join(output)

@@ -179,12 +179,15 @@ def run_gaia2_inprocess(pytester: pytest.Pytester, loaded_once: None) -> Callabl
     """``run_gaia2`` in this process (under ``-n`` its xdist controller), for runs that start no
     scenario container (stored verdicts reported again, a refusal at pre-flight): a child pytest
     costs about 0.4 s of CPU just to start. A run that is interrupted, or one whose point is a
-    process of its own (signals, exit code, environment, terminal bytes), takes ``run_gaia2``."""
+    process of its own (signals, exit code, environment, terminal bytes), takes ``run_gaia2``.
+    ``cwd``: a folder to run in other than the pytester folder (a project of the test's own)."""
 
-    def run(*args: str, output: str = "out") -> pytest.RunResult:
+    def run(*args: str, output: str = "out", cwd: Path | None = None) -> pytest.RunResult:
         watch, before = NewLibraries(), process_state()
-        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--basetemp={pytester.path / 'basetemp'}",
-                                              f"--gaia2-output={output}", *args, plugins=[watch])
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(cwd or pytester.path)
+            result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--basetemp={pytester.path / 'basetemp'}",
+                                                  f"--gaia2-output={output}", *args, plugins=[watch])
         assert not watch.new, f"the run imported {sorted(watch.new)}: add them to LOADED_ONCE (tests/conftest.py)"
         assert process_state() == before, "the run left its process changed (signal handlers, secrets, logging)"
         return result

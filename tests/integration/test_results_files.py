@@ -200,7 +200,7 @@ def test_resumed_run_files_agree(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_repeat_shows_pass_at_k_and_flips(tmp_path: Path) -> None:
+def test_repeat_shows_pass_at_k_and_flips(tmp_path: Path, run_gaia2_inprocess: Any) -> None:
     """--gaia2-repeat 2 for real, then a resumed session after one stored verdict was changed,
     as a flaky agent would have produced it: the flip is named."""
     passing = "scenario_universe_21_7kww6e"
@@ -233,7 +233,7 @@ def test_repeat_shows_pass_at_k_and_flips(tmp_path: Path) -> None:
     (stored.parent / "daemon_status.json").write_text(json.dumps({"status": "stopped", "judgment": judgment}),
                                                       encoding="utf-8")
     (stored.parent / "daemon_judgments.jsonl").write_text(json.dumps(judgment) + "\n", encoding="utf-8")
-    resumed = run_pytest(tmp_path, *args, "--gaia2-resume")
+    resumed = run_gaia2_inprocess(*args, "--gaia2-resume", cwd=tmp_path)  # every verdict stored: no container
     resumed.assert_outcomes(passed=1, failed=3)
     resumed.stdout.fnmatch_lines(["  pass@2*1/2 = 50.0%*", "  pass^2*0/2 =*0.0%*",
                                   f"  flipped (1): {passing} PF"])

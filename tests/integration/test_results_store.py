@@ -44,13 +44,12 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def in_project(project: Path, run_gaia2_inprocess: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[int, str]]:
+def in_project(project: Path, run_gaia2_inprocess: Any) -> Callable[..., tuple[int, str]]:
     """A run in the project that starts no scenario container (a refusal, stored verdicts), in this
     process: (its exit status, what it printed)."""
-    monkeypatch.chdir(project)
 
     def run(*args: str, output: str) -> tuple[int, str]:
-        result = run_gaia2_inprocess(*args, output=output)
+        result = run_gaia2_inprocess(*args, output=output, cwd=project)
         return int(result.ret), result.stdout.str() + "\n" + result.stderr.str()
 
     return run

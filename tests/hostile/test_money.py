@@ -80,7 +80,8 @@ def priced(pytester: pytest.Pytester, run_gaia2: Any, run_gaia2_inprocess: Any) 
     prices.write_text(json.dumps({"bench-model": {"input": 1.0, "output": 2.0}}))
 
     def run(*args: str, no_container: bool = False) -> pytest.RunResult:
-        return (run_gaia2_inprocess if no_container else run_gaia2)("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *args)
+        runner = run_gaia2_inprocess if no_container else run_gaia2
+        return runner("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *args)
 
     return run
 

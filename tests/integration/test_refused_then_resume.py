@@ -77,7 +77,8 @@ def priced(pytester: pytest.Pytester, run_gaia2: Any, run_gaia2_inprocess: Any) 
         scenario_variant(pytester.path / "variants", ONE_FILE, scenario_id=f"scenario_universe_{21 + n}_cost{n:02d}")
 
     def run(*args: str, no_container: bool = False) -> pytest.RunResult:
-        return (run_gaia2_inprocess if no_container else run_gaia2)("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *USAGE, *args)
+        runner = run_gaia2_inprocess if no_container else run_gaia2
+        return runner("--gaia2-scenarios=variants", f"--gaia2-price-file={prices}", *USAGE, *args)
 
     return run
 

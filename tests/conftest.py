@@ -131,7 +131,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _load_the_plugin()
 
 
-IN_CONTAINERS = "pytest_gaia2.reference."
+IN_CONTAINERS = "pytest_gaia2.reference.gaia2_ref_"
 """The reference image's own programs (they import each other as top-level modules, inside it)."""
 NOT_INSTALLED = {"pytest_gaia2.run.judges.gaia2_cli_rejudge": "gaia2_cli"}
 """Modules whose library only an image has, and that library's name."""

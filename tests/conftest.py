@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,8 @@ from gaia2_testing import (
 )
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
+
+import pytest_gaia2
 
 pytest_plugins = ["pytester"]
 TESTS = Path(__file__).resolve().parent
@@ -125,6 +128,31 @@ def pytest_configure(config: pytest.Config) -> None:
         "main Python only: the other Pythons' share (.ci/run) runs the same code through the other unit tests"
     )
     _quiet_children(config)
+    _load_the_plugin()
+
+
+IN_CONTAINERS = "pytest_gaia2.reference.gaia2_ref_"
+"""The reference image's own programs (they import each other as top-level modules, inside it)."""
+NOT_INSTALLED = {"pytest_gaia2.run.judges.gaia2_cli_rejudge": "gaia2_cli"}
+"""Modules whose library only an image has, and that library's name."""
+
+
+def _load_the_plugin() -> None:
+    """Every module of the plugin, imported before any test: pytester's in-process runs drop the
+    modules a run imported (its snapshot of ``sys.modules``), so each run imported about fifty of
+    them again, 0.1 s of CPU of the 0.15 a usage error costs, hundreds of times. Loaded up front,
+    not on first use: a module loaded after an in-process run had imported and dropped it is a
+    second copy, and the plugin already registered holds the first (a -k/-m sample in a later run
+    came out unsampled: test_selection_plugin.py, in file order). Runs in one process also share
+    the modules' state from here on, as two ``pytest.main`` calls in one program do."""
+    for module in pkgutil.walk_packages(pytest_gaia2.__path__, "pytest_gaia2."):
+        if module.name.startswith(IN_CONTAINERS) or module.name.endswith(".__main__"):
+            continue
+        try:
+            importlib.import_module(module.name)
+        except ModuleNotFoundError as exc:
+            if NOT_INSTALLED.get(module.name) != exc.name:
+                raise
 
 
 @pytest.fixture
@@ -203,9 +231,8 @@ LOADED_ONCE = (
 """The libraries a run imports on first use, imported in this process before pytester's
 snapshot of ``sys.modules`` (an in-process run drops every module it imported): a second import
 fails (numpy's core, Cython's modules), registers its fork handlers again (filelock) or splits its
-classes from those of the modules kept (docker's from requests'). The plugin's own modules are not
-in it: loaded here after an earlier in-process run had imported and dropped them, a -k/-m sample
-in a later run came out unsampled (test_selection_plugin.py, in file order)."""
+classes from those of the modules kept (docker's from requests'). The plugin's own modules are
+loaded at the session's start (:func:`_load_the_plugin`)."""
 
 
 @pytest.fixture(scope="session")
